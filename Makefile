@@ -1,0 +1,90 @@
+# netio-trace: build, test, run, bench.  See README.md and DEVELOPERS.md.
+# BUILD can be overridden so that parallel work does not share one build tree.
+BUILD     ?= build
+CLANG     ?= $(shell command -v clang-16 || command -v clang-19 || command -v clang)
+BPFTOOL   ?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
+CC        ?= gcc
+CFLAGS    ?= -O2 -g
+CFLAGS    += -Wall -Wextra -std=gnu11 -D_GNU_SOURCE
+PYTHON    := .venv/bin/python
+ARCH      := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+BPF_SRCS   := $(wildcard bpf/*.bpf.c)
+BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
+BPF_SKELS  := $(patsubst bpf/%.bpf.c,$(BUILD)/include/%.skel.h,$(BPF_SRCS))
+USER_SRCS  := $(wildcard user/*.c)
+USER_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
+WL_LIB_SRCS := $(filter-out workloads/server.c workloads/client.c,$(wildcard workloads/*.c))
+WL_LIB_OBJS := $(patsubst workloads/%.c,$(BUILD)/workloads/%.o,$(WL_LIB_SRCS))
+UNIT_SRCS  := $(wildcard tests/unit/*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+
+TARGETS := $(BUILD)/netio-server $(BUILD)/netio-client
+ifneq ($(BPF_SRCS),)
+TARGETS += $(BUILD)/netio-tracer
+endif
+
+.PHONY: all deps run test unittest pytest vmtest bench clean
+.DELETE_ON_ERROR:
+
+all: $(TARGETS) $(UNIT_BINS)
+
+deps:
+	@./scripts/deps.sh
+
+# ---- workloads -----------------------------------------------------------
+$(BUILD)/workloads/%.o: workloads/%.c $(wildcard workloads/*.h) | $(BUILD)/workloads
+	$(CC) $(CFLAGS) -Iworkloads -c $< -o $@
+
+$(BUILD)/netio-server: $(BUILD)/workloads/server.o $(WL_LIB_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ -lpthread
+
+$(BUILD)/netio-client: $(BUILD)/workloads/client.o $(WL_LIB_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ -lpthread
+
+# ---- BPF and the tracer --------------------------------------------------
+# vmlinux.h comes from the running kernel's BTF; CO-RE relocates it elsewhere.
+$(BUILD)/include/vmlinux.h: | $(BUILD)/include
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/include/vmlinux.h | $(BUILD)/bpf
+	$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD)/include -Ibpf -c $< -o $@
+
+$(BUILD)/include/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard bpf/*.h) $(BPF_SKELS) | $(BUILD)/user
+	$(CC) $(CFLAGS) -I$(BUILD)/include -Ibpf -Iuser -c $< -o $@
+
+$(BUILD)/netio-tracer: $(USER_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ -lbpf -lelf -lz -lpthread
+
+# ---- tests ---------------------------------------------------------------
+$(BUILD)/tests/%: tests/unit/%.c $(WL_LIB_OBJS) | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Iworkloads -Iuser $^ -o $@ -lpthread
+
+unittest: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do $$t; done
+
+pytest: all
+	NETIO_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/python tests/integration
+
+vmtest: all
+	NETIO_BUILD=$(abspath $(BUILD)) ./tests/vm/run-vmtest.sh
+
+test: deps all
+	@$(MAKE) --no-print-directory unittest
+	@$(MAKE) --no-print-directory pytest
+	@$(MAKE) --no-print-directory vmtest
+
+run: deps all
+	./netio-trace run
+
+bench: deps all
+	$(PYTHON) -m bench.run
+
+$(BUILD)/workloads $(BUILD)/bpf $(BUILD)/include $(BUILD)/user $(BUILD)/tests:
+	@mkdir -p $@
+
+clean:
+	rm -rf $(BUILD) build-*

@@ -1,0 +1,1 @@
+"""netio-trace: the Python driver (run, trace, report, doctor) and the analysis."""
