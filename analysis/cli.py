@@ -1,0 +1,352 @@
+"""netio-trace: where do the bytes get copied, and what does each copy cost?
+
+Subcommands: run (the sweep), trace (the tracer on any process), report DIR, doctor.
+Every bad value gets one line on stderr and exit status 2, before anything starts.
+"""
+import argparse
+import os
+import sys
+import time
+
+from . import params as P
+from . import paths
+from .params import UsageError
+
+PROG = "netio-trace"
+EPILOG = """examples:
+  sudo ./netio-trace run                      the default sweep (≤ 5 min), report in results/<time>/
+  sudo ./netio-trace run --quick --out /tmp/q a small sweep (≤ 60 s)
+  sudo ./netio-trace run --sizes 4K,64K --threads 1,4 --transport veth,loopback --repeat 3
+  sudo ./netio-trace run --resume results/20250101-120000   finish an interrupted sweep
+  ./netio-trace report results/20250101-120000  rebuild the report from runs.jsonl
+  sudo ./netio-trace trace -- iperf3 -c 127.0.0.1 -t 2
+  sudo ./netio-trace doctor --json
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line (exit 2)."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def build_parser():
+    p = Parser(prog=PROG, description="Trace where a TCP sender's bytes get copied "
+               "(two-copy, one-copy, zero-copy, per-field) over veth or loopback, and what each "
+               "copy costs: eBPF copy accounting, syscall latency, sampled stacks, perf counters.",
+               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", metavar="{run,trace,report,doctor}")
+
+    r = sub.add_parser("run", help="run the sweep: workloads × strategies × sizes × threads, "
+                       "traced; writes runs.jsonl, results.csv, plots, flame graphs, report",
+                       description="Run every configuration in interleaved rounds with the "
+                       "tracer attached once for the whole sweep, then build the report.")
+    d = P.DEFAULTS
+    r.add_argument("--strategies", metavar="LIST",
+                   help=f"comma list of {','.join(P.STRATEGIES)} (default {','.join(d['strategies'])})")
+    r.add_argument("--sizes", metavar="LIST",
+                   help="message sizes, e.g. 256,1K,4096,64K,1M (8 B to 64 MiB; default "
+                   "256,1K,4K,16K,64K)")
+    r.add_argument("--threads", metavar="LIST",
+                   help=f"connections (one thread each), 1 to {P.MAX_THREADS} (default "
+                   f"{','.join(map(str, d['threads']))})")
+    r.add_argument("--transport", metavar="LIST",
+                   help=f"comma list of {','.join(P.TRANSPORTS)} (default veth)")
+    r.add_argument("--duration", metavar="S", help=f"seconds per run (default {d['duration']:g})")
+    r.add_argument("--repeat", metavar="N",
+                   help=f"interleaved rounds: every configuration once, then again "
+                   f"(default {d['repeat']})")
+    r.add_argument("--out", metavar="DIR", help="results directory (default results/<timestamp>/)")
+    r.add_argument("--no-trace", action="store_true",
+                   help="run the workloads without the tracer (no copy accounting, stacks, counters)")
+    r.add_argument("--attach", metavar="MODE",
+                   help=f"tracer attach rung: {'|'.join(P.ATTACH_MODES)} (default auto: the best "
+                   f"the kernel allows)")
+    r.add_argument("--freq", metavar="HZ", help=f"stack sampling frequency (default {P.DEFAULT_FREQ})")
+    r.add_argument("--quick", action="store_true",
+                   help="a small sweep (3 strategies × 4K,64K × 1 thread × veth × 2 rounds, ≤ 60 s)")
+    r.add_argument("--resume", metavar="DIR",
+                   help="finish the sweep in DIR: run only what is missing, then rebuild the report")
+    r.add_argument("--no-report", action="store_true", help=argparse.SUPPRESS)
+
+    t = sub.add_parser("trace", help="trace any process: netio-trace trace (--pid PID | -- CMD ...)",
+                       description="Run netio-tracer in its own mode on a process: copy table, "
+                       "syscall histograms, JSON. Stops when the process exits (or Ctrl-C).",
+                       usage=f"{PROG} trace [options] (--pid PID | -- CMD [ARGS...])")
+    t.add_argument("--pid", metavar="PID", help="follow this process (threads and children)")
+    t.add_argument("--attach", metavar="MODE", default="auto",
+                   help=f"{'|'.join(P.ATTACH_MODES)} (default auto)")
+    t.add_argument("--freq", metavar="HZ", help=f"sampling frequency (default {P.DEFAULT_FREQ})")
+    t.add_argument("--json", metavar="FILE", help="write the trace object to FILE")
+    t.add_argument("--folded", metavar="FILE", help="write folded stacks to FILE")
+    t.add_argument("--netns", metavar="NAME", action="append", default=[],
+                   help="count softirq events of this network namespace (repeatable)")
+    t.add_argument("--duration", metavar="S", help="stop after S seconds")
+    t.add_argument("--no-sample", action="store_true", help="no stack sampling")
+    t.add_argument("--no-counters", action="store_true", help="no perf counters")
+
+    rep = sub.add_parser("report", help="rebuild results.csv, plots, flame graphs and the report "
+                         "of DIR from runs.jsonl and the folded stacks")
+    rep.add_argument("dir", metavar="DIR")
+
+    doc = sub.add_parser("doctor", help="what this kernel and machine allow (probed)")
+    doc.add_argument("--json", action="store_true", help="print DESIGN.md's doctor object")
+    return p
+
+
+# ---- run -------------------------------------------------------------------------------------
+def sweep_params(a):
+    """SweepParams from the run flags; --quick and the defaults fill what was not given."""
+    base = P.QUICK if a.quick else P.DEFAULTS
+    return P.SweepParams(
+        strategies=P.parse_strategies(a.strategies) if a.strategies is not None else tuple(base["strategies"]),
+        sizes=P.parse_size_list(a.sizes) if a.sizes is not None else tuple(base["sizes"]),
+        threads=P.parse_threads(a.threads) if a.threads is not None else tuple(base["threads"]),
+        transports=P.parse_transports(a.transport) if a.transport is not None else tuple(base["transports"]),
+        duration=P.parse_duration(a.duration) if a.duration is not None else base["duration"],
+        repeat=P.parse_repeat(a.repeat) if a.repeat is not None else base["repeat"],
+        trace=not a.no_trace,
+        attach=P.parse_attach(a.attach) if a.attach is not None else "auto",
+        freq=P.parse_freq(a.freq) if a.freq is not None else P.DEFAULT_FREQ)
+
+
+def _given(a):
+    """Which sweep-defining flags the user gave (for --resume)."""
+    names = {"strategies": a.strategies, "sizes": a.sizes, "threads": a.threads,
+             "transports": a.transport, "duration": a.duration, "repeat": a.repeat,
+             "attach": a.attach, "freq": a.freq}
+    out = {k for k, v in names.items() if v is not None}
+    if a.no_trace:
+        out.add("trace")
+    if a.quick:
+        out |= {"strategies", "sizes", "threads", "transports", "duration", "repeat"}
+    return out
+
+
+def _probe_writable(directory):
+    """Create and remove a directory inside: the truth, for root too (read-only mounts, /proc)."""
+    import tempfile
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".netio-probe-", dir=directory))
+        return None
+    except OSError as e:
+        import errno
+        if e.errno == errno.ENOENT:
+            return "this filesystem takes no new directories"
+        return e.strerror or str(e)
+
+
+def check_out_dir(path):
+    """Refuse a file, an existing sweep, or a place we cannot write; leaves nothing behind."""
+    ap = os.path.abspath(path)
+    if os.path.exists(ap):
+        if not os.path.isdir(ap):
+            raise UsageError(f"--out {path} is a file, not a directory")
+        if os.path.exists(os.path.join(ap, "runs.jsonl")) or os.path.exists(os.path.join(ap, "sweep.json")):
+            raise UsageError(f"--out {path} already holds a sweep: finish it with --resume "
+                             f"{path}, or choose another directory")
+        why = _probe_writable(ap)
+        if why:
+            raise UsageError(f"--out {path} is not writable ({why})")
+        return ap
+    parent = ap
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise UsageError(f"--out {path}: {parent} is a file, not a directory")
+    why = _probe_writable(parent)
+    if why:
+        raise UsageError(f"--out {path} is not writable ({parent}: {why})")
+    return ap
+
+
+def make_out_dir(ap, label="--out"):
+    """Create the directory and prove it can hold a file; UsageError otherwise."""
+    try:
+        os.makedirs(ap, exist_ok=True)
+        probe = os.path.join(ap, f".netio-write-test-{os.getpid()}")
+        with open(probe, "w") as f:
+            f.write("x")
+        os.unlink(probe)
+    except OSError as e:
+        raise UsageError(f"{label} {ap} is not writable: {e.strerror or e}") from None
+
+
+def default_out_dir():
+    base = os.path.join("results", time.strftime("%Y%m%d-%H%M%S"))
+    out, n = base, 2
+    while os.path.exists(out):
+        out, n = f"{base}-{n}", n + 1
+    return out
+
+
+def resolve_run(a):
+    """(SweepParams, out dir, resume?) or UsageError: every check that needs no privilege."""
+    if a.resume is not None:
+        rdir = os.path.abspath(a.resume)
+        if not os.path.isdir(rdir):
+            raise UsageError(f"--resume {a.resume}: no such directory")
+        if a.out is not None and os.path.abspath(a.out) != rdir:
+            raise UsageError("--resume DIR writes into DIR: drop --out, or give the same directory")
+        stored = P.load_sweep_file(os.path.join(rdir, "sweep.json"))
+        given = _given(a)
+        if given:
+            asked = sweep_params(a)
+            diffs = [d for d in stored.differences(asked) if d.split()[0] in given]
+            if diffs:
+                raise UsageError(f"--resume {a.resume} is a different sweep ({'; '.join(diffs)})")
+        why = _probe_writable(rdir)
+        if why:
+            raise UsageError(f"--resume {a.resume} is not writable ({why})")
+        return stored, rdir, True
+    params = sweep_params(a)
+    out = check_out_dir(a.out if a.out is not None else default_out_dir())
+    return params, out, False
+
+
+def preflight(params):
+    """What must be on the machine for this sweep: one line per missing thing (UsageError)."""
+    from .privileges import privilege_error
+    err = privilege_error("run", need_bpf=params.trace)
+    if err:
+        raise UsageError(err)
+    if not paths.find_tool("ip"):
+        raise UsageError("netio-trace run: `ip` (iproute2) not found; install it: apt-get install iproute2")
+    need = ["netio-server", "netio-client"] + (["netio-tracer"] if params.trace else [])
+    missing = [n for n in need if not paths.have_binary(n)]
+    if missing:
+        raise UsageError(f"netio-trace run: {', '.join(missing)} not built in {paths.build_dir()}; "
+                         f"run `make` (or set NETIO_BUILD)")
+    if params.trace and not os.path.exists("/sys/kernel/btf/vmlinux"):
+        raise UsageError("netio-trace run: this kernel has no BTF (/sys/kernel/btf/vmlinux); the "
+                         "tracer needs CONFIG_DEBUG_INFO_BTF=y, or run with --no-trace")
+    if "zero-copy" in params.strategies:
+        from .doctor import probe_zerocopy_socket
+        if not probe_zerocopy_socket():
+            raise UsageError("netio-trace run: this kernel refuses SO_ZEROCOPY (MSG_ZEROCOPY needs "
+                             "4.14+); leave zero-copy out of --strategies")
+
+
+def cmd_run(a):
+    from rich.console import Console
+    params, out, resume = resolve_run(a)
+    preflight(params)
+    make_out_dir(out, "--resume" if resume else "--out")
+    from .sweep import run_sweep
+    console = Console(stderr=True)
+    return run_sweep(params, out, console, resume=resume, build_report=not a.no_report)
+
+
+# ---- trace -----------------------------------------------------------------------------------
+def cmd_trace(a, cmd):
+    from .privileges import privilege_error
+    if (a.pid is None) == (not cmd):
+        raise UsageError("trace needs exactly one of --pid PID or -- CMD [ARGS...]")
+    pid = None
+    if a.pid is not None:
+        try:
+            pid = int(a.pid)
+        except ValueError:
+            raise UsageError(f"--pid {a.pid!r} is not a process id") from None
+        if pid <= 0 or not os.path.exists(f"/proc/{pid}"):
+            raise UsageError(f"--pid {a.pid}: no such process")
+    attach = P.parse_attach(a.attach)
+    freq = P.parse_freq(a.freq) if a.freq is not None else None
+    duration = P.parse_duration(a.duration) if a.duration is not None else None
+    for f, label in ((a.json, "--json"), (a.folded, "--folded")):
+        if f:
+            parent = os.path.dirname(os.path.abspath(f)) or "."
+            if os.path.isdir(f):
+                raise UsageError(f"{label} {f} is a directory")
+            if not os.path.isdir(parent):
+                raise UsageError(f"{label} {f}: directory {parent} does not exist")
+    err = privilege_error("trace", need_netadmin=False)
+    if err:
+        raise UsageError(err)
+    if not paths.have_binary("netio-tracer"):
+        raise UsageError(f"netio-trace trace: netio-tracer not built in {paths.build_dir()}; run "
+                         f"`make` (or set NETIO_BUILD)")
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        raise UsageError("netio-trace trace: this kernel has no BTF (/sys/kernel/btf/vmlinux); the "
+                         "tracer needs CONFIG_DEBUG_INFO_BTF=y")
+    if cmd:
+        import shutil
+        if not (os.path.sep in cmd[0] and os.access(cmd[0], os.X_OK)) and not shutil.which(cmd[0]):
+            raise UsageError(f"netio-trace trace: command {cmd[0]!r} not found")
+    from .tracer import trace_argv
+    argv = trace_argv(pid=pid, cmd=cmd, attach=attach, freq=freq, json_path=a.json,
+                      folded=a.folded, netns=a.netns, duration=duration,
+                      no_sample=a.no_sample, no_counters=a.no_counters)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(argv[0], argv)   # the tracer owns the terminal and the signals from here
+
+
+# ---- report / doctor -------------------------------------------------------------------------
+def cmd_report(a):
+    from rich.console import Console
+    from .report import ReportError, build
+    d = os.path.abspath(a.dir)
+    if not os.path.isdir(d):
+        raise UsageError(f"report {a.dir}: no such directory")
+    if not os.path.isfile(os.path.join(d, "runs.jsonl")):
+        raise UsageError(f"report {a.dir}: no runs.jsonl there (not a netio-trace results directory)")
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise UsageError(f"report {a.dir}: directory is not writable")
+    console = Console(stderr=True)
+    t = time.monotonic()
+    try:
+        info = build(d, console=console)
+    except ReportError as e:
+        raise UsageError(str(e)) from None
+    from .results import read_runs
+    from .summary import print_summary
+    print_summary(read_runs(os.path.join(d, "runs.jsonl")), console)
+    console.print(f"report rebuilt from {info['runs']} run(s) in {time.monotonic() - t:.1f} s: "
+                  f"{d}/report.html, report.md, results.csv")
+    return 0
+
+
+def cmd_doctor(a):
+    from .privileges import privilege_error
+    err = privilege_error("doctor")
+    if err:
+        raise UsageError(err + " (probing BPF, perf and namespaces needs it)")
+    from .doctor import main
+    return main(as_json=a.json)
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cmd = []
+    if argv and argv[0] == "trace" and "--" in argv:
+        i = argv.index("--")
+        argv, cmd = argv[:i], argv[i + 1:]
+    parser = build_parser()
+    try:
+        a = parser.parse_args(argv)
+        if a.command is None:
+            parser.print_help()
+            return 2
+        if a.command == "run":
+            return cmd_run(a)
+        if a.command == "trace":
+            return cmd_trace(a, cmd)
+        if a.command == "report":
+            return cmd_report(a)
+        if a.command == "doctor":
+            return cmd_doctor(a)
+    except UsageError as e:
+        msg = str(e)
+        if not msg.startswith(PROG):
+            msg = f"{PROG} {argv[0] if argv else ''}: {msg}".replace("  ", " ")
+        print(msg, file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 1
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""`netio-trace doctor`: what this kernel and machine allow, probed, never assumed.
+
+The BPF side (BTF, attach rungs, PMU events, MSG_ZEROCOPY) comes from `netio-tracer --probe`;
+this module adds the kernel, a namespace created and deleted for real, and the tools.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+
+from . import machine, netns, paths, tracer
+
+TOOLS = ("ip", "perf", "iperf3", "bpftool", "inferno-flamegraph", "inferno-diff-folded",
+         "chromium")
+ATTACH_KEYS = ("fentry", "kprobe", "tp_btf", "tracepoint", "perf_event", "uprobe")
+SO_ZEROCOPY = getattr(socket, "SO_ZEROCOPY", 60)
+
+
+def probe_netns():
+    """Create a namespace with a veth pair, then delete it. (ok, error)."""
+    if not paths.find_tool("ip"):
+        return False, "ip (iproute2) not found"
+    try:
+        with netns.Topology("veth") as topo:
+            names = topo.namespaces
+            listed = os.listdir(netns.NETNS_DIR)
+            if not all(n in listed for n in names):
+                return False, "namespace created but not listed"
+        left = [n for n in names if os.path.exists(os.path.join(netns.NETNS_DIR, n))]
+        if left:
+            return False, f"could not delete {', '.join(left)}"
+        return True, None
+    except (RuntimeError, OSError, ValueError) as e:
+        return False, str(e)
+
+
+def probe_zerocopy_socket():
+    """Fallback when the tracer cannot say: does the kernel take SO_ZEROCOPY on a TCP socket?"""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, SO_ZEROCOPY, 1)
+        return True
+    except OSError:
+        return False
+
+
+def tool_paths():
+    return {t: paths.find_tool(t) for t in TOOLS}
+
+
+def collect():
+    """The doctor object (DESIGN.md): kernel, btf, attach, pmu, msg_zerocopy, netns, tools."""
+    out = {"kernel": os.uname().release}
+    errors = []
+    try:
+        tp = tracer.probe()
+        tracer_error = None
+    except tracer.TracerError as e:
+        tp, tracer_error = {}, str(e)
+        errors.append(tracer_error)
+    attach = tp.get("attach") if isinstance(tp.get("attach"), dict) else {}
+    out["btf"] = tp.get("btf") if "btf" in tp else None
+    out["attach"] = {k: attach.get(k) for k in ATTACH_KEYS}
+    for k, v in attach.items():
+        out["attach"].setdefault(k, v)
+    out["pmu"] = tp.get("pmu") if isinstance(tp.get("pmu"), dict) else {}
+    if "msg_zerocopy" in tp:
+        out["msg_zerocopy"] = tp["msg_zerocopy"]
+    else:
+        out["msg_zerocopy"] = probe_zerocopy_socket()
+        out["msg_zerocopy_source"] = "SO_ZEROCOPY setsockopt (tracer probe unavailable)"
+    ok, err = probe_netns()
+    out["netns"] = ok
+    if err:
+        out["netns_error"] = err
+    out["tools"] = tool_paths()
+    m = machine.info()
+    out["machine"] = {k: m[k] for k in ("hostname", "cpu", "cores", "memory_gib",
+                                        "virtualization", "default_cc", "optmem_max")}
+    out["tracer"] = {"path": paths.binary("netio-tracer"), "error": tracer_error}
+    for k, v in tp.items():
+        if k not in out:
+            out[k] = v
+    return out, errors
+
+
+def _mark(v):
+    if v is True:
+        return "[green]yes[/]"
+    if v is False:
+        return "[red]no[/]"
+    if v is None:
+        return "[yellow]unknown[/]"
+    return str(v)
+
+
+def print_table(d, console=None):
+    from rich.console import Console
+    from rich.table import Table
+    console = console or Console()
+    t = Table(title=f"netio-trace doctor — {d['machine'].get('hostname')} ({d['kernel']})",
+              show_lines=False)
+    t.add_column("what")
+    t.add_column("result")
+    t.add_column("detail", overflow="fold")
+    t.add_row("kernel", d["kernel"], f"{d['machine'].get('cpu')}, {d['machine'].get('cores')} cores")
+    err = d.get("tracer", {}).get("error")
+    t.add_row("tracer", _mark(err is None), err or d["tracer"]["path"])
+    t.add_row("BTF", _mark(d.get("btf")), "/sys/kernel/btf/vmlinux")
+    for k, v in d["attach"].items():
+        t.add_row(f"attach: {k}", _mark(v), "")
+    pmu = d.get("pmu") or {}
+    if pmu:
+        for k, v in pmu.items():
+            t.add_row(f"pmu: {k}", _mark(v), "")
+    else:
+        t.add_row("pmu", _mark(None), "not probed")
+    t.add_row("MSG_ZEROCOPY", _mark(d.get("msg_zerocopy")), d.get("msg_zerocopy_source", ""))
+    t.add_row("network namespaces", _mark(d.get("netns")), d.get("netns_error") or "veth pair created and deleted")
+    for k, v in d["tools"].items():
+        t.add_row(f"tool: {k}", _mark(v is not None), v or "not found")
+    console.print(t)
+
+
+def main(as_json=False):
+    d, errors = collect()
+    if as_json:
+        json.dump(d, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_table(d)
+    if errors:
+        for e in errors:
+            print(f"netio-trace doctor: {e}", file=sys.stderr)
+        return 2
+    return 0

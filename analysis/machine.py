@@ -1,0 +1,59 @@
+"""The machine a run happened on (kept in every run, so a report needs nothing but runs.jsonl)."""
+import os
+import platform
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def memory_gib():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def hypervisor():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((l for l in f if l.startswith("flags")), "")
+        if " hypervisor" in flags:
+            vendor = None
+            try:
+                with open("/sys/class/dmi/id/sys_vendor") as f:
+                    vendor = f.read().strip() or None
+            except OSError:
+                pass
+            return vendor or "virtual machine"
+    except OSError:
+        pass
+    return None
+
+
+def sysctl(name):
+    try:
+        with open("/proc/sys/" + name.replace(".", "/")) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def info():
+    u = os.uname()
+    return {"hostname": u.nodename, "kernel": u.release, "kernel_version": u.version,
+            "arch": u.machine, "cpu": cpu_model(), "cores": os.cpu_count(),
+            "memory_gib": memory_gib(), "virtualization": hypervisor(),
+            "default_cc": sysctl("net.ipv4.tcp_congestion_control"),
+            "optmem_max": sysctl("net.core.optmem_max")}

@@ -1,0 +1,220 @@
+"""Sweep parameters: defaults, --quick, validation of every list the user gives, the run
+schedule in interleaved rounds, and sweep.json (what --resume compares against)."""
+import dataclasses
+import json
+
+from .sizes import format_size, parse_sizes
+
+STRATEGIES = ("two-copy", "one-copy", "zero-copy", "per-field")
+TRANSPORTS = ("veth", "loopback")
+MAX_THREADS = 256
+MAX_DURATION = 3600.0
+MAX_REPEAT = 100
+MIN_FREQ, MAX_FREQ = 1, 100000
+ATTACH_MODES = ("auto", "fentry", "kprobe", "tracepoint")
+
+# Default sweep (issue 5): 3 strategies x 5 sizes x 4 thread counts x veth = 60 configurations.
+# Two interleaved rounds of 0.5 s keep the whole sweep with its report under 5 minutes on the
+# 2-core machine (per-run overhead measured: see README/report; ~1 s per run).
+DEFAULTS = dict(strategies=("two-copy", "one-copy", "zero-copy"),
+                sizes=(256, 1024, 4096, 16384, 65536),
+                threads=(1, 2, 4, 8),
+                transports=("veth",),
+                duration=0.5,
+                repeat=2)
+# --quick: every strategy at a small and a large size, one thread, veth, two rounds.
+QUICK = dict(strategies=("two-copy", "one-copy", "zero-copy"),
+             sizes=(4096, 65536),
+             threads=(1,),
+             transports=("veth",),
+             duration=0.5,
+             repeat=2)
+DEFAULT_FREQ = 999
+SWEEP_FORMAT = "netio-trace sweep 1"
+
+
+class UsageError(ValueError):
+    """A bad command-line value: printed as one line, exit status 2."""
+
+
+def _split(text, what):
+    items = [p.strip() for p in str(text).split(",")]
+    if not any(items):
+        raise UsageError(f"--{what} is empty")
+    if any(not p for p in items):
+        raise UsageError(f"--{what} {text!r} has an empty item")
+    return list(dict.fromkeys(items))
+
+
+def parse_strategies(text):
+    items = _split(text, "strategies")
+    for s in items:
+        if s not in STRATEGIES:
+            raise UsageError(f"unknown strategy {s!r} (choose from {', '.join(STRATEGIES)})")
+    return tuple(items)
+
+
+def parse_transports(text):
+    items = _split(text, "transport")
+    for t in items:
+        if t not in TRANSPORTS:
+            raise UsageError(f"unknown transport {t!r} (choose from {', '.join(TRANSPORTS)})")
+    return tuple(items)
+
+
+def parse_threads(text):
+    out = []
+    for p in _split(text, "threads"):
+        try:
+            n = int(p)
+        except ValueError:
+            raise UsageError(f"threads {p!r} is not a whole number") from None
+        if n < 1 or n > MAX_THREADS:
+            raise UsageError(f"threads {p} is out of range (1 to {MAX_THREADS})")
+        out.append(n)
+    return tuple(sorted(set(out)))
+
+
+def parse_size_list(text):
+    try:
+        return tuple(parse_sizes(text))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def parse_duration(text):
+    try:
+        d = float(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"duration {text!r} is not a number of seconds") from None
+    if not d > 0 or d != d:
+        raise UsageError(f"duration {text} must be more than 0 seconds")
+    if d > MAX_DURATION:
+        raise UsageError(f"duration {text} is more than {MAX_DURATION:.0f} seconds per run")
+    return d
+
+
+def parse_repeat(text):
+    try:
+        n = int(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"repeat {text!r} is not a whole number") from None
+    if n < 1 or n > MAX_REPEAT:
+        raise UsageError(f"repeat {text} is out of range (1 to {MAX_REPEAT})")
+    return n
+
+
+def parse_freq(text):
+    try:
+        n = int(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"freq {text!r} is not a whole number of Hz") from None
+    if n < MIN_FREQ or n > MAX_FREQ:
+        raise UsageError(f"freq {text} is out of range ({MIN_FREQ} to {MAX_FREQ} Hz)")
+    return n
+
+
+def parse_attach(text):
+    if text not in ATTACH_MODES:
+        raise UsageError(f"unknown attach mode {text!r} (choose from {', '.join(ATTACH_MODES)})")
+    return text
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    strategy: str
+    msg_size: int
+    threads: int
+    transport: str
+
+    def label(self):
+        return f"{self.strategy} {format_size(self.msg_size)} ×{self.threads} {self.transport}"
+
+
+def run_key(strategy, msg_size, threads, transport, repeat):
+    return f"{strategy}/{int(msg_size)}/{int(threads)}/{transport}/{int(repeat)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepParams:
+    strategies: tuple
+    sizes: tuple
+    threads: tuple
+    transports: tuple
+    duration: float
+    repeat: int
+    trace: bool = True
+    attach: str = "auto"
+    freq: int = DEFAULT_FREQ
+
+    # What makes two sweeps the same sweep (what --resume compares).
+    IDENTITY = ("strategies", "sizes", "threads", "transports", "duration", "repeat",
+                "trace", "attach", "freq")
+
+    def configs(self):
+        """Every configuration, strategy innermost, so that the strategies being compared run
+        next to each other in time."""
+        return [Config(s, size, t, tr)
+                for tr in self.transports for t in self.threads
+                for size in self.sizes for s in self.strategies]
+
+    def schedule(self):
+        """(repeat, Config) in interleaved rounds: every configuration once, then again."""
+        return [(r, c) for r in range(self.repeat) for c in self.configs()]
+
+    def to_dict(self):
+        return {"format": SWEEP_FORMAT,
+                "strategies": list(self.strategies), "sizes": list(self.sizes),
+                "threads": list(self.threads), "transports": list(self.transports),
+                "duration": self.duration, "repeat": self.repeat, "trace": self.trace,
+                "attach": self.attach, "freq": self.freq}
+
+    @classmethod
+    def from_dict(cls, d):
+        if d.get("format") != SWEEP_FORMAT:
+            raise UsageError("not a netio-trace sweep description (format "
+                             f"{d.get('format')!r}, expected {SWEEP_FORMAT!r})")
+        try:
+            return cls(strategies=tuple(d["strategies"]), sizes=tuple(int(x) for x in d["sizes"]),
+                       threads=tuple(int(x) for x in d["threads"]),
+                       transports=tuple(d["transports"]), duration=float(d["duration"]),
+                       repeat=int(d["repeat"]), trace=bool(d.get("trace", True)),
+                       attach=d.get("attach", "auto"), freq=int(d.get("freq", DEFAULT_FREQ)))
+        except (KeyError, TypeError, ValueError) as e:
+            raise UsageError(f"sweep description is incomplete or damaged ({e})") from None
+
+    def differences(self, other):
+        """Human list of what differs between two sweeps ([] when they are the same sweep)."""
+        out = []
+        for f in self.IDENTITY:
+            a, b = getattr(self, f), getattr(other, f)
+            if a != b:
+                out.append(f"{f} {_fmt(f, a)} vs {_fmt(f, b)}")
+        return out
+
+    def describe(self):
+        return (f"strategies {_fmt('strategies', self.strategies)}; sizes {_fmt('sizes', self.sizes)}; "
+                f"threads {_fmt('threads', self.threads)}; transport {_fmt('transports', self.transports)}; "
+                f"{self.repeat} × {self.duration:g} s; "
+                + (f"tracer {self.attach}, sampling {self.freq} Hz" if self.trace else "no tracer"))
+
+
+def _fmt(field, value):
+    if field == "sizes":
+        return ",".join(format_size(v) for v in value)
+    if isinstance(value, (tuple, list)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def load_sweep_file(path):
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except FileNotFoundError:
+        raise UsageError(f"{path} does not exist: not a netio-trace results directory") from None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read {path}: {e}") from None
+    if not isinstance(d, dict):
+        raise UsageError(f"{path} is not a sweep description")
+    return SweepParams.from_dict(d)

@@ -1,0 +1,44 @@
+"""Where things are: the repository, the build tree (NETIO_BUILD), external tools."""
+import os
+import shutil
+
+REPO = os.environ.get("NETIO_ROOT") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def build_dir():
+    return os.path.abspath(os.environ.get("NETIO_BUILD") or os.path.join(REPO, "build"))
+
+
+def binary(name):
+    """Path of one of our binaries (netio-server, netio-client, netio-tracer) in the build tree."""
+    return os.path.join(build_dir(), name)
+
+
+def have_binary(name):
+    p = binary(name)
+    return os.path.isfile(p) and os.access(p, os.X_OK)
+
+
+_EXTRA_DIRS = ("/usr/sbin", "/sbin", "/usr/local/sbin")
+
+
+def find_tool(name):
+    """Absolute path of a tool, or None. Looks in PATH, the sbin directories (sudo's PATH may
+    lack them), and cargo's bin directories (inferno is installed with cargo)."""
+    p = shutil.which(name)
+    if p:
+        return p
+    dirs = list(_EXTRA_DIRS)
+    cargo = os.environ.get("CARGO_HOME")
+    if cargo:
+        dirs.append(os.path.join(cargo, "bin"))
+    dirs.append(os.path.expanduser("~/.cargo/bin"))
+    sudo_user = os.environ.get("SUDO_USER")
+    if sudo_user:
+        dirs.append(os.path.expanduser(f"~{sudo_user}/.cargo/bin"))
+    dirs.append("/root/.cargo/bin")
+    for d in dirs:
+        c = os.path.join(d, name)
+        if os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None

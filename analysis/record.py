@@ -1,0 +1,157 @@
+"""One run's object (DESIGN.md's per-run fields) from what the workloads and the tracer wrote,
+and the on-the-spot consistency checks."""
+
+TRACE_FIELDS = ("tx_bytes", "tx_copy_bytes", "zc_tx_bytes", "fallback_copy_bytes",
+                "rx_copy_bytes", "pinned_pages")
+
+
+def _num(v):
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _sum(values):
+    xs = [v for v in (_num(x) for x in values) if v is not None]
+    return sum(xs) if xs else None
+
+
+def _process(snapshot, pid):
+    procs = snapshot.get("processes") if isinstance(snapshot, dict) else None
+    if not isinstance(procs, dict) or pid is None:
+        return None
+    p = procs.get(str(pid))
+    if p is None:
+        p = procs.get(pid)
+    return p if isinstance(p, dict) else None
+
+
+def trace_object(snapshot, server_pid, client_pid):
+    """DESIGN.md's trace object for one run: the server's tx fields, the client's rx copy, the
+    namespaces' softirq fields summed; the rest as the tracer wrote it."""
+    if not isinstance(snapshot, dict):
+        return None
+    srv = _process(snapshot, server_pid)
+    cli = _process(snapshot, client_pid)
+    netns = snapshot.get("netns") if isinstance(snapshot.get("netns"), dict) else {}
+    ns_zc = _sum(v.get("zc_tx_bytes") for v in netns.values() if isinstance(v, dict))
+    ns_fb = _sum(v.get("fallback_copy_bytes") for v in netns.values() if isinstance(v, dict))
+
+    def pick(proc, field):
+        if proc is not None and field in proc:
+            return _num(proc.get(field))
+        return _num(snapshot.get(field))
+
+    t = {"attach": snapshot.get("attach") or {},
+         "tx_bytes": pick(srv, "tx_bytes"),
+         "tx_copy_bytes": pick(srv, "tx_copy_bytes"),
+         "zc_tx_bytes": pick(srv, "zc_tx_bytes"),
+         "fallback_copy_bytes": ns_fb if ns_fb is not None else _num(snapshot.get("fallback_copy_bytes")),
+         "rx_copy_bytes": pick(cli, "rx_copy_bytes"),
+         "pinned_pages": pick(srv, "pinned_pages"),
+         "syscalls": snapshot.get("syscalls") or {},
+         "drops": snapshot.get("drops")}
+    if t["zc_tx_bytes"] is None:
+        t["zc_tx_bytes"] = ns_zc
+    t["netns_zc_tx_bytes"] = ns_zc
+    t["by_role"] = {}
+    for role, p in (("server", srv), ("client", cli)):
+        if p is not None:
+            t["by_role"][role] = {k: p.get(k) for k in ("comm",) + TRACE_FIELDS if k in p}
+            if isinstance(p.get("syscalls"), dict):
+                t["by_role"][role]["syscalls"] = p["syscalls"]
+    for k in ("self", "samples"):
+        if k in snapshot:
+            t[k] = snapshot[k]
+    return t
+
+
+def tcp_object(server):
+    tcp = server.get("tcp") if isinstance(server.get("tcp"), dict) else {}
+    out = {"cc": tcp.get("cc"), "retrans": tcp.get("retrans"), "rtt_us": tcp.get("rtt_us"),
+           "segs_out": tcp.get("segs_out")}
+    per = server.get("per_thread") or []
+    ccs = sorted({(p.get("tcp") or {}).get("cc") for p in per if isinstance(p, dict)} - {None})
+    if len(ccs) > 1:
+        out["cc"] = ",".join(ccs)
+    return out
+
+
+def base_run(cfg, repeat):
+    return {"strategy": cfg.strategy, "msg_size": cfg.msg_size, "threads": cfg.threads,
+            "transport": cfg.transport, "repeat": repeat}
+
+
+def build_run(cfg, repeat, duration, server, client, snapshot=None, server_pid=None,
+              client_pid=None, attribution=None):
+    """The run object from the parsed server and client JSON and the tracer snapshot."""
+    run = base_run(cfg, repeat)
+    seconds = _num(server.get("seconds"))
+    messages = _num(server.get("messages"))
+    bytes_sent = _num(server.get("bytes"))
+    run["duration_s"] = seconds if seconds is not None else duration
+    run["duration_requested_s"] = duration
+    run["bytes_sent"] = bytes_sent
+    run["bytes_received"] = _num(client.get("bytes"))
+    run["messages_sent"] = messages
+    tput = _num(server.get("throughput_gbps"))
+    if tput is None and bytes_sent is not None and seconds:
+        tput = bytes_sent * 8 / seconds / 1e9
+    run["throughput_gbps"] = tput
+    run["latency_us"] = (seconds * cfg.threads / messages * 1e6) if seconds and messages else None
+    run["tcp"] = tcp_object(server)
+    zc = server.get("zerocopy") if isinstance(server.get("zerocopy"), dict) else {}
+    run["zerocopy"] = {"sends": zc.get("sends", 0), "completions": zc.get("completions", 0),
+                       "copied": zc.get("copied", 0)}
+    run["trace"] = trace_object(snapshot, server_pid, client_pid) if snapshot is not None else None
+    run["attribution"] = attribution
+    perf = snapshot.get("perf") if isinstance(snapshot, dict) else None
+    run["perf"] = perf if isinstance(perf, dict) else None
+    run["workload"] = {k: server.get(k) for k in ("send_calls", "partial_retries",
+                                                  "enobufs_retries") if k in server}
+    run["workload"]["recv_calls"] = client.get("recv_calls")
+    run["workload"]["client_seconds"] = client.get("seconds")
+    run["workload"]["per_thread_gbps"] = [p.get("throughput_gbps") for p in
+                                          (server.get("per_thread") or []) if isinstance(p, dict)]
+    return run
+
+
+def check(run, server, client):
+    """Consistency checks of one run: (dict of check -> bool|None, list of failure reasons)."""
+    checks, reasons = {}, []
+
+    def add(name, ok, why):
+        checks[name] = ok
+        if ok is False:
+            reasons.append(why)
+
+    sent, recvd = run.get("bytes_sent"), run.get("bytes_received")
+    for who, d in (("server", server), ("client", client)):
+        err = d.get("error")
+        add(f"{who}_ok", not err and not d.get("errors"),
+            f"{who} reported an error: {err or str(d.get('errors')) + ' errors'}")
+    add("bytes_positive", bool(sent) and sent > 0, "no bytes were sent")
+    add("sent_eq_received", sent == recvd, f"bytes sent {sent} != bytes received {recvd}")
+    if client.get("verify_errors"):
+        add("verify", False, f"{client['verify_errors']} verify errors")
+    zc = run.get("zerocopy") or {}
+    if run["strategy"] == "zero-copy":
+        add("zc_completions_eq_sends", zc.get("completions") == zc.get("sends"),
+            f"zero-copy completions {zc.get('completions')} != sends {zc.get('sends')}")
+    t = run.get("trace")
+    if t is not None:
+        tx, rx = t.get("tx_bytes"), t.get("rx_copy_bytes")
+        add("tracer_tx_eq_sent", None if tx is None else tx == sent,
+            f"tracer tx_bytes {tx} != bytes sent {sent}")
+        add("tracer_rx_eq_received", None if rx is None else rx == recvd,
+            f"tracer rx_copy_bytes {rx} != bytes received {recvd}")
+        # drops (ring buffer samples) do not touch the in-kernel byte counts: recorded only
+        checks["tracer_drops"] = t.get("drops")
+    return checks, reasons
+
+
+def retrans_share(run):
+    """retransmitted segments / segments sent, or None when not known."""
+    tcp = run.get("tcp") or {}
+    r, s = _num(tcp.get("retrans")), _num(tcp.get("segs_out"))
+    if r is None or not s:
+        return None
+    return r / s

@@ -1,0 +1,588 @@
+"""report.md and report.html (and results.csv, plots, flame graphs), rebuilt from runs.jsonl and
+the folded stacks alone: `netio-trace report DIR`.
+
+Every figure is a median over repeats with its min and max; the answers (crossovers, why
+zero-copy loses, threads) are computed from the data, never written in advance.
+"""
+import collections
+import os
+import time
+
+from . import doc as docmod
+from . import record, results, stats, summary
+from .params import STRATEGIES, TRANSPORTS
+from .sizes import format_bytes, format_size
+
+PAIRS = (("two-copy", "one-copy"), ("one-copy", "zero-copy"))
+RETRANS_FLAG = 0.01
+
+
+class ReportError(RuntimeError):
+    pass
+
+
+def _num(v):
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _order(values, ref):
+    rank = {v: i for i, v in enumerate(ref)}
+    return sorted(set(values), key=lambda v: (rank.get(v, 99), v))
+
+
+def _sz(n):
+    return format_size(n) if n is not None else "?"
+
+
+def _pct(x, digits=0):
+    return "n/a" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def _tput(runs, strategy, size, threads, transport):
+    return stats.spread(r.get("throughput_gbps") for r in runs
+                        if r["strategy"] == strategy and r["msg_size"] == size
+                        and r["threads"] == threads and r["transport"] == transport)
+
+
+def _ratio_text(runs, a, b, size, threads, transport):
+    rs = stats.paired_ratios(runs, a, b, lambda r: r.get("throughput_gbps"), size, threads,
+                             transport)
+    s = stats.spread(rs)
+    if not s:
+        return None, None
+    return s, f"{b}/{a} = {stats.fmt_spread(s)} over {s['n']} paired round(s)"
+
+
+# ---- the answers ---------------------------------------------------------------------------
+def crossover_findings(ok):
+    """[(transport, threads, a, b, crossover dict, text)]"""
+    out = []
+    for tr in _order((r["transport"] for r in ok), TRANSPORTS):
+        for th in sorted({r["threads"] for r in ok if r["transport"] == tr}):
+            sub = [r for r in ok if r["transport"] == tr and r["threads"] == th]
+            sizes = sorted({r["msg_size"] for r in sub})
+            have = {r["strategy"] for r in sub}
+            for a, b in PAIRS:
+                if a not in have or b not in have:
+                    continue
+                sa = [_tput(sub, a, s, th, tr) for s in sizes]
+                sb = [_tput(sub, b, s, th, tr) for s in sizes]
+                c = stats.crossover(sizes, [x["median"] if x else None for x in sa],
+                                    [x["median"] if x else None for x in sb])
+                out.append((tr, th, a, b, c, _crossover_text(sub, a, b, c, sizes, th, tr)))
+    return out
+
+
+def _crossover_text(sub, a, b, c, sizes, th, tr):
+    where = f"{tr}, {th} thread(s)"
+    lo, hi = _sz(sizes[0]), _sz(sizes[-1])
+    if c["kind"] == "crosses":
+        s0, s1 = c["between"]
+        rs, rtext = _ratio_text(sub, a, b, s1, th, tr)
+        noisy = rs is not None and rs["min"] < 1.0
+        est = f" (interpolated ≈ {format_bytes(c['estimate'])})" if c.get("estimate") else ""
+        t = (f"**{where}: {b} overtakes {a} between {_sz(s0)} and {_sz(s1)}**{est}, and stays "
+             f"ahead up to {hi}. At {_sz(s1)}: {rtext}.")
+        if noisy:
+            t += " The paired ratios straddle 1 at that size: the crossover is within this machine's noise there."
+        return t
+    if c["kind"] == "always":
+        rs, rtext = _ratio_text(sub, a, b, sizes[0], th, tr)
+        return (f"**{where}: {b} is at or above {a} at every size from {lo} to {hi}** (no "
+                f"crossover: it is ahead already at {lo}; {rtext or 'no paired rounds'}).")
+    if c["kind"] == "never":
+        rs, rtext = _ratio_text(sub, a, b, sizes[-1], th, tr)
+        return (f"**{where}: {b} does not overtake {a} within the range {lo}–{hi}**; at {hi}: "
+                f"{rtext or 'no paired rounds'}.")
+    if c["kind"] == "unclear":
+        ahead = [(_sz(s)) for s in sizes
+                 if (_tput(sub, b, s, th, tr) or {}).get("median", 0) >=
+                 (_tput(sub, a, s, th, tr) or {}).get("median", float("inf"))]
+        return (f"**{where}: no single crossover of {b} over {a}**: {b} is ahead at "
+                f"{', '.join(ahead)} only (medians; the machine's noise can flip close calls).")
+    return f"{where}: not enough data to compare {a} and {b}."
+
+
+def zerocopy_findings(ok):
+    """Why zero-copy loses (or not), per transport, at the largest size and smallest threads."""
+    out = []
+    for tr in _order((r["transport"] for r in ok), TRANSPORTS):
+        zc = [r for r in ok if r["transport"] == tr and r["strategy"] == "zero-copy"]
+        if not zc:
+            continue
+        size = max(r["msg_size"] for r in zc)
+        th = min(r["threads"] for r in zc)
+        zc_top = [r for r in zc if r["msg_size"] == size and r["threads"] == th]
+        one = [r for r in ok if r["transport"] == tr and r["strategy"] == "one-copy"
+               and r["msg_size"] == size and r["threads"] == th]
+        lines = []
+        copied = stats.spread(summary.copied_pct(r) for r in zc)
+        fb = stats.spread((_num((r.get("trace") or {}).get("fallback_copy_bytes")) or 0)
+                          / r["bytes_sent"] for r in zc
+                          if r.get("bytes_sent") and (r.get("trace") or {}).get("fallback_copy_bytes") is not None)
+        zcb = stats.spread((_num((r.get("trace") or {}).get("zc_tx_bytes")) or 0)
+                           / r["bytes_sent"] for r in zc
+                           if r.get("bytes_sent") and (r.get("trace") or {}).get("zc_tx_bytes") is not None)
+        ratio = None
+        if one:
+            rs = stats.paired_ratios(ok, "one-copy", "zero-copy",
+                                     lambda r: r.get("throughput_gbps"), size, th, tr)
+            ratio = stats.spread(rs)
+        head = f"**{tr}**"
+        if ratio:
+            verdict = "loses to" if ratio["median"] < 1 else "beats"
+            head += (f": at {_sz(size)}, {th} thread(s), zero-copy {verdict} one-copy — "
+                     f"zero-copy/one-copy throughput = {stats.fmt_spread(ratio)} (paired rounds).")
+        lines.append(head)
+        if copied:
+            if copied["min"] >= 99.0:
+                lines.append(f"Every zero-copy completion came back flagged "
+                             f"`SO_EE_CODE_ZEROCOPY_COPIED` ({stats.fmt_spread(copied, '{:.1f}', '%')} "
+                             f"of completions over all {len(zc)} zero-copy runs): the kernel "
+                             f"copied the pinned pages anyway when it delivered the data locally.")
+            elif copied["max"] <= 1.0:
+                lines.append(f"Completions came back without the COPIED flag "
+                             f"({stats.fmt_spread(copied, '{:.1f}', '%')}): the pages went out "
+                             f"without a deferred copy on this path.")
+            else:
+                lines.append(f"{stats.fmt_spread(copied, '{:.1f}', '%')} of the completions "
+                             f"were flagged COPIED.")
+        if zcb or fb:
+            lines.append(f"The tracer saw {stats.fmt_spread(_scale(zcb), '{:.1f}', '%')} of the "
+                         f"sent bytes leave as zero-copy (user pages pinned into the skb) and "
+                         f"{stats.fmt_spread(_scale(fb), '{:.1f}', '%')} of them copied by the "
+                         f"fallback (`skb_copy_ubufs`, at local delivery).")
+        # cycle shares at the largest size
+        att = [r.get("attribution") for r in zc_top if r.get("attribution")]
+        if att:
+            est = any(a.get("estimated") for a in att)
+            sh = {c: stats.spread((a.get("share") or {}).get(c) for a in att)
+                  for c in results.CATEGORIES}
+            cpb = {c: stats.spread((a.get("cycles_per_byte") or {}).get(c) for a in att)
+                   for c in results.CATEGORIES}
+            parts = []
+            for c, label in (("fallback_copy", "the fallback copy"), ("pinning", "page pinning"),
+                             ("completion", "completion handling"),
+                             ("kernel_tx_copy", "a kernel tx copy")):
+                if sh[c]:
+                    parts.append(f"{label} {_pct(sh[c]['median'], 1)} of the samples "
+                                 f"({stats.fmt_spread(cpb[c], '{:.2f}')} cycles/B)")
+            if parts:
+                lines.append(f"Where zero-copy's cycles go at {_sz(size)}"
+                             + (" (estimated cycles: no PMU)" if est else "") + ": "
+                             + "; ".join(parts) + ".")
+            oatt = [r.get("attribution") for r in one if r.get("attribution")]
+            if oatt and cpb.get("fallback_copy"):
+                one_copy = stats.spread((a.get("cycles_per_byte") or {}).get("kernel_tx_copy")
+                                        for a in oatt)
+                zc_extra = sum((cpb[c] or {}).get("median", 0) for c in
+                               ("fallback_copy", "pinning", "completion"))
+                if one_copy:
+                    lines.append(
+                        f"One-copy pays one kernel copy ({stats.fmt_spread(one_copy, '{:.2f}')} "
+                        f"cycles/B); zero-copy pays pinning + completions + the fallback copy "
+                        f"(≈ {zc_extra:.2f} cycles/B together): it does the copy after all and "
+                        f"the bookkeeping on top"
+                        + (", so it loses." if ratio and ratio["median"] < 1 else "."))
+        pinned = stats.spread(_num((r.get("trace") or {}).get("pinned_pages")) for r in zc_top)
+        if pinned:
+            lines.append(f"Pages pinned per run at {_sz(size)}: {stats.fmt_spread(pinned, '{:.0f}')}.")
+        out.append((tr, " ".join(lines)))
+    return out
+
+
+def _scale(s):
+    if not s:
+        return s
+    return {k: (v * 100 if k != "n" else v) for k, v in s.items()}
+
+
+def threads_findings(ok, cores):
+    out = []
+    for tr in _order((r["transport"] for r in ok), TRANSPORTS):
+        sub = [r for r in ok if r["transport"] == tr]
+        threads = sorted({r["threads"] for r in sub})
+        if len(threads) < 2:
+            continue
+        size = max(r["msg_size"] for r in sub)
+        for st in _order((r["strategy"] for r in sub), STRATEGIES):
+            meds = {}
+            css = {}
+            for th in threads:
+                rs = [r for r in sub if r["strategy"] == st and r["msg_size"] == size
+                      and r["threads"] == th]
+                s = stats.spread(r.get("throughput_gbps") for r in rs)
+                if s:
+                    meds[th] = s
+                cs = stats.spread(
+                    (results.perf_value(r.get("perf"), "context_switches") / (r["bytes_sent"] / 2 ** 20))
+                    for r in rs if results.perf_value(r.get("perf"), "context_switches") is not None
+                    and r.get("bytes_sent"))
+                if cs:
+                    css[th] = cs
+            if len(meds) < 2:
+                continue
+            t0, t1 = min(meds), max(meds)
+            best = max(meds, key=lambda t: meds[t]["median"])
+            gain = meds[t1]["median"] / meds[t0]["median"] if meds[t0]["median"] else None
+            seq = ", ".join(f"{t}: {meds[t]['median']:.1f}" for t in sorted(meds))
+            text = (f"**{tr}, {st}, {_sz(size)}**: Gbit/s by threads {seq} "
+                    f"({t1}/{t0} threads = ×{gain:.2f}; best at {best} thread(s)).")
+            if css:
+                c0, c1 = css.get(t0), css.get(t1)
+                if c0 and c1:
+                    text += (f" Context switches per MiB: {c0['median']:.1f} at {t0} → "
+                             f"{c1['median']:.1f} at {t1} thread(s).")
+            out.append(text)
+    if out and cores:
+        out.append(f"This machine has {cores} core(s): sender threads, receiver threads and the "
+                   f"softirq work of both ends share them, so past {cores} connection(s) more "
+                   f"threads mostly add context switches, not throughput.")
+    return out
+
+
+# ---- flame graphs ------------------------------------------------------------------------
+def _read_folded(path):
+    counts = collections.Counter()
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if not line.strip():
+                    continue
+                stack, _, n = line.rpartition(" ")
+                try:
+                    counts[stack] += int(n)
+                except ValueError:
+                    continue
+    except OSError:
+        return None
+    return counts
+
+
+def _write_folded(path, counts):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        for stack, n in sorted(counts.items()):
+            f.write(f"{stack} {n}\n")
+    os.replace(tmp, path)
+
+
+def flame_graphs(out_dir, ok):
+    """Per strategy at the largest size (smallest thread count, repeats merged) and the one-copy
+    vs zero-copy differential. Returns ([(caption, svg rel or None, folded rel)], notes)."""
+    fg_dir = os.path.join(out_dir, "flamegraphs")
+    os.makedirs(fg_dir, exist_ok=True)
+    notes, items = [], []
+    try:
+        from . import flamegraph
+    except ImportError:
+        flamegraph = None
+        notes.append("analysis.flamegraph is not available: folded stacks are written, SVGs are not.")
+    for tr in _order((r["transport"] for r in ok), TRANSPORTS):
+        sub = [r for r in ok if r["transport"] == tr and (r.get("files") or {}).get("folded")]
+        if not sub:
+            continue
+        size = max(r["msg_size"] for r in sub)
+        th = min(r["threads"] for r in sub if r["msg_size"] == size)
+        merged = {}
+        for st in _order((r["strategy"] for r in sub), STRATEGIES):
+            counts = collections.Counter()
+            n = 0
+            for r in sub:
+                if r["strategy"] == st and r["msg_size"] == size and r["threads"] == th:
+                    c = _read_folded(os.path.join(out_dir, r["files"]["folded"]))
+                    if c:
+                        counts.update(c)
+                        n += 1
+            if not counts:
+                continue
+            merged[st] = counts
+            base = f"{tr}-{st}-{format_size(size)}"
+            folded_rel = f"flamegraphs/{base}.folded"
+            _write_folded(os.path.join(out_dir, folded_rel), counts)
+            svg_rel = f"flamegraphs/{base}.svg"
+            title = f"{st}, {format_size(size)}, {th} thread(s), {tr} ({n} run(s) merged)"
+            ok_svg = _render(flamegraph, "render", notes, os.path.join(out_dir, folded_rel),
+                             os.path.join(out_dir, svg_rel), title)
+            items.append((f"Flame graph: {title}", svg_rel if ok_svg else None, folded_rel))
+        if "one-copy" in merged and "zero-copy" in merged:
+            base = f"{tr}-diff-one-copy-vs-zero-copy-{format_size(size)}"
+            svg_rel = f"flamegraphs/{base}.svg"
+            a = os.path.join(out_dir, f"flamegraphs/{tr}-one-copy-{format_size(size)}.folded")
+            b = os.path.join(out_dir, f"flamegraphs/{tr}-zero-copy-{format_size(size)}.folded")
+            title = f"one-copy → zero-copy, {format_size(size)}, {th} thread(s), {tr}"
+            ok_svg = _render(flamegraph, "diff", notes, a, b, os.path.join(out_dir, svg_rel),
+                             title)
+            items.append((f"Differential flame graph: {title} (red: more samples in zero-copy, "
+                           f"blue: fewer)", svg_rel if ok_svg else None, None))
+    return items, notes
+
+
+def _render(flamegraph, fn, notes, *args):
+    if flamegraph is None:
+        return False
+    try:
+        getattr(flamegraph, fn)(*args)
+        return os.path.exists(args[-2])
+    except Exception as e:
+        notes.append(f"flame graph {os.path.basename(args[-2])}: {type(e).__name__}: {e}")
+        return False
+
+
+# ---- the document --------------------------------------------------------------------------
+def _machine(runs):
+    for r in runs:
+        if isinstance(r.get("machine"), dict):
+            return r["machine"]
+    return {}
+
+
+def _attach_summary(ok):
+    per = collections.defaultdict(collections.Counter)
+    for r in ok:
+        for k, v in ((r.get("trace") or {}).get("attach") or {}).items():
+            per[k][v] += 1
+    return per
+
+
+def _missing_counters(ok):
+    miss = collections.Counter()
+    for r in ok:
+        for e in (r.get("perf") or {}).get("unsupported") or []:
+            miss[e] += 1
+    return miss
+
+
+def _sweep_desc(runs):
+    def join(vals, f=str):
+        return ",".join(f(v) for v in vals)
+    st = _order((r["strategy"] for r in runs), STRATEGIES)
+    sizes = sorted({r["msg_size"] for r in runs})
+    th = sorted({r["threads"] for r in runs})
+    tr = _order((r["transport"] for r in runs), TRANSPORTS)
+    reps = sorted({r["repeat"] for r in runs})
+    durs = sorted({r.get("duration_requested_s") for r in runs if r.get("duration_requested_s")})
+    return (f"strategies {join(st)}; sizes {join(sizes, format_size)}; threads {join(th)}; "
+            f"transport {join(tr)}; {len(reps)} interleaved round(s)"
+            + (f" of {join(durs, lambda d: f'{d:g}')} s per run" if durs else ""))
+
+
+def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
+    ok = [r for r in runs if results.ok(r)]
+    bad = [r for r in runs if not results.ok(r)]
+    m = _machine(runs)
+    d = docmod.Doc("netio-trace report: where the bytes get copied, and what each copy costs")
+    estimated = any((r.get("attribution") or {}).get("estimated") for r in ok)
+    source = sorted({(r.get("attribution") or {}).get("source") for r in ok} - {None})
+
+    d.h(1, "Machine and sweep")
+    d.bullets([
+        f"Machine: `{m.get('hostname', '?')}`, {m.get('cpu', '?')}, {m.get('cores', '?')} core(s), "
+        f"{m.get('memory_gib', '?')} GiB" + (f", {m['virtualization']}" if m.get("virtualization") else ""),
+        f"Kernel: `{m.get('kernel', '?')}` ({m.get('arch', '?')}); system default congestion "
+        f"control `{m.get('default_cc', '?')}`, runs use per-socket "
+        + ", ".join(f"`{c}`" for c in sorted({(r.get('tcp') or {}).get('cc') for r in ok} - {None})),
+        f"Sweep: {_sweep_desc(runs)}",
+        f"Runs: {len(runs)} recorded, {len(ok)} ok, {len(bad)} failed or inconsistent",
+        f"Report built {time.strftime('%Y-%m-%d %H:%M:%S')} from `runs.jsonl` and the folded stacks",
+    ])
+    d.p("Every figure below is the median over the repeats with its min–max range; strategies "
+        "ran in interleaved rounds (every configuration once, then again), and ratios are paired "
+        "within a round. Latency here is duration × threads / messages (mean time per message on "
+        "one connection); per-call syscall latency comes from the tracer's histograms.")
+    if estimated:
+        d.p("Cycle figures are **estimated**: this machine has no usable hardware PMU, so total "
+            "cycles = task-clock × TSC rate and stack samples come from the software `cpu-clock` "
+            "timer (which cannot fire while interrupts are off: that time shows up at "
+            "`_raw_spin_unlock_irqrestore` / `handle_softirqs`). Cells marked (est.) are such "
+            "estimates.", "note")
+
+    # the headline, first thing on the page
+    if plot_files.get("cycles_per_byte"):
+        d.h(2, "Headline: what each copy costs")
+        f = plot_files["cycles_per_byte"]
+        d.image(os.path.join(out_dir, "plots", f), f"plots/{f}",
+                "Cycles per byte, stacked by copy category, per strategy and size"
+                + (" (estimated: no PMU)" if estimated else ""))
+
+    # answers
+    d.h(1, "Answers")
+    d.h(2, "Where one-copy overtakes two-copy, and zero-copy overtakes one-copy")
+    cf = crossover_findings(ok)
+    if cf:
+        for tr, th, a, b, c, text in cf:
+            d.p(text, "answer")
+    else:
+        d.p("Not enough strategies in this sweep to compare.")
+    d.h(2, "Why zero-copy loses on veth (or does not)")
+    zf = zerocopy_findings(ok)
+    if zf:
+        for tr, text in zf:
+            d.p(text, "answer")
+    else:
+        d.p("No zero-copy run in this sweep.")
+    d.h(2, "Threads: throughput and context switches")
+    tf = threads_findings(ok, m.get("cores"))
+    if tf:
+        d.bullets(tf)
+    else:
+        d.p("Only one thread count in this sweep.")
+
+    # flags
+    d.h(2, "Runs to read with care")
+    flagged = [(r, record.retrans_share(r)) for r in ok]
+    flagged = [(r, s) for r, s in flagged if s is not None and s > RETRANS_FLAG]
+    if flagged:
+        d.p(f"{len(flagged)} run(s) retransmitted more than {RETRANS_FLAG:.0%} of their segments "
+            f"(congestion control or pacing, not copies, may bound them):", "bad")
+        d.table(["run", "cc", "retrans", "segments", "share", "Gbit/s"],
+                [[r.get("key") or results.key_of(r), (r.get("tcp") or {}).get("cc"),
+                  (r.get("tcp") or {}).get("retrans"), (r.get("tcp") or {}).get("segs_out"),
+                  _pct(s, 1), f"{r['throughput_gbps']:.2f}"] for r, s in flagged])
+    else:
+        d.p(f"No run retransmitted more than {RETRANS_FLAG:.0%} of its segments.")
+    if bad:
+        d.p(f"{len(bad)} run(s) failed or were inconsistent (kept out of every figure):", "bad")
+        d.table(["run", "status", "reason"],
+                [[r.get("key") or results.key_of(r), r.get("status"), r.get("error") or ""]
+                 for r in bad], left=3)
+    else:
+        d.p("Every run was consistent: bytes sent = bytes received"
+            + (", tracer tx bytes = bytes sent, tracer rx copy bytes = bytes received" if per else "")
+            + ".")
+
+    # tracer
+    d.h(1, "Tracer: attach rungs and counters")
+    per = _attach_summary(ok)
+    if per:
+        d.table(["probe point", "rung used (runs)"],
+                [[k, ", ".join(f"{v} ({n})" for v, n in c.most_common())] for k, c in sorted(per.items())],
+                left=2)
+    else:
+        d.p("No run was traced (`--no-trace`).")
+    miss = _missing_counters(ok)
+    if miss:
+        d.p("Counters missing on this machine (reported empty, never 0): "
+            + ", ".join(f"`{e}`" for e in sorted(miss)) + ".", "note")
+    elif per:
+        d.p("Every perf counter was countable.")
+    selfns = stats.spread(_num(((r.get("trace") or {}).get("self") or {}).get("ns_per_message"))
+                          for r in ok)
+    if selfns:
+        d.p(f"Tracer's own BPF run time per message: {stats.fmt_spread(selfns, '{:.0f}')} ns "
+            f"(from `bpf_stats`).")
+    drops = sum(_num((r.get("trace") or {}).get("drops")) or 0 for r in ok)
+    if drops:
+        d.p(f"The tracer dropped {drops} event(s) over the sweep.", "bad")
+
+    # summary table
+    d.h(1, "Summary per strategy and size")
+    rows = summary.rows(ok)
+    if rows:
+        est = " (est.)" if estimated else ""
+        header = ["transport", "strategy", "size", "Gbit/s (min–max)", "µs/msg"] + \
+            [f"cyc/B {summary.SHORT[c]}{est}" for c in results.CATEGORIES] + \
+            [f"cyc/B total{est}", "zc COPIED %", "p99 send µs"]
+        body = []
+        for r in rows:
+            body.append([r["transport"], r["strategy"], format_size(r["msg_size"]),
+                         stats.fmt_spread(r["throughput"]), stats.fmt_spread(r["latency"], "{:.1f}")]
+                        + [_m(r["cpb"][c]) for c in results.CATEGORIES]
+                        + [stats.fmt_spread(r["cpb_total"]),
+                           _m(r["copied_pct"], "{:.0f}") if r["strategy"] == "zero-copy" else "–",
+                           _m(r["send_p99"], "{:.1f}")])
+        d.p(f"{rows[0]['threads']} thread(s); medians over repeats (throughput and total with "
+            f"min–max). Cycles per byte = share of samples × total cycles / payload bytes"
+            + (", estimated" if estimated else "") + f"; samples on {', '.join(source) or 'n/a'}.")
+        d.table(header, body, left=3)
+    d.h(2, "Every configuration")
+    d.table(["transport", "threads", "size", "strategy", "Gbit/s (min–max)", "µs/msg (min–max)",
+             "retrans", "runs"],
+            _all_rows(ok), left=4)
+
+    d.h(1, "Plots")
+    captions = {
+        "cycles_per_byte": "The headline: cycles per byte, stacked by copy category, per strategy and size",
+        "throughput_vs_size": "Throughput vs message size, faceted by threads",
+        "latency_vs_threads": "Latency (µs per message per connection) vs threads",
+        "zerocopy_fallback": "Zero-copy fallback evidence per transport: zc bytes, fallback-copied bytes, COPIED completions",
+        "syscall_latency": "Send syscall latency histograms per strategy (tracer)",
+        "cache_misses": "Cache misses vs message size",
+        "threads_scaling": "Threads vs throughput and context switches",
+    }
+    for name in ("throughput_vs_size", "latency_vs_threads",
+                 "zerocopy_fallback", "syscall_latency", "cache_misses", "threads_scaling"):
+        f = plot_files.get(name)
+        if f:
+            d.image(os.path.join(out_dir, "plots", f), f"plots/{f}", captions[name])
+    for e in plot_errors:
+        d.p(f"Plot not drawn: {e}", "note")
+
+    d.h(1, "Flame graphs")
+    if flames:
+        for caption, svg, folded in flames:
+            if svg:
+                d.image(os.path.join(out_dir, svg), svg, caption, mime="image/svg+xml")
+            else:
+                d.p(f"{caption}: no SVG" + (f"; folded stacks in [{folded}]({folded})" if folded else ""))
+    else:
+        d.p("No folded stacks were recorded (untraced sweep, or sampling unavailable).")
+    for n in flame_notes:
+        d.p(n, "note")
+    d.h(1, "Files")
+    d.bullets(["`runs.jsonl`: one JSON object per run (DESIGN.md contract)",
+               "`results.csv`: one row per run; counters this machine cannot count are empty",
+               "`plots/*.png`, `flamegraphs/*.folded`, `flamegraphs/*.svg`",
+               "`raw/<run>/`: each run's workload JSON, stderr and tracer snapshot",
+               "Rebuild everything from `runs.jsonl` and the folded stacks: `netio-trace report DIR`"])
+    return d
+
+
+def _m(s, fmt="{:.2f}"):
+    return "–" if not s else fmt.format(s["median"])
+
+
+def _all_rows(ok):
+    groups = collections.defaultdict(list)
+    for r in ok:
+        groups[(r["transport"], r["threads"], r["msg_size"], r["strategy"])].append(r)
+    so = {s: i for i, s in enumerate(STRATEGIES)}
+    to = {t: i for i, t in enumerate(TRANSPORTS)}
+    out = []
+    for k in sorted(groups, key=lambda k: (to.get(k[0], 9), k[1], k[2], so.get(k[3], 9))):
+        rs = groups[k]
+        retr = sum(_num((r.get("tcp") or {}).get("retrans")) or 0 for r in rs)
+        out.append([k[0], k[1], format_size(k[2]), k[3],
+                    stats.fmt_spread(stats.spread(r.get("throughput_gbps") for r in rs)),
+                    stats.fmt_spread(stats.spread(r.get("latency_us") for r in rs), "{:.1f}"),
+                    retr, len(rs)])
+    return out
+
+
+def _write(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def build(out_dir, console=None):
+    """Rebuild results.csv, plots, flame graphs, report.md and report.html in out_dir."""
+    runs_path = os.path.join(out_dir, results.RUNS)
+    if not os.path.isfile(runs_path):
+        raise ReportError(f"{runs_path} does not exist: not a netio-trace results directory")
+    runs = results.read_runs(runs_path)
+    if not runs:
+        raise ReportError(f"{runs_path} holds no run")
+    results.write_csv(os.path.join(out_dir, results.CSV), runs)
+    from . import plots
+    plot_dir = os.path.join(out_dir, "plots")
+    plot_files, plot_errors = plots.make_all(runs, plot_dir)
+    ok = [r for r in runs if results.ok(r)]
+    flames, flame_notes = flame_graphs(out_dir, ok)
+    d = compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes)
+    _write(os.path.join(out_dir, "report.md"), d.markdown())
+    _write(os.path.join(out_dir, "report.html"), d.html())
+    return {"runs": len(runs), "ok": len(ok), "plots": plot_files, "plot_errors": plot_errors,
+            "flamegraphs": flames, "notes": flame_notes}

@@ -1,0 +1,207 @@
+"""runs.jsonl (append one run atomically, read them back) and results.csv."""
+import csv
+import json
+import os
+
+from .params import run_key
+
+RUNS = "runs.jsonl"
+CSV = "results.csv"
+# DESIGN.md's columns first (names kept exactly), then more.
+CSV_COLUMNS = ["strategy", "msg_size", "threads", "transport", "repeat", "throughput_gbps",
+               "latency_us", "cycles", "L1_cache_misses", "LLC_load_misses", "context_switches",
+               "status", "error", "duration_s", "bytes_sent", "bytes_received", "messages_sent",
+               "cycles_estimated", "instructions", "cache_misses", "cpu_migrations",
+               "page_faults", "task_clock_ns",
+               "tcp_cc", "tcp_retrans", "tcp_segs_out", "tcp_rtt_us",
+               "zc_sends", "zc_completions", "zc_copied",
+               "tx_bytes", "tx_copy_bytes", "zc_tx_bytes", "fallback_copy_bytes", "rx_copy_bytes",
+               "pinned_pages", "send_p99_us", "attribution_source", "samples",
+               "share_user_copy", "share_kernel_tx_copy", "share_pinning", "share_fallback_copy",
+               "share_completion", "share_kernel_rx_copy", "share_other",
+               "cpb_user_copy", "cpb_kernel_tx_copy", "cpb_pinning", "cpb_fallback_copy",
+               "cpb_completion", "cpb_kernel_rx_copy", "cpb_other", "cpb_estimated"]
+CATEGORIES = ("user_copy", "kernel_tx_copy", "pinning", "fallback_copy", "completion",
+              "kernel_rx_copy", "other")
+COPY_CATEGORIES = CATEGORIES[:-1]
+
+# perf event names as the tracer writes them (issue 4), and the aliases we accept.
+PERF_ALIASES = {
+    "cycles": ("cycles", "cpu-cycles"),
+    "instructions": ("instructions",),
+    "cache_misses": ("cache-misses", "cache_misses"),
+    "L1_cache_misses": ("L1-dcache-load-misses", "L1_cache_misses", "L1-dcache-misses"),
+    "LLC_load_misses": ("LLC-load-misses", "LLC_load_misses"),
+    "LLC_store_misses": ("LLC-store-misses", "LLC_store_misses"),
+    "context_switches": ("context-switches", "context_switches", "cs"),
+    "cpu_migrations": ("cpu-migrations", "cpu_migrations"),
+    "page_faults": ("page-faults", "page_faults"),
+    "task_clock_ns": ("task-clock", "task_clock", "task_clock_ns"),
+}
+
+
+def perf_value(perf, name):
+    """A counter from a run's perf object by our column name; None when not countable."""
+    if not isinstance(perf, dict):
+        return None
+    for alias in PERF_ALIASES.get(name, (name,)):
+        if alias in perf:
+            v = perf[alias]
+            return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return None
+
+
+def key_of(run):
+    return run_key(run["strategy"], run["msg_size"], run["threads"], run["transport"],
+                   run["repeat"])
+
+
+def append_run(path, run):
+    """One write of one line, flushed and fsynced: a crash leaves whole lines only."""
+    line = json.dumps(run, separators=(",", ":"), allow_nan=False) + "\n"
+    data = line.encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        # A previous crash could have left a partial last line: start on a fresh line.
+        size = os.fstat(fd).st_size
+        if size:
+            with open(path, "rb") as f:
+                f.seek(size - 1)
+                if f.read(1) != b"\n":
+                    data = b"\n" + data
+        n = os.write(fd, data)
+        if n != len(data):
+            raise OSError(f"short write to {path} ({n} of {len(data)} bytes)")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_runs(path, dedup=True):
+    """Every complete run in runs.jsonl. A damaged line (an interrupted write) is skipped.
+    With dedup, the last record of each run key wins (a resumed sweep retries failed runs)."""
+    runs = []
+    try:
+        with open(path, "rb") as f:
+            for raw in f:
+                raw = raw.strip()
+                if not raw:
+                    continue
+                try:
+                    d = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(d, dict) and all(k in d for k in
+                                               ("strategy", "msg_size", "threads", "transport",
+                                                "repeat")):
+                    runs.append(d)
+    except FileNotFoundError:
+        return []
+    if not dedup:
+        return runs
+    last = {}
+    for r in runs:
+        last[key_of(r)] = r
+    return list(last.values())
+
+
+def ok(run):
+    return run.get("status", "ok") == "ok"
+
+
+def _num(v):
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _get(d, *path):
+    for p in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(p)
+    return d
+
+
+def send_syscall(run):
+    """The send syscall of the run's strategy, as the tracer names it."""
+    return "sendto" if run.get("strategy") in ("two-copy", "per-field") else "sendmsg"
+
+
+def csv_row(run):
+    perf = run.get("perf")
+    attr = run.get("attribution") or {}
+    share = attr.get("share") or {}
+    cpb = attr.get("cycles_per_byte") or {}
+    trace = run.get("trace") or {}
+    sc = _get(trace, "syscalls", send_syscall(run)) or {}
+    cycles = perf_value(perf, "cycles")
+    row = {
+        "strategy": run.get("strategy"), "msg_size": run.get("msg_size"),
+        "threads": run.get("threads"), "transport": run.get("transport"),
+        "repeat": run.get("repeat"), "throughput_gbps": _num(run.get("throughput_gbps")),
+        "latency_us": _num(run.get("latency_us")),
+        "cycles": cycles,
+        "L1_cache_misses": perf_value(perf, "L1_cache_misses"),
+        "LLC_load_misses": perf_value(perf, "LLC_load_misses"),
+        "context_switches": perf_value(perf, "context_switches"),
+        "status": run.get("status", "ok"), "error": run.get("error"),
+        "duration_s": _num(run.get("duration_s")), "bytes_sent": run.get("bytes_sent"),
+        "bytes_received": run.get("bytes_received"), "messages_sent": run.get("messages_sent"),
+        "cycles_estimated": (cycles is None and attr.get("estimated")) or None,
+        "instructions": perf_value(perf, "instructions"),
+        "cache_misses": perf_value(perf, "cache_misses"),
+        "cpu_migrations": perf_value(perf, "cpu_migrations"),
+        "page_faults": perf_value(perf, "page_faults"),
+        "task_clock_ns": perf_value(perf, "task_clock_ns"),
+        "tcp_cc": _get(run, "tcp", "cc"), "tcp_retrans": _get(run, "tcp", "retrans"),
+        "tcp_segs_out": _get(run, "tcp", "segs_out"), "tcp_rtt_us": _get(run, "tcp", "rtt_us"),
+        "zc_sends": _get(run, "zerocopy", "sends"),
+        "zc_completions": _get(run, "zerocopy", "completions"),
+        "zc_copied": _get(run, "zerocopy", "copied"),
+        "tx_bytes": trace.get("tx_bytes"), "tx_copy_bytes": trace.get("tx_copy_bytes"),
+        "zc_tx_bytes": trace.get("zc_tx_bytes"),
+        "fallback_copy_bytes": trace.get("fallback_copy_bytes"),
+        "rx_copy_bytes": trace.get("rx_copy_bytes"), "pinned_pages": trace.get("pinned_pages"),
+        "send_p99_us": sc.get("p99_us"),
+        "attribution_source": attr.get("source"), "samples": attr.get("samples"),
+        "cpb_estimated": attr.get("estimated") if attr else None,
+    }
+    for c in CATEGORIES:
+        row[f"share_{c}"] = _num(share.get(c))
+        row[f"cpb_{c}"] = _num(cpb.get(c))
+    return row
+
+
+def _cell(v):
+    if v is None:
+        return ""        # not countable / not applicable: empty, never 0
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return v
+
+
+def write_csv(path, runs):
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in sort_runs(runs):
+            w.writerow({k: _cell(v) for k, v in csv_row(r).items()})
+    os.replace(tmp, path)
+
+
+def sort_runs(runs):
+    from .params import STRATEGIES, TRANSPORTS
+    so = {s: i for i, s in enumerate(STRATEGIES)}
+    to = {t: i for i, t in enumerate(TRANSPORTS)}
+    return sorted(runs, key=lambda r: (to.get(r["transport"], 9), r["threads"], r["msg_size"],
+                                       so.get(r["strategy"], 9), r["repeat"]))
+
+
+def dataframe(runs):
+    """pandas DataFrame of csv_row() for every run (numbers, None as NaN)."""
+    import pandas as pd
+    rows = [csv_row(r) for r in runs]
+    df = pd.DataFrame(rows, columns=CSV_COLUMNS)
+    return df

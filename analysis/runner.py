@@ -1,0 +1,203 @@
+"""One run: namespaces, tracer filter, the gated server and client, the snapshot, the run object.
+
+Whatever happens (a failure, Ctrl-C, SIGTERM), the workloads started here are killed by their
+pids and reaped, and the namespaces created here are deleted before run_one returns or raises.
+"""
+import json
+import os
+import shutil
+import tempfile
+import time
+
+from . import netns, paths, record
+from .procs import GatedProcess
+from .sizes import format_size
+from .tracer import TracerError
+
+PORT = 5301
+LISTEN_TIMEOUT = 10.0
+CLIENT_GRACE = 15.0
+
+
+class RunFailed(Exception):
+    pass
+
+
+def run_dirname(index, cfg, repeat):
+    return (f"{index:04d}-{cfg.strategy}-{format_size(cfg.msg_size)}-t{cfg.threads}-"
+            f"{cfg.transport}-r{repeat}")
+
+
+def _read_json(path, who):
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise RunFailed(f"{who} wrote no output ({e})") from None
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        # the last line that parses (a workload may print something before its JSON)
+        for line in reversed(text.splitlines()):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    raise RunFailed(f"{who} printed no JSON")
+
+
+def _last_line(path):
+    try:
+        with open(path, errors="replace") as f:
+            lines = [l.strip() for l in f.read().splitlines() if l.strip()]
+        return lines[-1] if lines else ""
+    except OSError:
+        return ""
+
+
+def _wait_listening(server, err_path, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(err_path, errors="replace") as f:
+                if "listening" in f.read():
+                    return
+        except OSError:
+            pass
+        if server.poll() is not None:
+            raise RunFailed(f"server exited (status {server.returncode}) before listening: "
+                            f"{_last_line(err_path)}")
+        time.sleep(0.003)
+    raise RunFailed(f"server did not listen within {timeout:.0f} s")
+
+
+def _snapshot_paths(raw_dir, folded_path):
+    """The control protocol is one line of words: paths with blanks go through a temp dir."""
+    if any(c.isspace() for c in raw_dir + folded_path):
+        tmp = tempfile.mkdtemp(prefix="netio-snap-")
+        return os.path.join(tmp, "trace.json"), os.path.join(tmp, "stacks.folded"), tmp
+    return os.path.join(raw_dir, "trace.json"), folded_path, None
+
+
+def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, port=PORT):
+    """Run one configuration once. Returns the run object (status ok/failed/inconsistent).
+    Interruptions (KeyboardInterrupt and what the sweep raises on SIGTERM) pass through after
+    cleaning up."""
+    name = run_dirname(index, cfg, repeat)
+    raw_rel = os.path.join("raw", name)
+    raw_dir = os.path.join(out_dir, raw_rel)
+    os.makedirs(raw_dir, exist_ok=True)
+    folded_rel = os.path.join("folded", name + ".folded")
+    folded_path = os.path.join(out_dir, folded_rel)
+    os.makedirs(os.path.dirname(folded_path), exist_ok=True)
+    run = record.base_run(cfg, repeat)
+    run["duration_requested_s"] = duration
+    run["files"] = {"raw": raw_rel}
+    server = client = None
+    server_json = client_json = None
+    snapshot = None
+    t0 = time.monotonic()
+    try:
+        with netns.Topology(cfg.transport) as topo:
+            if tracer is not None:
+                tracer.clear()
+                tracer.reset()
+                for ns in topo.namespaces:
+                    tracer.netns_add(ns)
+            s_out, s_err = os.path.join(raw_dir, "server.json"), os.path.join(raw_dir, "server.err")
+            c_out, c_err = os.path.join(raw_dir, "client.json"), os.path.join(raw_dir, "client.err")
+            server = GatedProcess(
+                [paths.binary("netio-server"), "--strategy", cfg.strategy,
+                 "--size", str(cfg.msg_size), "--threads", str(cfg.threads),
+                 "--port", str(port), "--addr", topo.server_addr, "--netns", topo.sender_ns,
+                 "--duration", f"{duration:g}", "--cc", "cubic"], s_out, s_err)
+            if tracer is not None:
+                tracer.pid_add(server.pid)
+            server.release()
+            _wait_listening(server, s_err, LISTEN_TIMEOUT)
+            client = GatedProcess(
+                [paths.binary("netio-client"), "--addr", topo.server_addr, "--port", str(port),
+                 "--threads", str(cfg.threads), "--size", str(cfg.msg_size),
+                 "--netns", topo.receiver_ns], c_out, c_err)
+            if tracer is not None:
+                tracer.pid_add(client.pid)
+            client.release()
+            limit = duration + 30.0 + cfg.threads * 0.05
+            try:
+                server.wait(timeout=limit)
+            except Exception:
+                raise RunFailed(f"server still running {limit:.0f} s after start "
+                                f"(killed)") from None
+            try:
+                client.wait(timeout=CLIENT_GRACE)
+            except Exception:
+                raise RunFailed(f"client still running {CLIENT_GRACE:.0f} s after the "
+                                f"server ended (killed)") from None
+            server_json = _read_json(s_out, "server")
+            client_json = _read_json(c_out, "client")
+            if server_json is None:
+                raise RunFailed(f"server exited with status {server.returncode} and no JSON: "
+                                f"{_last_line(s_err)}")
+            if client_json is None:
+                raise RunFailed(f"client exited with status {client.returncode} and no JSON: "
+                                f"{_last_line(c_err)}")
+            if tracer is not None:
+                snap_json, snap_folded, tmp = _snapshot_paths(raw_dir, folded_path)
+                snapshot = tracer.snapshot(snap_json, snap_folded)
+                if tmp:
+                    shutil.move(snap_json, os.path.join(raw_dir, "trace.json"))
+                    if os.path.exists(snap_folded):
+                        shutil.move(snap_folded, folded_path)
+                    shutil.rmtree(tmp, ignore_errors=True)
+                run["files"]["folded"] = folded_rel
+    except RunFailed as e:
+        run.update(status="failed", error=str(e))
+    except TracerError as e:
+        run.update(status="failed", error=str(e))
+    except RuntimeError as e:       # Topology could not be created
+        run.update(status="failed", error=str(e))
+    finally:
+        for p in (client, server):
+            if p is not None and p.poll() is None:
+                p.kill()
+                try:
+                    p.wait(timeout=5)
+                except Exception:
+                    pass
+    run["wall_s"] = round(time.monotonic() - t0, 3)
+    if run.get("status") == "failed":
+        if server_json or client_json:
+            run["workload_output"] = {"server": server_json, "client": client_json}
+        return run
+
+    attribution = None
+    attribution_error = None
+    if snapshot is not None and attribute is not None:
+        try:
+            attribution = attribute(snapshot, folded_path, server_json)
+        except Exception as e:       # the run stands; the attribution is missing
+            attribution_error = f"attribution failed: {e}"
+    built = record.build_run(cfg, repeat, duration, server_json, client_json, snapshot,
+                             server.pid, client.pid, attribution)
+    built["files"] = run["files"]
+    built["wall_s"] = run["wall_s"]
+    checks, reasons = record.check(built, server_json, client_json)
+    if server.returncode != 0:
+        reasons.insert(0, f"server exit status {server.returncode}: {_last_line(s_err)}")
+    if client.returncode != 0:
+        reasons.insert(0, f"client exit status {client.returncode}: {_last_line(c_err)}")
+    built["checks"] = checks
+    if attribution_error:
+        built["attribution_error"] = attribution_error
+    if reasons:
+        failed = any(k in checks and checks[k] is False for k in ("server_ok", "client_ok")) \
+            or server.returncode != 0 or client.returncode != 0
+        built["status"] = "failed" if failed else "inconsistent"
+        built["error"] = "; ".join(reasons)
+    else:
+        built["status"] = "ok"
+        built["error"] = None
+    return built

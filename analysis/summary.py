@@ -1,0 +1,98 @@
+"""Per strategy and size figures (medians over repeats) shared by the end-of-sweep table and the
+report: throughput, cycles/byte per copy category, zero-copy COPIED %, p99 send latency."""
+from . import results, stats
+from .params import STRATEGIES, TRANSPORTS
+from .sizes import format_size
+
+SHORT = {"user_copy": "user", "kernel_tx_copy": "k-tx", "pinning": "pin",
+         "fallback_copy": "fallback", "completion": "compl", "kernel_rx_copy": "k-rx",
+         "other": "other"}
+
+
+def _num(v):
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def copied_pct(run):
+    zc = run.get("zerocopy") or {}
+    c = _num(zc.get("completions"))
+    if not c:
+        return None
+    return 100.0 * (_num(zc.get("copied")) or 0) / c
+
+
+def send_p99(run):
+    sc = ((run.get("trace") or {}).get("syscalls") or {}).get(results.send_syscall(run)) or {}
+    return _num(sc.get("p99_us"))
+
+
+def cpb(run, cat):
+    a = run.get("attribution") or {}
+    return _num((a.get("cycles_per_byte") or {}).get(cat))
+
+
+def cpb_total(run):
+    a = run.get("attribution") or {}
+    vals = [_num(v) for v in (a.get("cycles_per_byte") or {}).values()]
+    vals = [v for v in vals if v is not None]
+    return sum(vals) if vals else None
+
+
+def rows(runs, threads=None):
+    """One dict per (transport, strategy, size) at the given thread count (default: the
+    smallest in the data), with spreads over repeats."""
+    ok = [r for r in runs if results.ok(r)]
+    if not ok:
+        return []
+    if threads is None:
+        threads = min(r["threads"] for r in ok)
+    ok = [r for r in ok if r["threads"] == threads]
+    so = {s: i for i, s in enumerate(STRATEGIES)}
+    to = {t: i for i, t in enumerate(TRANSPORTS)}
+    keys = sorted({(r["transport"], r["strategy"], r["msg_size"]) for r in ok},
+                  key=lambda k: (to.get(k[0], 9), so.get(k[1], 9), k[2]))
+    out = []
+    for tr, st, sz in keys:
+        rs = [r for r in ok if (r["transport"], r["strategy"], r["msg_size"]) == (tr, st, sz)]
+        row = {"transport": tr, "strategy": st, "msg_size": sz, "threads": threads, "n": len(rs),
+               "throughput": stats.spread(r.get("throughput_gbps") for r in rs),
+               "latency": stats.spread(r.get("latency_us") for r in rs),
+               "cpb": {c: stats.spread(cpb(r, c) for r in rs) for c in results.CATEGORIES},
+               "cpb_total": stats.spread(cpb_total(r) for r in rs),
+               "estimated": any((r.get("attribution") or {}).get("estimated") for r in rs),
+               "copied_pct": stats.spread(copied_pct(r) for r in rs),
+               "send_p99": stats.spread(send_p99(r) for r in rs),
+               "syscall": results.send_syscall(rs[0])}
+        out.append(row)
+    return out
+
+
+def _m(s, fmt="{:.2f}"):
+    return "–" if not s else fmt.format(s["median"])
+
+
+def print_summary(runs, console):
+    from rich.table import Table
+    rs = rows(runs)
+    if not rs:
+        console.print("[red]no successful run: nothing to summarize[/]")
+        return
+    est = any(r["estimated"] for r in rs)
+    t = Table(title=f"netio-trace summary — medians over repeats, {rs[0]['threads']} thread(s)"
+              + (" — cycles estimated from task-clock × TSC (no PMU)" if est else ""))
+    for col, just in (("transport", "left"), ("strategy", "left"), ("size", "right"),
+                      ("Gbit/s (min–max)", "right")):
+        t.add_column(col, justify=just)
+    for c in results.CATEGORIES:
+        t.add_column(f"cyc/B {SHORT[c]}", justify="right")
+    t.add_column("cyc/B total", justify="right")
+    t.add_column("zc COPIED %", justify="right")
+    t.add_column("p99 send µs", justify="right")
+    for r in rs:
+        t.add_row(r["transport"], r["strategy"], format_size(r["msg_size"]),
+                  stats.fmt_spread(r["throughput"]),
+                  *[_m(r["cpb"][c]) for c in results.CATEGORIES],
+                  _m(r["cpb_total"]),
+                  _m(r["copied_pct"], "{:.0f}") if r["strategy"] == "zero-copy" else "–",
+                  _m(r["send_p99"], "{:.1f}"))
+    console.print(t)

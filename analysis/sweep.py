@@ -1,0 +1,297 @@
+"""The sweep: every configuration in interleaved rounds, the tracer loaded once, each run
+written to runs.jsonl as it ends, a live progress display, the report at the end.
+
+Ctrl-C / SIGTERM: the current run's workloads and namespaces are removed, the tracer detached,
+nothing half-written; the exit status is 130 / 143 and `--resume DIR` finishes the job.
+"""
+import json
+import os
+import signal
+import sys
+import time
+
+from . import machine, netns, paths, results
+from .params import run_key
+from .runner import run_one
+from .sizes import format_size
+from .tracer import ControlTracer, TracerError
+
+SWEEP_FILE = "sweep.json"
+
+
+class Interrupted(BaseException):
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Signals:
+    """SIGINT and SIGTERM raise Interrupted once; later ones are ignored so cleanup finishes."""
+
+    def __init__(self):
+        self.fired = None
+        self.old = {}
+
+    def _handler(self, signum, frame):
+        if self.fired is None:
+            self.fired = signum
+            raise Interrupted(signum)
+
+    def __enter__(self):
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            self.old[s] = signal.signal(s, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self.old.items():
+            signal.signal(s, h)
+        return False
+
+
+def _attributor():
+    """attribute(snapshot, folded_path, server_json) -> DESIGN.md attribution object."""
+    try:
+        from . import attribution
+    except ImportError:
+        return None
+
+    def attribute(snapshot, folded_path, server_json):
+        try:
+            with open(folded_path) as f:
+                lines = f.read().splitlines()
+        except OSError:
+            lines = []
+        perf = snapshot.get("perf") or {}
+        samples = snapshot.get("samples") or {}
+        return attribution.attribute(
+            lines, samples.get("source") or "cpu-clock",
+            results.perf_value(perf, "task_clock_ns"),
+            perf.get("tsc_hz") or snapshot.get("tsc_hz"),
+            results.perf_value(perf, "cycles"),
+            server_json.get("bytes"))
+    return attribute
+
+
+def write_sweep_file(out_dir, params, extra=None):
+    d = params.to_dict()
+    d.update(extra or {})
+    tmp = os.path.join(out_dir, SWEEP_FILE + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(d, f, indent=2)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, os.path.join(out_dir, SWEEP_FILE))
+
+
+def _short(run):
+    if run.get("status") != "ok":
+        return f"[red]{run.get('status')}[/]: {run.get('error')}"
+    parts = [f"{run['throughput_gbps']:.2f} Gbit/s", f"{run['latency_us']:.1f} µs/msg"]
+    zc = run.get("zerocopy") or {}
+    if run["strategy"] == "zero-copy" and zc.get("completions"):
+        parts.append(f"copied {100 * zc.get('copied', 0) / zc['completions']:.0f}%")
+    a = run.get("attribution") or {}
+    cpb = a.get("cycles_per_byte") or {}
+    if cpb:
+        tot = sum(v for v in cpb.values() if isinstance(v, (int, float)))
+        parts.append(f"{tot:.2f} cycles/B" + (" (est.)" if a.get("estimated") else ""))
+    tcp = run.get("tcp") or {}
+    if tcp.get("retrans"):
+        parts.append(f"retrans {tcp['retrans']}")
+    return ", ".join(parts)
+
+
+class Progress:
+    """Live display on a terminal; one plain line per run otherwise."""
+
+    def __init__(self, total, console, report_estimate=15.0):
+        self.total = total
+        self.console = console
+        self.done = 0
+        self.failed = 0
+        self.current = ""
+        self.last = ""
+        self.t0 = time.monotonic()
+        self.walls = []
+        self.report_estimate = report_estimate
+        self.live = None
+
+    def _eta(self):
+        if not self.walls:
+            return None
+        per = sum(self.walls) / len(self.walls)
+        return per * (self.total - self.done) + self.report_estimate
+
+    def _render(self):
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        t = Table.grid(padding=(0, 1))
+        t.add_column(justify="right", style="bold")
+        t.add_column()
+        eta = self._eta()
+        el = time.monotonic() - self.t0
+        bar = ProgressBar(total=max(self.total, 1), completed=self.done, width=40)
+        head = Table.grid(padding=(0, 1))
+        head.add_row(bar, f"run {min(self.done + 1, self.total)} of {self.total}",
+                     f"elapsed {el:4.0f} s",
+                     "ETA " + (f"{eta:4.0f} s" if eta is not None else "  …"),
+                     f"[red]{self.failed} failed[/]" if self.failed else "")
+        t.add_row("", head)
+        t.add_row("now", self.current or "…")
+        t.add_row("last", self.last or "—")
+        return t
+
+    def __enter__(self):
+        if self.console.is_terminal:
+            from rich.live import Live
+            self.live = Live(console=self.console, refresh_per_second=4, transient=False,
+                             get_renderable=self._render)
+            self.live.__enter__()
+        return self
+
+    def start_run(self, label):
+        self.current = label
+        if self.live:
+            self.live.refresh()
+
+    def end_run(self, label, run):
+        self.done += 1
+        if run.get("status") != "ok":
+            self.failed += 1
+        self.walls.append(run.get("wall_s") or 0.0)
+        self.last = f"{label}: {_short(run)}"
+        if self.live:
+            self.current = ""
+            self.live.refresh()
+        else:
+            eta = self._eta()
+            self.console.print(f"[{self.done}/{self.total}] {self.last}"
+                               + (f"  (ETA {eta:.0f} s)" if eta is not None else ""),
+                               highlight=False)
+
+    def __exit__(self, *exc):
+        if self.live:
+            self.live.refresh()
+            self.live.__exit__(*exc)
+        return False
+
+
+def _pending(params, out_dir):
+    done = {results.key_of(r) for r in results.read_runs(os.path.join(out_dir, results.RUNS))
+            if results.ok(r)}
+    return [(rep, cfg) for rep, cfg in params.schedule()
+            if run_key(cfg.strategy, cfg.msg_size, cfg.threads, cfg.transport, rep) not in done]
+
+
+def _start_tracer(params, out_dir):
+    t = ControlTracer(attach=params.attach, freq=params.freq,
+                      log_path=os.path.join(out_dir, "tracer.log"))
+    t.start()
+    return t
+
+
+def run_sweep(params, out_dir, console, resume=False, build_report=True):
+    """Run (or finish) the sweep into out_dir. Returns the exit status."""
+    runs_path = os.path.join(out_dir, results.RUNS)
+    if not resume:
+        write_sweep_file(out_dir, params, {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                            "machine": machine.info()})
+    todo = _pending(params, out_dir)
+    total_sched = len(params.schedule())
+    stale = netns.remove_stale_namespaces()
+    if stale:
+        console.print(f"removed {len(stale)} namespace(s) left by dead runs: {', '.join(stale)}")
+    console.print(f"sweep: {params.describe()}")
+    console.print(f"{len(todo)} run(s) to do" + (f" of {total_sched}" if len(todo) != total_sched
+                                                  else "") + f" → {out_dir}")
+    mach = machine.info()
+    mach_short = {k: mach[k] for k in ("hostname", "kernel", "arch", "cpu", "cores",
+                                       "memory_gib", "virtualization", "default_cc")}
+    attribute = _attributor() if params.trace else None
+    if params.trace and attribute is None:
+        console.print("[yellow]analysis.attribution is not available: runs are recorded "
+                      "without attribution[/]")
+    tracer = None
+    tracer_error = None
+    status = 0
+    interrupted = None
+    start_index = len(results.read_runs(runs_path, dedup=False))
+    with _Signals():
+        try:
+            if params.trace and todo:
+                try:
+                    tracer = _start_tracer(params, out_dir)
+                    console.print("tracer ready: attach " + ", ".join(
+                        f"{k}={v}" for k, v in (tracer.attach or {}).items()))
+                except TracerError as e:
+                    tracer_error = str(e)
+                    tracer = None
+                    if params.attach != "auto":
+                        console.print(f"netio-trace run: --attach {params.attach}: {e}",
+                                      style="red")
+                        return 2
+                    console.print(f"[red]tracer: {e}[/]")
+            with Progress(len(todo), console) as prog:
+                for i, (rep, cfg) in enumerate(todo):
+                    label = f"{cfg.label()} #{rep + 1}"
+                    prog.start_run(label)
+                    if params.trace and (tracer is None or not tracer.alive()):
+                        if tracer is not None:
+                            tracer.close()
+                            tracer = None
+                            try:
+                                tracer = _start_tracer(params, out_dir)
+                                tracer_error = None
+                            except TracerError as e:
+                                tracer_error = str(e)
+                    if params.trace and tracer is None:
+                        run = {"strategy": cfg.strategy, "msg_size": cfg.msg_size,
+                               "threads": cfg.threads, "transport": cfg.transport,
+                               "repeat": rep, "duration_requested_s": params.duration,
+                               "status": "failed",
+                               "error": f"tracer could not attach: {tracer_error}",
+                               "wall_s": 0.0}
+                    else:
+                        run = run_one(cfg, rep, params.duration, out_dir, start_index + i,
+                                      tracer=tracer, attribute=attribute)
+                    run["round"] = rep
+                    run["key"] = run_key(cfg.strategy, cfg.msg_size, cfg.threads,
+                                         cfg.transport, rep)
+                    run["traced"] = params.trace
+                    run["machine"] = mach_short
+                    run["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+                    results.append_run(runs_path, run)
+                    prog.end_run(label, run)
+        except Interrupted as e:
+            interrupted = e.signum
+        except KeyboardInterrupt:
+            interrupted = signal.SIGINT
+        finally:
+            if tracer is not None:
+                tracer.close()
+    if interrupted is not None:
+        n = len(results.read_runs(runs_path))
+        console.print(f"[yellow]interrupted ({signal.Signals(interrupted).name}): {n} finished "
+                      f"run(s) kept in {runs_path}; finish with: netio-trace run --resume "
+                      f"{out_dir}[/]")
+        return 128 + int(interrupted)
+
+    all_runs = results.read_runs(runs_path)
+    bad = [r for r in all_runs if not results.ok(r)]
+    if bad:
+        status = 1
+    if build_report:
+        from . import report
+        t = time.monotonic()
+        console.print("building the report …")
+        report.build(out_dir, console=console)
+        console.print(f"report built in {time.monotonic() - t:.1f} s")
+    from . import summary
+    summary.print_summary(all_runs, console)
+    if bad:
+        console.print(f"[red]{len(bad)} run(s) failed or were inconsistent[/]: "
+                      + "; ".join(f"{r.get('key') or results.key_of(r)}: {r.get('error')}"
+                                  for r in bad[:5]) + (" …" if len(bad) > 5 else ""))
+    console.print(f"results: {out_dir}/report.html, report.md, results.csv, runs.jsonl")
+    return status

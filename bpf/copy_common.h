@@ -1,0 +1,161 @@
+/* Handlers of the exact copy probes, shared by the fentry/fexit (copy_fentry.bpf.c) and the
+ * kprobe/kretprobe (copy_kprobe.bpf.c) rungs: the programs there only fetch arguments and
+ * return values and call these. All counts come from return values, never from a size
+ * argument (partial sends and EAGAIN make arguments lie). */
+#ifndef NETIO_COPY_COMMON_H
+#define NETIO_COPY_COMMON_H
+
+#include "maps.h"
+
+#ifndef PAGE_SIZE
+#define PAGE_SIZE 4096
+#endif
+
+/* tcp_sendmsg() entry: open the send scope of this thread if its process is followed. */
+static __always_inline void on_sendmsg_enter(struct sock *sk)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, tid = (u32)id;
+	struct send_scope sc = { .tgid = tgid, .sk = (u64)sk };
+
+	if (!tgid_followed(tgid))
+		return;
+	count_update_error(bpf_map_update_elem(&in_send, &tid, &sc, BPF_ANY));
+}
+
+/* tcp_sendmsg() return: count the bytes it reports sent, close the scope. */
+static __always_inline void on_sendmsg_exit(long ret)
+{
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+	struct send_scope *sc = bpf_map_lookup_elem(&in_send, &tid);
+	struct proc_stats *ps;
+
+	if (!sc)
+		return;
+	if (ret > 0) {
+		ps = proc_get(sc->tgid);
+		if (ps) {
+			ps->tx_bytes += ret;
+			ps->tx_calls++;
+		}
+		note_zc_owner((struct sock *)sc->sk, sc->tgid);
+	}
+	bpf_map_delete_elem(&in_send, &tid);
+}
+
+static __always_inline struct send_scope *current_send_scope(void)
+{
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+
+	return bpf_map_lookup_elem(&in_send, &tid);
+}
+
+/* _copy_from_iter() and friends return the bytes copied from the user's iov. */
+static __always_inline void on_copy_from_user(long ret)
+{
+	struct send_scope *sc;
+	struct proc_stats *ps;
+
+	if (ret <= 0)
+		return;
+	sc = current_send_scope();
+	if (!sc)
+		return;
+	ps = proc_get(sc->tgid);
+	if (ps)
+		ps->tx_copy_bytes += ret;
+}
+
+/* skb_zerocopy_iter_stream() returns the bytes it attached as user pages. */
+static __always_inline void on_zerocopy_stream(long ret)
+{
+	struct send_scope *sc;
+	struct proc_stats *ps;
+
+	if (ret <= 0)
+		return;
+	sc = current_send_scope();
+	if (!sc)
+		return;
+	ps = proc_get(sc->tgid);
+	if (ps)
+		ps->zc_tx_bytes += ret;
+}
+
+/* iov_iter_get_pages2()/iov_iter_extract_pages() return the bytes covered by the pages they
+ * pinned, starting at offset *start in the first page. */
+static __always_inline void on_pages_pinned(long ret, u64 start_ptr)
+{
+	struct send_scope *sc;
+	struct proc_stats *ps;
+	u64 start = 0;
+
+	if (ret <= 0)
+		return;
+	sc = current_send_scope();
+	if (!sc)
+		return;
+	if (start_ptr)
+		bpf_probe_read_kernel(&start, sizeof(start), (void *)start_ptr);
+	ps = proc_get(sc->tgid);
+	if (ps)
+		ps->pinned_pages += (start + ret + PAGE_SIZE - 1) / PAGE_SIZE;
+}
+
+/* skb_copy_ubufs(): the user pages of a zerocopy skb are copied into kernel pages (local
+ * delivery of a MSG_ZEROCOPY skb). Softirq context: filtered by the device's netns. */
+static __always_inline void on_copy_ubufs(struct sk_buff *skb)
+{
+	u32 inum = BPF_CORE_READ(skb, dev, nd_net.net, ns.inum);
+	struct netns_stats *ns;
+
+	if (!netns_followed(inum))
+		return;
+	ns = netns_get(inum);
+	if (ns) {
+		ns->fallback_copy_bytes += BPF_CORE_READ(skb, data_len);
+		ns->fallback_copy_skbs++;
+	}
+}
+
+/* skb_copy_datagram_iter() returned 0: len bytes were copied to the user. */
+static __always_inline void on_rx_copy(long len)
+{
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct proc_stats *ps;
+
+	if (len <= 0 || !tgid_followed(tgid))
+		return;
+	ps = proc_get(tgid);
+	if (ps) {
+		ps->rx_copy_bytes += len;
+		ps->rx_calls++;
+	}
+}
+
+/* __msg_zerocopy_callback(uarg): one completion notification for the sends
+ * [id, id + len); zerocopy == 0 means the pages were copied (SO_EE_CODE_ZEROCOPY_COPIED).
+ * Attributed to the netns of the sending socket. */
+static __always_inline void on_zc_completion(struct ubuf_info_msgzc *uarg)
+{
+	struct sk_buff *skb;
+	struct netns_stats *ns;
+	u32 inum, len, zerocopy;
+
+	/* the notification skb holds the ubuf_info in its cb[] */
+	skb = (struct sk_buff *)((char *)uarg - bpf_core_field_offset(struct sk_buff, cb));
+	inum = BPF_CORE_READ(skb, sk, __sk_common.skc_net.net, ns.inum);
+	if (!netns_followed(inum))
+		return;
+	len = BPF_CORE_READ(uarg, len);
+	zerocopy = BPF_CORE_READ_BITFIELD_PROBED(uarg, zerocopy);
+	ns = netns_get(inum);
+	if (ns) {
+		ns->zc_completions++;
+		ns->zc_completed_sends += len;
+		if (!zerocopy)
+			ns->zc_copied_sends += len;
+	}
+}
+
+#endif

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Exact copy accounting, fentry/fexit rung. Attach targets are chosen at run time by the
+ * tracer (bpf_program__set_attach_target): function names move between kernels. Return
+ * values are read with bpf_get_func_ret() so that a changed argument count does not move
+ * them. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "copy_common.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+static __always_inline long func_ret(void *ctx)
+{
+	u64 ret = 0;
+
+	bpf_get_func_ret(ctx, &ret);
+	return (long)ret;
+}
+
+static __always_inline u64 func_arg(void *ctx, u32 n)
+{
+	u64 v = 0;
+
+	bpf_get_func_arg(ctx, n, &v);
+	return v;
+}
+
+/* tx_bytes: tcp_sendmsg(sk, msg, size) */
+SEC("fentry")
+int BPF_PROG(fx_sendmsg_in, struct sock *sk)
+{
+	on_sendmsg_enter(sk);
+	return 0;
+}
+
+SEC("fexit")
+int fx_sendmsg_out(u64 *ctx)
+{
+	on_sendmsg_exit((int)func_ret(ctx));
+	return 0;
+}
+
+/* tx_copy: size_t _copy_from_iter{,_nocache}(void *addr, size_t bytes, struct iov_iter *i) */
+SEC("fexit")
+int fx_copy_from_iter(u64 *ctx)
+{
+	on_copy_from_user(func_ret(ctx));
+	return 0;
+}
+
+SEC("fexit")
+int fx_copy_from_iter_nc(u64 *ctx)
+{
+	on_copy_from_user(func_ret(ctx));
+	return 0;
+}
+
+/* pinning: int skb_zerocopy_iter_stream(sk, skb, msg, len, uarg[, binding]) returns the bytes
+ * attached as user pages */
+SEC("fexit")
+int fx_zc_stream(u64 *ctx)
+{
+	on_zerocopy_stream((int)func_ret(ctx));
+	return 0;
+}
+
+/* ssize_t iov_iter_get_pages2(i, pages, maxsize, maxpages, size_t *start) */
+SEC("fexit")
+int fx_get_pages(u64 *ctx)
+{
+	on_pages_pinned(func_ret(ctx), func_arg(ctx, 4));
+	return 0;
+}
+
+/* ssize_t iov_iter_extract_pages(i, pages, maxsize, maxpages, flags, size_t *offset0) */
+SEC("fexit")
+int fx_extract_pages(u64 *ctx)
+{
+	on_pages_pinned(func_ret(ctx), func_arg(ctx, 5));
+	return 0;
+}
+
+/* fallback_copy: int skb_copy_ubufs(skb, gfp) */
+SEC("fexit")
+int fx_copy_ubufs(u64 *ctx)
+{
+	if ((int)func_ret(ctx) == 0)
+		on_copy_ubufs((struct sk_buff *)func_arg(ctx, 0));
+	return 0;
+}
+
+/* rx_copy: int skb_copy_datagram_iter(skb, offset, to, len): 0 means len bytes copied */
+SEC("fexit")
+int fx_rx_copy(u64 *ctx)
+{
+	if ((int)func_ret(ctx) == 0)
+		on_rx_copy((int)func_arg(ctx, 3));
+	return 0;
+}
+
+/* zc_completion: void __msg_zerocopy_callback(struct ubuf_info_msgzc *uarg) */
+SEC("fentry")
+int fx_zc_callback(u64 *ctx)
+{
+	on_zc_completion((struct ubuf_info_msgzc *)ctx[0]);
+	return 0;
+}

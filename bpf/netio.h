@@ -1,0 +1,83 @@
+/* Structures shared by the BPF programs (bpf/) and the tracer (user/).
+ * Plain C types only: this file is included both with vmlinux.h and with libc headers. */
+#ifndef NETIO_NETIO_H
+#define NETIO_NETIO_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+typedef __u8 u8;
+typedef __u16 u16;
+typedef __u32 u32;
+typedef __u64 u64;
+#endif
+
+#define NETIO_COMM_LEN 16
+/* log2 latency histogram: slot 0 holds [0, 2) ns, slot i holds [2^i, 2^(i+1)) ns, the last
+ * slot also everything above it (2^39 ns is ~9 minutes). */
+#define NETIO_HIST_SLOTS 40
+
+#define NETIO_MAX_PROCS   8192
+#define NETIO_MAX_NETNS   256
+#define NETIO_MAX_THREADS 16384
+#define NETIO_MAX_SOCKS   4096
+
+/* Syscall classes counted per process. */
+enum netio_sc_class {
+	SC_SENDTO = 0,
+	SC_SENDMSG,
+	SC_RECVFROM,
+	SC_RECVMSG,
+	SC_RECVMSG_ERRQUEUE,	/* recvmsg(..., MSG_ERRQUEUE): zerocopy completions */
+	SC_WRITE,
+	SC_READ,
+	SC_SENDFILE,
+	SC_POLL,		/* poll, ppoll */
+	SC_EPOLL_WAIT,		/* epoll_wait, epoll_pwait, epoll_pwait2 */
+	SC_NR_CLASSES,
+};
+
+/* Per process (tgid), per CPU. */
+struct proc_stats {
+	u64 tx_bytes;		/* tcp_sendmsg / sock_send_length return values > 0 (TCP) */
+	u64 tx_calls;		/* calls that sent at least one byte */
+	u64 tx_copy_bytes;	/* copies from the user iov under tcp_sendmsg */
+	u64 zc_tx_bytes;	/* bytes attached to skbs as user pages (MSG_ZEROCOPY) */
+	u64 pinned_pages;	/* user pages pinned for those skbs */
+	u64 rx_copy_bytes;	/* skb -> user copies (skb_copy_datagram_iter) */
+	u64 rx_calls;		/* skb_copy_datagram_iter calls */
+	char comm[NETIO_COMM_LEN];	/* set when the entry is created */
+};
+
+/* Per network namespace (inode number), per CPU: softirq-side events. */
+struct netns_stats {
+	u64 zc_tx_bytes;	/* payload of zerocopy skbs leaving a device of this netns */
+	u64 zc_tx_skbs;
+	u64 fallback_copy_bytes;	/* zerocopy payload copied on local delivery (skb_copy_ubufs) */
+	u64 fallback_copy_skbs;
+	u64 zc_skbs_at_tcp;	/* zerocopy skbs still flagged when TCP receives them (tcp_probe) */
+	u64 zc_completions;	/* completion notifications (one per ubuf_info) */
+	u64 zc_completed_sends;	/* sends they cover */
+	u64 zc_copied_sends;	/* sends whose notification says "copied" */
+};
+
+struct sc_key {
+	u32 tgid;
+	u32 cls;
+};
+
+struct sc_stats {
+	u64 count;
+	u64 bytes;		/* sum of positive return values (data classes only) */
+	u64 errors;		/* negative return values */
+	u64 total_ns;
+	u64 hist[NETIO_HIST_SLOTS];
+};
+
+/* Per-CPU counters of the tracer itself (array indices). */
+enum netio_counter {
+	CNT_DROPS = 0,		/* a map update failed (map full): an event was not counted */
+	CNT_FORKS_FOLLOWED,	/* children added to the filter by the fork handler */
+	CNT_NR,
+};
+
+#endif

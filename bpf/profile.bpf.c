@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+/* On-CPU stack sampling (issue 4). One perf_event per online CPU (hardware cycles where a
+ * PMU exists, software cpu-clock where none does) runs `sample` below. A sample counts when
+ * the current task belongs to a followed tgid (the tracer's `followed_tgids`, shared by fd),
+ * or when it is a ksoftirqd thread (softirq work that left the context of the process that
+ * raised it) while anything is followed.
+ *
+ * Stacks are aggregated in the kernel: one stack trace map for kernel and user stacks, and a
+ * hash of (tgid, kernel stack id, user stack id, comm) -> count, read by user/profile.c at
+ * snapshot time. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+/* Shared with user/profile.c, which checks the key size against the map at load. */
+#define PROFILE_MAX_DEPTH 127 /* PERF_MAX_STACK_DEPTH */
+#define PROFILE_MAX_STACKS 16384
+#define PROFILE_MAX_KEYS 16384
+enum {
+	PROFILE_STAT_SEEN,    /* perf_event samples the program ran for */
+	PROFILE_STAT_COUNTED, /* samples of followed tasks, counted */
+	PROFILE_STAT_LOST,    /* samples of followed tasks not counted (no stack, map full) */
+	PROFILE_STAT_PARTIAL, /* counted with one of the two stacks lost */
+	PROFILE_NR_STATS,
+};
+#define PROFILE_F_SOFTIRQ 1 /* ksoftirqd serving softirqs */
+#define PROFILE_F_PARTIAL 2 /* a stack could not be stored */
+struct profile_key {
+	__u32 tgid;
+	__s32 kstack;
+	__s32 ustack;
+	__u32 flags;
+	char comm[16];
+};
+
+char LICENSE[] SEC("license") = "GPL";
+
+#ifndef PF_KTHREAD
+#define PF_KTHREAD 0x00200000
+#endif
+
+/* The tracer's filter map (bpf/filter.h); user space passes the tracer's fd to
+ * bpf_map__reuse_fd() before load (which adopts that map's size), so one `pid add` covers
+ * tracing and sampling. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} followed_tgids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, PROFILE_MAX_STACKS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, PROFILE_MAX_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PROFILE_MAX_KEYS);
+	__type(key, struct profile_key);
+	__type(value, __u64);
+} counts SEC(".maps");
+
+/* user stack id -> the word at the user stack pointer when the sample was taken. For a
+ * frameless leaf (libc's memcpy variants) that word is the return address into its caller,
+ * which a frame-pointer walk skips; user space inserts it when frame 0 is such a leaf. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PROFILE_MAX_STACKS);
+	__type(key, __u32);
+	__type(value, __u64);
+} leaf_ret SEC(".maps");
+
+/* PROFILE_STAT_*: samples seen, counted, lost (not counted), stacks partly lost. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PROFILE_NR_STATS);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/* Set by user space (the maps poller, every ~100 ms) while followed_tgids is not empty; when
+ * clear, the program looks at the map itself (a followed pid may be newer than the hint). */
+volatile int followed_hint;
+
+static __always_inline void stat_add(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static long any_elem(struct bpf_map *map, const void *key, void *value, void *ctx)
+{
+	*(int *)ctx = 1;
+	return 1; /* stop at the first element */
+}
+
+static __always_inline int is_ksoftirqd(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	char comm[16];
+
+	if (!(t->flags & PF_KTHREAD))
+		return 0;
+	bpf_get_current_comm(comm, sizeof(comm));
+	return comm[0] == 'k' && comm[1] == 's' && comm[2] == 'o' && comm[3] == 'f' &&
+	       comm[4] == 't' && comm[5] == 'i' && comm[6] == 'r' && comm[7] == 'q' &&
+	       comm[8] == 'd' && comm[9] == '/';
+}
+
+SEC("perf_event")
+int sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct profile_key key = {};
+	__u64 one = 1, *cnt;
+	__u32 flags = 0;
+	int err = 0;
+
+	stat_add(PROFILE_STAT_SEEN);
+
+	if (tgid == 0 || !bpf_map_lookup_elem(&followed_tgids, &tgid)) {
+		int any = 0;
+
+		/* ksoftirqd does nothing but run softirqs (and schedule to do so); its
+		 * preempt count is a per-CPU variable that a BPF program cannot address on
+		 * kernels without CONFIG_KALLSYMS_ALL, so every ksoftirqd sample counts */
+		if (!is_ksoftirqd())
+			return 0;
+		if (followed_hint)
+			any = 1;
+		else
+			bpf_for_each_map_elem(&followed_tgids, any_elem, &any, 0);
+		if (!any)
+			return 0;
+		flags |= PROFILE_F_SOFTIRQ;
+	}
+
+	key.tgid = tgid;
+	bpf_get_current_comm(key.comm, sizeof(key.comm));
+	key.kstack = bpf_get_stackid(ctx, &stacks, 0);
+	key.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+
+	/* -EFAULT is "no such stack" (a user-mode sample has no kernel part, a kernel thread
+	 * has no user part); anything else (-EEXIST hash collision, -ENOMEM) is a lost stack. */
+	if (key.kstack < 0 && key.kstack != -14)
+		err = 1;
+	if (key.ustack < 0 && key.ustack != -14 && !(flags & PROFILE_F_SOFTIRQ))
+		err = 1;
+	if (key.kstack < 0 && key.ustack < 0) {
+		stat_add(PROFILE_STAT_LOST);
+		return 0;
+	}
+	if (err) {
+		flags |= PROFILE_F_PARTIAL;
+		stat_add(PROFILE_STAT_PARTIAL);
+	}
+	key.flags = flags;
+
+#if defined(__TARGET_ARCH_x86)
+	if (key.ustack >= 0) {
+		__u64 sp = 0, word = 0;
+		__u32 uid = key.ustack;
+
+		/* user mode: the interrupted stack pointer is a user address (kernel addresses
+		 * have the top bit set) */
+		if ((__s64)ctx->regs.sp > 0) {
+			sp = ctx->regs.sp;
+		} else {
+			struct pt_regs *uregs =
+				(struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+			if (uregs)
+				sp = BPF_CORE_READ(uregs, sp);
+		}
+		if (sp && bpf_probe_read_user(&word, sizeof(word), (void *)sp) == 0)
+			bpf_map_update_elem(&leaf_ret, &uid, &word, BPF_ANY);
+	}
+#endif
+
+	cnt = bpf_map_lookup_elem(&counts, &key);
+	if (cnt) {
+		__sync_fetch_and_add(cnt, 1);
+	} else if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST)) {
+		cnt = bpf_map_lookup_elem(&counts, &key);
+		if (!cnt) {
+			stat_add(PROFILE_STAT_LOST);
+			return 0;
+		}
+		__sync_fetch_and_add(cnt, 1);
+	}
+	stat_add(PROFILE_STAT_COUNTED);
+	return 0;
+}

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Per-process socket syscall counts, bytes and log2 latency histograms, from the raw_syscalls
+ * tracepoints (tp_btf, or raw_tp where BTF-typed attach is refused). Every syscall of every
+ * process passes here, so the order is: syscall id (a switch, no map access), then the
+ * followed-tgid lookup, then the work. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "filter.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define NETIO_MSG_ERRQUEUE 0x2000
+
+struct sc_start {
+	u64 ts;
+	u32 cls;
+	u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NETIO_MAX_THREADS);
+	__type(key, u32);	/* tid */
+	__type(value, struct sc_start);
+} sc_start SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, NETIO_MAX_PROCS * 4);
+	__type(key, struct sc_key);
+	__type(value, struct sc_stats);
+} sc_stats SEC(".maps");
+
+static const struct sc_stats zero_sc_stats;
+
+/* syscall number -> class, -1 for syscalls we do not follow */
+static __always_inline int sc_class(long id)
+{
+	switch (id) {
+#if defined(__TARGET_ARCH_x86)
+	case 44: return SC_SENDTO;
+	case 46: return SC_SENDMSG;
+	case 45: return SC_RECVFROM;
+	case 47: return SC_RECVMSG;
+	case 1: return SC_WRITE;
+	case 0: return SC_READ;
+	case 40: return SC_SENDFILE;
+	case 7:			/* poll */
+	case 271: return SC_POLL;	/* ppoll */
+	case 232:		/* epoll_wait */
+	case 281:		/* epoll_pwait */
+	case 441: return SC_EPOLL_WAIT;	/* epoll_pwait2 */
+#elif defined(__TARGET_ARCH_arm64)
+	case 206: return SC_SENDTO;
+	case 211: return SC_SENDMSG;
+	case 207: return SC_RECVFROM;
+	case 212: return SC_RECVMSG;
+	case 64: return SC_WRITE;
+	case 63: return SC_READ;
+	case 71: return SC_SENDFILE;
+	case 73: return SC_POLL;
+	case 22:
+	case 441: return SC_EPOLL_WAIT;
+#endif
+	default: return -1;
+	}
+}
+
+static __always_inline long syscall_nr(struct pt_regs *regs)
+{
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(regs, orig_ax);
+#elif defined(__TARGET_ARCH_arm64)
+	return BPF_CORE_READ((struct user_pt_regs *)regs, regs[8]);
+#else
+	return -1;
+#endif
+}
+
+static __always_inline u32 log2_slot(u64 v)
+{
+	u32 r = 0, shift;
+
+	shift = (v > 0xFFFFFFFF) << 5; v >>= shift; r = shift;
+	shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
+	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
+	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
+	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+	r |= (v >> 1);
+	return r;
+}
+
+static __always_inline int on_enter(struct pt_regs *regs, long id)
+{
+	int cls = sc_class(id);
+	u64 pid_tgid;
+	u32 tid;
+	struct sc_start st = {};
+
+	if (cls < 0)
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!tgid_followed(pid_tgid >> 32))
+		return 0;
+	if (cls == SC_RECVMSG && (PT_REGS_PARM3_CORE(regs) & NETIO_MSG_ERRQUEUE))
+		cls = SC_RECVMSG_ERRQUEUE;
+	tid = (u32)pid_tgid;
+	st.cls = cls;
+	st.ts = bpf_ktime_get_ns();
+	count_update_error(bpf_map_update_elem(&sc_start, &tid, &st, BPF_ANY));
+	return 0;
+}
+
+static __always_inline int on_exit(struct pt_regs *regs, long ret)
+{
+	u64 pid_tgid, now, delta;
+	u32 tid, slot;
+	struct sc_start *st;
+	struct sc_key key;
+	struct sc_stats *s;
+
+	if (sc_class(syscall_nr(regs)) < 0)
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	tid = (u32)pid_tgid;
+	st = bpf_map_lookup_elem(&sc_start, &tid);
+	if (!st)
+		return 0;
+	now = bpf_ktime_get_ns();
+	delta = now > st->ts ? now - st->ts : 0;
+	key.tgid = pid_tgid >> 32;
+	key.cls = st->cls;
+	bpf_map_delete_elem(&sc_start, &tid);
+
+	s = bpf_map_lookup_elem(&sc_stats, &key);
+	if (!s) {
+		count_update_error(bpf_map_update_elem(&sc_stats, &key, &zero_sc_stats, BPF_NOEXIST));
+		s = bpf_map_lookup_elem(&sc_stats, &key);
+		if (!s)
+			return 0;
+	}
+	s->count++;
+	if (ret < 0)
+		s->errors++;
+	else if (key.cls != SC_POLL && key.cls != SC_EPOLL_WAIT)
+		s->bytes += ret;
+	s->total_ns += delta;
+	slot = log2_slot(delta);
+	if (slot >= NETIO_HIST_SLOTS)
+		slot = NETIO_HIST_SLOTS - 1;
+	s->hist[slot]++;
+	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sc_enter, struct pt_regs *regs, long id)
+{
+	return on_enter(regs, id);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sc_exit, struct pt_regs *regs, long ret)
+{
+	return on_exit(regs, ret);
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(sc_enter_raw, struct pt_regs *regs, long id)
+{
+	return on_enter(regs, id);
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(sc_exit_raw, struct pt_regs *regs, long ret)
+{
+	return on_exit(regs, ret);
+}

@@ -1,0 +1,70 @@
+import json
+
+import pytest
+
+from analysis import params as P
+
+
+def test_default_sweep_shape():
+    p = P.SweepParams(**P.DEFAULTS)
+    assert p.strategies == ("two-copy", "one-copy", "zero-copy")
+    assert p.sizes == (256, 1024, 4096, 16384, 65536)
+    assert p.threads == (1, 2, 4, 8)
+    assert p.transports == ("veth",)
+    assert len(p.configs()) == 60
+    assert len(p.schedule()) == 60 * p.repeat
+
+
+def test_quick_is_small():
+    q = P.SweepParams(**P.QUICK)
+    assert len(q.schedule()) <= 12
+    assert set(q.strategies) == {"two-copy", "one-copy", "zero-copy"}
+
+
+def test_schedule_interleaved_rounds():
+    p = P.SweepParams(strategies=("two-copy", "one-copy"), sizes=(256, 4096), threads=(1,),
+                      transports=("veth",), duration=0.1, repeat=3)
+    sched = p.schedule()
+    n = len(p.configs())
+    # every configuration once per round, rounds in order: A B C D, A B C D, ...
+    for r in range(3):
+        block = sched[r * n:(r + 1) * n]
+        assert [rep for rep, _ in block] == [r] * n
+        assert [c for _, c in block] == p.configs()
+    # strategies being compared run next to each other
+    assert [c.strategy for c in p.configs()[:2]] == ["two-copy", "one-copy"]
+
+
+def test_sweep_file_roundtrip_and_differences():
+    p = P.SweepParams(**P.QUICK)
+    d = json.loads(json.dumps(p.to_dict()))
+    q = P.SweepParams.from_dict(d)
+    assert q == p and q.differences(p) == []
+    other = P.SweepParams(**{**P.QUICK, "sizes": (4096,)})
+    diffs = p.differences(other)
+    assert len(diffs) == 1 and diffs[0].startswith("sizes")
+
+
+def test_from_dict_refuses_foreign():
+    with pytest.raises(P.UsageError):
+        P.SweepParams.from_dict({"format": "something else"})
+    with pytest.raises(P.UsageError):
+        P.SweepParams.from_dict({"format": P.SWEEP_FORMAT, "strategies": ["x"]})
+
+
+@pytest.mark.parametrize("fn,text", [
+    (P.parse_threads, "0"), (P.parse_threads, "100000"), (P.parse_threads, "x"),
+    (P.parse_threads, "1,,2"), (P.parse_strategies, "two-copy,nope"), (P.parse_transports, "tcp"),
+    (P.parse_duration, "0"), (P.parse_duration, "-1"), (P.parse_duration, "nan"),
+    (P.parse_duration, "soon"), (P.parse_repeat, "0"), (P.parse_freq, "0"), (P.parse_attach, "x"),
+])
+def test_parsers_reject(fn, text):
+    with pytest.raises(P.UsageError):
+        fn(text)
+
+
+def test_parsers_accept():
+    assert P.parse_threads("8,1,2,2") == (1, 2, 8)
+    assert P.parse_strategies("zero-copy,two-copy") == ("zero-copy", "two-copy")
+    assert P.parse_transports("veth,loopback") == ("veth", "loopback")
+    assert P.parse_duration("0.5") == 0.5

@@ -1,0 +1,120 @@
+"""Report generation from the committed fixture (tests/python/fixtures/runs.jsonl)."""
+import base64
+import csv
+import os
+import re
+
+import pytest
+
+from analysis import report
+from conftest import run_cli
+
+
+@pytest.fixture
+def built(fixture_dir):
+    info = report.build(str(fixture_dir))
+    return fixture_dir, info
+
+
+def test_every_file_is_written(built):
+    d, info = built
+    for f in ("results.csv", "report.md", "report.html"):
+        assert (d / f).stat().st_size > 0
+    pngs = sorted(p.name for p in (d / "plots").glob("*.png"))
+    for name in ("throughput_vs_size.png", "latency_vs_threads.png", "cycles_per_byte.png",
+                 "cache_misses.png", "syscall_latency.png", "zerocopy_fallback.png"):
+        assert name in pngs
+    for p in (d / "plots").glob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert info["plot_errors"] == []
+    folded = sorted(p.name for p in (d / "flamegraphs").glob("*.folded"))
+    assert "veth-one-copy-64K.folded" in folded and "veth-zero-copy-64K.folded" in folded
+
+
+def test_report_answers_from_the_data(built):
+    d, _ = built
+    md = (d / "report.md").read_text()
+    # machine, kernel, rungs, missing counters, estimated
+    assert "6.18.44-fc-v669" in md and "2 core(s)" in md and "Firecracker" in md
+    assert "tp_btf (71)" in md and "tracepoint (71)" in md
+    assert "`cycles`" in md and "`LLC-load-misses`" in md and "never 0" in md
+    assert "**estimated**" in md and "(est.)" in md
+    # crossovers, computed: one-copy overtakes two-copy between 256 and 4K on veth, 1 thread
+    assert re.search(r"veth, 1 thread\(s\): one-copy overtakes two-copy between 256 and 4K", md)
+    assert "veth, 1 thread(s): zero-copy does not overtake one-copy within the range 256–64K" in md
+    # paired ratios with their spread
+    assert re.search(r"one-copy/two-copy = \d\.\d\d \(\d\.\d\d–\d\.\d\d\) over 2 paired round", md)
+    # why zero-copy loses: COPIED completions, fallback bytes, the fallback's share of cycles
+    zsec = md.split("Why zero-copy loses")[1].split("### Threads")[0]
+    assert "zero-copy loses to one-copy" in zsec
+    assert "SO_EE_CODE_ZEROCOPY_COPIED" in zsec and "100.0% of completions" in zsec
+    assert re.search(r"the fallback copy \d+\.\d% of the samples", zsec)
+    assert "skb_copy_ubufs" in zsec
+    # threads vs throughput and context switches
+    assert re.search(r"veth, one-copy, 64K\*\*: Gbit/s by threads 1: \d+\.\d, 2: \d+\.\d", md)
+    assert "Context switches per MiB" in md
+    # flags: the run with 3% retransmits and the failed run
+    assert "one-copy/4096/2/veth/1" in md and "3.0%" in md
+    assert "two-copy/256/2/loopback/1" in md and "Connection reset by peer" in md
+
+
+def test_summary_table_medians(built):
+    d, _ = built
+    md = (d / "report.md").read_text()
+    row = next(l for l in md.splitlines() if l.startswith("| veth | zero-copy | 64K |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[-2] == "100"                     # COPIED %
+    assert re.match(r"\d+\.\d\d \(\d+\.\d\d–\d+\.\d\d\)", cells[3])
+
+
+def test_html_is_self_contained(built):
+    d, _ = built
+    html = (d / "report.html").read_text()
+    imgs = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert len(imgs) >= 6
+    assert base64.b64decode(imgs[0])[:4] == b"\x89PNG"
+    assert "<table>" in html and "one-copy overtakes two-copy" in html
+    assert 'src="plots/' not in html
+
+
+def test_rebuild_from_runs_and_folded_alone(built):
+    d, _ = built
+    first = (d / "report.md").read_text()
+    for f in ("results.csv", "report.md", "report.html"):
+        (d / f).unlink()
+    for p in (d / "plots").glob("*"):
+        p.unlink()
+    for p in (d / "flamegraphs").glob("*"):
+        p.unlink()
+    (d / "sweep.json").unlink()
+    cp = run_cli("report", str(d))
+    assert cp.returncode == 0, cp.stderr
+    again = (d / "report.md").read_text()
+    strip = lambda t: re.sub(r"Report built [^\n]*", "", t)   # noqa: E731
+    assert strip(again) == strip(first)
+    assert len(list((d / "plots").glob("*.png"))) >= 6
+    with open(d / "results.csv") as f:
+        assert len(list(csv.DictReader(f))) == 72
+
+
+def test_flame_graphs_when_renderer_present(built):
+    pytest.importorskip("analysis.flamegraph")
+    d, info = built
+    svgs = {p.name for p in (d / "flamegraphs").glob("*.svg")}
+    assert "veth-zero-copy-64K.svg" in svgs
+    assert "veth-diff-one-copy-vs-zero-copy-64K.svg" in svgs
+
+
+def test_report_cli_refuses_non_results(tmp_path):
+    cp = run_cli("report", str(tmp_path))
+    assert cp.returncode == 2 and "no runs.jsonl" in cp.stderr
+    assert len(cp.stderr.strip().splitlines()) == 1
+    cp = run_cli("report", str(tmp_path / "nope"))
+    assert cp.returncode == 2 and "no such directory" in cp.stderr
+
+
+def test_no_pmu_image_says_not_countable(built):
+    d, _ = built
+    md = (d / "report.md").read_text()
+    assert "plots/cache_misses.png" in md
+    assert os.path.getsize(d / "plots" / "cache_misses.png") > 1000

@@ -1,0 +1,71 @@
+"""The --control client against a stand-in tracer (no root needed)."""
+import json
+import os
+
+import pytest
+
+from analysis.tracer import ControlTracer, TracerError, trace_argv
+
+FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_tracer.py")
+
+
+def test_protocol_roundtrip(tmp_path):
+    t = ControlTracer(binary=FAKE, log_path=str(tmp_path / "tracer.log"))
+    with t:
+        assert t.attach == {"tx_bytes": "tracepoint", "stacks": "perf_event"}
+        t.clear()
+        t.reset()
+        t.netns_add("netio-1-0-snd")
+        t.pid_add(1234)
+        snap = t.snapshot(str(tmp_path / "trace.json"), str(tmp_path / "stacks.folded"))
+        assert snap["pids"] == [1234] and snap["netns_names"] == ["netio-1-0-snd"]
+        assert (tmp_path / "stacks.folded").read_text() == "a;b;c 3\n"
+        with pytest.raises(TracerError, match="unknown command"):
+            t.command("frobnicate")
+        pid = t.pid
+    assert t.proc.returncode == 0
+    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+
+
+def test_start_failure_is_reported(tmp_path):
+    log = tmp_path / "tracer.log"
+    t = ControlTracer(binary=FAKE, log_path=str(log))
+    os.environ["FAKE_TRACER_MODE"] = "fail-start"
+    try:
+        with pytest.raises(TracerError, match="Operation not permitted"):
+            t.start(timeout=10)
+    finally:
+        del os.environ["FAKE_TRACER_MODE"]
+        t.close()
+
+
+def test_tracer_dying_mid_sweep(tmp_path):
+    os.environ["FAKE_TRACER_MODE"] = "die-on-snapshot"
+    try:
+        t = ControlTracer(binary=FAKE, log_path=str(tmp_path / "tracer.log")).start(timeout=10)
+    finally:
+        del os.environ["FAKE_TRACER_MODE"]
+    try:
+        with pytest.raises(TracerError, match="exited"):
+            t.snapshot(str(tmp_path / "x.json"))
+        assert not t.alive()
+        with pytest.raises(TracerError, match="not running"):
+            t.reset()
+    finally:
+        t.close()
+
+
+def test_missing_binary(tmp_path):
+    with pytest.raises(TracerError, match="not found"):
+        ControlTracer(binary=str(tmp_path / "none")).start()
+
+
+def test_trace_argv_passes_flags_through():
+    argv = trace_argv(pid=42, attach="tracepoint", freq=99, json_path="/tmp/t.json",
+                      netns=["a"], duration=2.0)
+    assert argv[0].endswith("netio-tracer")
+    assert argv[1:] == ["--attach", "tracepoint", "--freq", "99", "--json", "/tmp/t.json",
+                        "--netns", "a", "--duration", "2.0", "--pid", "42"]
+    argv = trace_argv(cmd=["iperf3", "-c", "127.0.0.1"])
+    assert argv[-4:] == ["--", "iperf3", "-c", "127.0.0.1"]
+    json.dumps(argv)

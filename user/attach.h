@@ -1,0 +1,78 @@
+/* The attach ladder (DESIGN.md): for every probe point, the first rung the running kernel
+ * allows, fentry/fexit > kprobe/kretprobe > tp_btf (or raw tracepoint) > inferred. A rung is
+ * available when its programs load and attach here, which is what is tried; nothing is
+ * decided from a kernel version. */
+#ifndef NETIO_ATTACH_H
+#define NETIO_ATTACH_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum rung {
+	RUNG_FENTRY,
+	RUNG_KPROBE,
+	RUNG_TP_BTF,
+	RUNG_TRACEPOINT,
+	RUNG_INFERRED,
+	RUNG_UNAVAILABLE,
+	RUNG_PERF_EVENT,	/* stacks only */
+	RUNG_NR,
+};
+
+enum probe_point {
+	PP_TX_BYTES,
+	PP_TX_COPY,
+	PP_PINNING,
+	PP_FALLBACK_COPY,
+	PP_ZC_COMPLETION,
+	PP_RX_COPY,
+	PP_SYSCALLS,
+	PP_STACKS,
+	PP_NR,
+};
+
+enum attach_mode {
+	ATTACH_AUTO,
+	ATTACH_FENTRY,
+	ATTACH_KPROBE,
+	ATTACH_TRACEPOINT,
+};
+
+#define MAX_ATTACHED 64
+
+struct attached_prog {
+	char name[64];		/* program name, e.g. fx_sendmsg_out */
+	char target[96];	/* "fexit:tcp_sendmsg", "tp_btf:sock_send_length", ... */
+	int prog_fd;
+	enum probe_point pp;
+	struct bpf_link *link;
+};
+
+struct tracer_bpf {
+	struct bpf_object *objs[8];
+	int nobjs;
+	enum rung rung[PP_NR];
+	bool pinned_pages_counted;	/* a page pinning function is probed */
+	bool tx_from_syscalls;		/* tx_bytes from sys_exit of sendto/sendmsg/write */
+	struct attached_prog progs[MAX_ATTACHED];
+	int nprogs;
+	/* fds of the shared maps (owned here) */
+	int followed_tgids, followed_netns, counters, proc_stats, netns_stats, sc_stats,
+	    sc_start, in_send, sk_owner;
+};
+
+const char *rung_name(enum rung r);
+const char *pp_name(enum probe_point pp);
+int parse_attach_mode(const char *s, enum attach_mode *mode);
+
+/* Load and attach. Returns 0, or -1 with a message in err (a forced rung that cannot attach,
+ * or nothing that can count at all). verbose: libbpf's messages on stderr. */
+int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose,
+		    char *err, size_t errlen);
+void tracer_bpf_close(struct tracer_bpf *t);
+
+/* Targets attached for a probe point, comma separated, into buf. */
+const char *tracer_bpf_targets(const struct tracer_bpf *t, enum probe_point pp, char *buf,
+			       size_t len);
+
+#endif

@@ -1,0 +1,695 @@
+/* On-CPU stack sampling of the followed processes (see profile.h and bpf/profile.bpf.c).
+ *
+ * User stacks are symbolized against /proc/PID/maps. The processes usually exit before the
+ * snapshot that asks for their stacks, so a background thread keeps the last maps of every
+ * tgid in the followed map (polled every MAPS_POLL_MS); at snapshot time a live process's
+ * maps are read afresh and the cached copy is the fallback. */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "profile.h"
+#include "profile.skel.h"
+#include "symbolize.h"
+
+/* Must match bpf/profile.bpf.c (checked against the map's key size at load). */
+#define PROFILE_MAX_DEPTH 127
+enum {
+	PROFILE_STAT_SEEN,
+	PROFILE_STAT_COUNTED,
+	PROFILE_STAT_LOST,
+	PROFILE_STAT_PARTIAL,
+	PROFILE_NR_STATS,
+};
+#define PROFILE_F_SOFTIRQ 1
+#define PROFILE_F_PARTIAL 2
+struct profile_key {
+	uint32_t tgid;
+	int32_t kstack;
+	int32_t ustack;
+	uint32_t flags;
+	char comm[16];
+};
+
+#define MAPS_POLL_MS 100
+#define MAX_FRAME 512
+
+struct maps_cache {
+	struct maps_cache *next;
+	pid_t pid;
+	struct proc_maps *maps;
+};
+
+struct profiler {
+	struct profile_bpf *skel;
+	int *pfds;
+	struct bpf_link **links;
+	int ncpus;
+	const char *source;
+	int freq;
+	struct symbolizer *sym;
+
+	pthread_mutex_t lock; /* cache */
+	pthread_cond_t cond;
+	int stop;
+	int poller_started;
+	pthread_t poller;
+	struct maps_cache *cache;
+};
+
+/* ---- maps cache ------------------------------------------------------------------------ */
+
+static struct maps_cache *cache_find(struct profiler *p, pid_t pid)
+{
+	struct maps_cache *c;
+
+	for (c = p->cache; c; c = c->next)
+		if (c->pid == pid)
+			return c;
+	return NULL;
+}
+
+/* Stores m (taking it) as pid's latest maps. Call with p->lock held. */
+static void cache_store(struct profiler *p, pid_t pid, struct proc_maps *m)
+{
+	struct maps_cache *c = cache_find(p, pid);
+
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			proc_maps_free(m);
+			return;
+		}
+		c->pid = pid;
+		c->next = p->cache;
+		p->cache = c;
+	}
+	if (c->maps && proc_maps_equal(c->maps, m)) {
+		proc_maps_free(m);
+		return;
+	}
+	proc_maps_free(c->maps);
+	c->maps = m;
+}
+
+static void poll_followed(struct profiler *p)
+{
+	int fd = bpf_map__fd(p->skel->maps.followed_tgids);
+	uint32_t key, next, *prev = NULL;
+	uint32_t tgids[256];
+	int n = 0, i;
+
+	/* the first 256 followed processes keep their maps; the rest are read at snapshot */
+	while (n < 256 && bpf_map_get_next_key(fd, prev, &next) == 0) {
+		tgids[n++] = next;
+		key = next;
+		prev = &key;
+	}
+	p->skel->bss->followed_hint = n > 0;
+	for (i = 0; i < n; i++) {
+		struct proc_maps *m = proc_maps_read((pid_t)tgids[i]);
+
+		if (!m)
+			continue;
+		pthread_mutex_lock(&p->lock);
+		cache_store(p, (pid_t)tgids[i], m);
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+static void *poller_main(void *arg)
+{
+	struct profiler *p = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->stop) {
+		pthread_mutex_unlock(&p->lock);
+		poll_followed(p);
+		pthread_mutex_lock(&p->lock);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += MAPS_POLL_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (!p->stop)
+			pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* ---- open / close ---------------------------------------------------------------------- */
+
+static int perf_open(struct perf_event_attr *attr, int cpu)
+{
+	return (int)syscall(SYS_perf_event_open, attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static void sample_attr(struct perf_event_attr *a, int hw, int freq)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = hw ? PERF_TYPE_HARDWARE : PERF_TYPE_SOFTWARE;
+	a->config = hw ? PERF_COUNT_HW_CPU_CYCLES : PERF_COUNT_SW_CPU_CLOCK;
+	a->freq = 1;
+	a->sample_freq = freq;
+}
+
+/* Online CPUs from /sys/devices/system/cpu/online ("0-3,5"). */
+static int online_cpus(int **cpus)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	char buf[4096], *s, *tok, *save = NULL;
+	int *v = NULL, n = 0, cap = 0;
+
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	for (s = buf; (tok = strtok_r(s, ",\n", &save)); s = NULL) {
+		int a, b, c;
+
+		if (sscanf(tok, "%d-%d", &a, &b) != 2) {
+			if (sscanf(tok, "%d", &a) != 1)
+				continue;
+			b = a;
+		}
+		for (c = a; c <= b; c++) {
+			if (n == cap) {
+				int *nv;
+
+				cap = cap ? cap * 2 : 16;
+				nv = realloc(v, cap * sizeof(*v));
+				if (!nv) {
+					free(v);
+					return -1;
+				}
+				v = nv;
+			}
+			v[n++] = c;
+		}
+	}
+	*cpus = v;
+	return n;
+}
+
+static void fail(char *err, size_t errlen, const char *fmt, const char *what, int e)
+{
+	if (err && errlen)
+		snprintf(err, errlen, fmt, what, strerror(e));
+}
+
+struct profiler *profiler_open(int freq_hz, int filter_map_fd, char *err, size_t errlen)
+{
+	struct profiler *p = calloc(1, sizeof(*p));
+	struct perf_event_attr attr;
+	int *cpus = NULL, ncpus, i, hw, e;
+
+	if (!p) {
+		fail(err, errlen, "%s: %s", "profiler", ENOMEM);
+		return NULL;
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->freq = freq_hz > 0 ? freq_hz : 999;
+
+	p->skel = profile_bpf__open();
+	if (!p->skel) {
+		fail(err, errlen, "%s: %s", "open profile BPF object", errno);
+		goto out;
+	}
+	if (filter_map_fd >= 0) {
+		e = bpf_map__reuse_fd(p->skel->maps.followed_tgids, filter_map_fd);
+		if (e) {
+			fail(err, errlen, "%s: %s", "reuse followed_tgids map fd", -e);
+			goto out;
+		}
+	}
+	e = profile_bpf__load(p->skel);
+	if (e) {
+		fail(err, errlen, "%s: %s", "load profile BPF program", -e);
+		goto out;
+	}
+	if (bpf_map__key_size(p->skel->maps.counts) != sizeof(struct profile_key)) {
+		fail(err, errlen, "%s: %s", "profile_key differs between BPF and user space", EINVAL);
+		goto out;
+	}
+	p->sym = symbolizer_new();
+	if (!p->sym) {
+		fail(err, errlen, "%s: %s", "symbolizer (libelf)", ENOMEM);
+		goto out;
+	}
+
+	ncpus = online_cpus(&cpus);
+	if (ncpus <= 0) {
+		fail(err, errlen, "%s: %s", "/sys/devices/system/cpu/online", errno ? errno : EINVAL);
+		goto out;
+	}
+	p->pfds = malloc(ncpus * sizeof(*p->pfds));
+	p->links = calloc(ncpus, sizeof(*p->links));
+	if (!p->pfds || !p->links) {
+		fail(err, errlen, "%s: %s", "profiler", ENOMEM);
+		goto out;
+	}
+	for (i = 0; i < ncpus; i++)
+		p->pfds[i] = -1;
+	p->ncpus = ncpus;
+
+	/* hardware cycles where the machine has a PMU, software cpu-clock where not */
+	hw = 1;
+	sample_attr(&attr, 1, p->freq);
+	p->pfds[0] = perf_open(&attr, cpus[0]);
+	if (p->pfds[0] < 0) {
+		hw = 0;
+		sample_attr(&attr, 0, p->freq);
+		p->pfds[0] = perf_open(&attr, cpus[0]);
+		if (p->pfds[0] < 0) {
+			e = errno;
+			if (e == EINVAL)
+				snprintf(err, errlen,
+					 "perf_event_open(cpu-clock, %d Hz): %s (above "
+					 "kernel.perf_event_max_sample_rate?)",
+					 p->freq, strerror(e));
+			else
+				fail(err, errlen, "%s: %s", "perf_event_open(cpu-clock)", e);
+			goto out;
+		}
+	}
+	p->source = hw ? "cycles" : "cpu-clock";
+	for (i = 1; i < ncpus; i++) {
+		p->pfds[i] = perf_open(&attr, cpus[i]);
+		if (p->pfds[i] < 0 && errno != ENODEV) { /* ENODEV: went offline */
+			fail(err, errlen, "%s: %s", "perf_event_open", errno);
+			goto out;
+		}
+	}
+	for (i = 0; i < ncpus; i++) {
+		if (p->pfds[i] < 0)
+			continue;
+		p->links[i] = bpf_program__attach_perf_event(p->skel->progs.sample, p->pfds[i]);
+		if (!p->links[i]) {
+			fail(err, errlen, "%s: %s", "attach perf_event BPF program", errno);
+			goto out;
+		}
+	}
+	free(cpus);
+	cpus = NULL;
+
+	if (pthread_create(&p->poller, NULL, poller_main, p) == 0)
+		p->poller_started = 1;
+	return p;
+out:
+	free(cpus);
+	profiler_close(p);
+	return NULL;
+}
+
+void profiler_close(struct profiler *p)
+{
+	struct maps_cache *c, *n;
+	int i;
+
+	if (!p)
+		return;
+	if (p->poller_started) {
+		pthread_mutex_lock(&p->lock);
+		p->stop = 1;
+		pthread_cond_signal(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+		pthread_join(p->poller, NULL);
+	}
+	for (i = 0; i < p->ncpus; i++) {
+		if (p->links && p->links[i])
+			bpf_link__destroy(p->links[i]);
+		if (p->pfds && p->pfds[i] >= 0)
+			close(p->pfds[i]);
+	}
+	free(p->links);
+	free(p->pfds);
+	profile_bpf__destroy(p->skel);
+	symbolizer_free(p->sym);
+	for (c = p->cache; c; c = n) {
+		n = c->next;
+		proc_maps_free(c->maps);
+		free(c);
+	}
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	free(p);
+}
+
+const char *profiler_source(const struct profiler *p)
+{
+	return p->source;
+}
+
+int profiler_freq(const struct profiler *p)
+{
+	return p->freq;
+}
+
+/* ---- reset and counts ------------------------------------------------------------------ */
+
+/* Deletes every key of a map (collect, then delete: a hash changes under iteration). */
+static void clear_map(int fd, size_t key_size)
+{
+	size_t cap = 1024, n = 0, i;
+	char *keys = malloc(cap * key_size), *prev = NULL, *next;
+
+	if (!keys)
+		return;
+	for (;;) {
+		if (n == cap) {
+			char *nk = realloc(keys, cap * 2 * key_size);
+
+			if (!nk)
+				break;
+			keys = nk;
+			cap *= 2;
+			prev = n ? keys + (n - 1) * key_size : NULL;
+		}
+		next = keys + n * key_size;
+		if (bpf_map_get_next_key(fd, prev, next))
+			break;
+		prev = next;
+		n++;
+	}
+	for (i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, keys + i * key_size);
+	free(keys);
+}
+
+void profiler_reset(struct profiler *p)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *zero;
+	uint32_t i;
+	struct maps_cache **pc, *c;
+
+	clear_map(bpf_map__fd(p->skel->maps.counts), sizeof(struct profile_key));
+	clear_map(bpf_map__fd(p->skel->maps.stacks), sizeof(uint32_t));
+	clear_map(bpf_map__fd(p->skel->maps.leaf_ret), sizeof(uint32_t));
+	zero = ncpu > 0 ? calloc(ncpu, sizeof(uint64_t)) : NULL;
+	if (zero) {
+		for (i = 0; i < PROFILE_NR_STATS; i++)
+			bpf_map_update_elem(bpf_map__fd(p->skel->maps.stats), &i, zero, BPF_ANY);
+		free(zero);
+	}
+	/* forget the maps of processes that are gone */
+	pthread_mutex_lock(&p->lock);
+	for (pc = &p->cache; (c = *pc);) {
+		if (kill(c->pid, 0) && errno == ESRCH) {
+			*pc = c->next;
+			proc_maps_free(c->maps);
+			free(c);
+		} else {
+			pc = &c->next;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+static int read_stats(struct profiler *p, uint64_t out[PROFILE_NR_STATS])
+{
+	int ncpu = libbpf_num_possible_cpus(), c;
+	uint64_t *v;
+	uint32_t i;
+
+	memset(out, 0, PROFILE_NR_STATS * sizeof(uint64_t));
+	if (ncpu <= 0)
+		return -1;
+	v = calloc(ncpu, sizeof(uint64_t));
+	if (!v)
+		return -1;
+	for (i = 0; i < PROFILE_NR_STATS; i++) {
+		if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.stats), &i, v))
+			continue;
+		for (c = 0; c < ncpu; c++)
+			out[i] += v[c];
+	}
+	free(v);
+	return 0;
+}
+
+long profiler_samples(struct profiler *p, long *lost)
+{
+	uint64_t st[PROFILE_NR_STATS];
+
+	if (read_stats(p, st)) {
+		if (lost)
+			*lost = -1;
+		return -1;
+	}
+	if (lost)
+		*lost = (long)st[PROFILE_STAT_LOST];
+	return (long)st[PROFILE_STAT_COUNTED];
+}
+
+/* ---- folded stacks --------------------------------------------------------------------- */
+
+struct line {
+	char *s;
+	uint64_t count;
+};
+
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	int oom;
+};
+
+static void sb_putc(struct sbuf *b, char c)
+{
+	if (b->oom)
+		return;
+	if (b->len + 2 > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 1024;
+		char *np = realloc(b->p, cap);
+
+		if (!np) {
+			b->oom = 1;
+			return;
+		}
+		b->p = np;
+		b->cap = cap;
+	}
+	b->p[b->len++] = c;
+	b->p[b->len] = 0;
+}
+
+/* Appends ";frame" (no ';' before the first), with ';' and blanks in names made '_', and
+ * suffix appended. */
+static void sb_frame(struct sbuf *b, const char *name, const char *suffix)
+{
+	const char *s;
+
+	if (b->len)
+		sb_putc(b, ';');
+	for (s = name; *s; s++)
+		sb_putc(b, (*s == ';' || *s == ' ' || *s == '\t' || *s == '\n') ? '_' : *s);
+	for (s = suffix; *s; s++)
+		sb_putc(b, *s);
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct line *)a)->s, ((const struct line *)b)->s);
+}
+
+/* libc's frameless string/memory routines: a frame-pointer walk from inside them skips their
+ * caller, which the word at the stack pointer gives back. */
+static int frameless_leaf(const char *name)
+{
+	static const char *const prefixes[] = { "__mem", "mem", "__str", "str", "__stp", "stp",
+						"__wmem", "wmem", "__bzero", "bzero", "__rawmem",
+						"rawmem" };
+	size_t i;
+
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
+/* Reads pid's maps now if it still lives (once per snapshot: done[] holds the pids read). */
+static void refresh_maps(struct profiler *p, pid_t pid, pid_t *done, int *ndone, int max)
+{
+	struct proc_maps *m;
+	int i;
+
+	for (i = 0; i < *ndone; i++)
+		if (done[i] == pid)
+			return;
+	if (*ndone < max)
+		done[(*ndone)++] = pid;
+	m = proc_maps_read(pid);
+	if (!m)
+		return;
+	pthread_mutex_lock(&p->lock);
+	cache_store(p, pid, m);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void add_user_frames(struct profiler *p, struct sbuf *b, const struct proc_maps *m,
+			    const uint64_t *ips, int n, int have_ret, uint64_t ret)
+{
+	char name[MAX_FRAME], caller[MAX_FRAME];
+	int i, insert = 0;
+
+	/* innermost frame: is it a frameless leaf whose caller the walk skipped? */
+	if (n > 0 && have_ret && m) {
+		enum sym_result r = symbolize_user(p->sym, m, ips[0], name, sizeof(name));
+
+		if (r == SYM_FUNC && frameless_leaf(name) && (n < 2 || ips[1] != ret) &&
+		    symbolize_is_return_address(p->sym, m, ret)) {
+			symbolize_user(p->sym, m, ret - 1, caller, sizeof(caller));
+			insert = 1;
+		}
+	}
+	for (i = n - 1; i >= 0; i--) {
+		symbolize_user(p->sym, m, i ? ips[i] - 1 : ips[i], name, sizeof(name));
+		if (i == 0 && insert)
+			sb_frame(b, caller, "");
+		sb_frame(b, name, "");
+	}
+}
+
+static void add_kernel_frames(struct profiler *p, struct sbuf *b, const uint64_t *ips, int n)
+{
+	int i;
+
+	for (i = n - 1; i >= 0; i--) {
+		const char *name = symbolize_kernel(p->sym, i ? ips[i] - 1 : ips[i]);
+
+		sb_frame(b, name ? name : "[unknown]", "_[k]");
+	}
+}
+
+static int stack_ips(int fd, int32_t id, uint64_t *ips)
+{
+	int n;
+
+	if (id < 0)
+		return 0;
+	memset(ips, 0, PROFILE_MAX_DEPTH * sizeof(*ips));
+	if (bpf_map_lookup_elem(fd, &id, ips))
+		return -1;
+	for (n = 0; n < PROFILE_MAX_DEPTH && ips[n]; n++)
+		;
+	return n;
+}
+
+long profiler_write_folded(struct profiler *p, FILE *out)
+{
+	int counts_fd = bpf_map__fd(p->skel->maps.counts);
+	int stacks_fd = bpf_map__fd(p->skel->maps.stacks);
+	int leaf_fd = bpf_map__fd(p->skel->maps.leaf_ret);
+	struct profile_key key, next, *prev = NULL;
+	uint64_t kips[PROFILE_MAX_DEPTH], uips[PROFILE_MAX_DEPTH];
+	struct line *lines = NULL;
+	size_t nlines = 0, cap = 0, i, j;
+	long total = 0;
+	pid_t done[1024];
+	int ndone = 0;
+
+	symbolizer_load_kallsyms(p->sym); /* modules and BPF programs come and go */
+
+	while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
+		struct sbuf b = { 0 };
+		uint64_t count = 0, ret = 0;
+		int nk, nu, have_ret;
+		char comm[17];
+		char *slash;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(counts_fd, &key, &count) || count == 0)
+			continue;
+
+		memcpy(comm, key.comm, 16);
+		comm[16] = 0;
+		/* the per-CPU softirq threads are one flame */
+		if (!strncmp(comm, "ksoftirqd/", 10) && (slash = strchr(comm, '/')))
+			*slash = 0;
+		sb_frame(&b, comm[0] ? comm : "[unknown]", "");
+
+		nu = stack_ips(stacks_fd, key.ustack, uips);
+		nk = stack_ips(stacks_fd, key.kstack, kips);
+
+		if (key.ustack < 0 && key.ustack != -EFAULT && !(key.flags & PROFILE_F_SOFTIRQ))
+			sb_frame(&b, "[user stack lost]", "");
+		else if (nu < 0)
+			sb_frame(&b, "[user stack lost]", "");
+		else if (nu > 0) {
+			struct maps_cache *c;
+
+			have_ret = bpf_map_lookup_elem(leaf_fd, &key.ustack, &ret) == 0;
+			refresh_maps(p, (pid_t)key.tgid, done, &ndone, 1024);
+			/* the poller replaces entries: hold the lock while the maps are in use */
+			pthread_mutex_lock(&p->lock);
+			c = cache_find(p, (pid_t)key.tgid);
+			add_user_frames(p, &b, c ? c->maps : NULL, uips, nu, have_ret, ret);
+			pthread_mutex_unlock(&p->lock);
+		}
+
+		if (key.kstack < 0 && key.kstack != -EFAULT)
+			sb_frame(&b, "[kernel stack lost]", "_[k]");
+		else if (nk < 0)
+			sb_frame(&b, "[kernel stack lost]", "_[k]");
+		else if (nk > 0)
+			add_kernel_frames(p, &b, kips, nk);
+
+		if (b.oom) {
+			free(b.p);
+			continue;
+		}
+		if (nlines == cap) {
+			struct line *nl;
+
+			cap = cap ? cap * 2 : 1024;
+			nl = realloc(lines, cap * sizeof(*nl));
+			if (!nl) {
+				free(b.p);
+				break;
+			}
+			lines = nl;
+		}
+		lines[nlines].s = b.p;
+		lines[nlines].count = count;
+		nlines++;
+	}
+
+	qsort(lines, nlines, sizeof(*lines), line_cmp);
+	for (i = 0; i < nlines; i = j) {
+		uint64_t c = lines[i].count;
+
+		for (j = i + 1; j < nlines && !strcmp(lines[i].s, lines[j].s); j++)
+			c += lines[j].count;
+		if (out)
+			fprintf(out, "%s %llu\n", lines[i].s, (unsigned long long)c);
+		total += (long)c;
+	}
+	for (i = 0; i < nlines; i++)
+		free(lines[i].s);
+	free(lines);
+	if (out && ferror(out))
+		return -1;
+	return total;
+}

@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "json.h"
+#include "stats.h"
+#include "trace_helpers.h"
+
+const char *sc_class_names[SC_NR_CLASSES] = {
+	[SC_SENDTO] = "sendto", [SC_SENDMSG] = "sendmsg", [SC_RECVFROM] = "recvfrom",
+	[SC_RECVMSG] = "recvmsg", [SC_RECVMSG_ERRQUEUE] = "recvmsg_errqueue",
+	[SC_WRITE] = "write", [SC_READ] = "read", [SC_SENDFILE] = "sendfile",
+	[SC_POLL] = "poll", [SC_EPOLL_WAIT] = "epoll_wait",
+};
+
+const char *sc_class_name(int cls)
+{
+	return cls >= 0 && cls < SC_NR_CLASSES ? sc_class_names[cls] : "?";
+}
+
+double monotonic_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int ncpus(void)
+{
+	static int n;
+
+	if (!n) {
+		n = libbpf_num_possible_cpus();
+		if (n <= 0)
+			n = 1;
+	}
+	return n;
+}
+
+/* Sum the per-CPU copies of a value made of nwords u64 counters (then other bytes). */
+static void sum_percpu(const void *percpu, size_t value_size, size_t nwords, void *out)
+{
+	size_t stride = (value_size + 7) & ~(size_t)7;
+	u64 *o = out;
+
+	memcpy(out, percpu, value_size);	/* cpu 0, including non-counter bytes */
+	for (int c = 1; c < ncpus(); c++) {
+		const u64 *v = (const u64 *)((const char *)percpu + c * stride);
+		for (size_t w = 0; w < nwords; w++)
+			o[w] += v[w];
+	}
+}
+
+static void delete_all(int fd, size_t key_size)
+{
+	char key[64], next[64];
+	void *prev = NULL;
+
+	if (fd < 0 || key_size > sizeof(key))
+		return;
+	/* collect then delete: deleting while walking restarts the walk */
+	while (bpf_map_get_next_key(fd, prev, next) == 0) {
+		memcpy(key, next, key_size);
+		bpf_map_delete_elem(fd, key);
+		prev = NULL;	/* start over: the deleted key cannot be a cursor */
+	}
+}
+
+static int prog_stats(int fd, unsigned long long *ns, unsigned long long *runs)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -1;
+	*ns = info.run_time_ns;
+	*runs = info.run_cnt;
+	return 0;
+}
+
+int stats_reset(const struct tracer_bpf *t, struct stats_baseline *base)
+{
+	size_t vsz = (sizeof(u64)) * ncpus();
+	u64 *zero = calloc(1, vsz);
+
+	delete_all(t->proc_stats, sizeof(u32));
+	delete_all(t->netns_stats, sizeof(u32));
+	delete_all(t->sc_stats, sizeof(struct sc_key));
+	if (zero && t->counters >= 0)
+		for (u32 i = 0; i < CNT_NR; i++)
+			bpf_map_update_elem(t->counters, &i, zero, BPF_ANY);
+	free(zero);
+	for (int i = 0; i < t->nprogs && i < MAX_ATTACHED; i++)
+		if (prog_stats(t->progs[i].prog_fd, &base->ns[i], &base->runs[i]))
+			base->ns[i] = base->runs[i] = 0;
+	base->t0 = monotonic_s();
+	return 0;
+}
+
+void stats_clear_state(const struct tracer_bpf *t)
+{
+	delete_all(t->sk_owner, sizeof(u64));
+	delete_all(t->in_send, sizeof(u32));
+	delete_all(t->sc_start, sizeof(u32));
+}
+
+static struct proc_snap *find_proc(struct snapshot *s, u32 tgid, bool create)
+{
+	for (int i = 0; i < s->nprocs; i++)
+		if (s->procs[i].tgid == tgid)
+			return &s->procs[i];
+	if (!create)
+		return NULL;
+	struct proc_snap *p = realloc(s->procs, (s->nprocs + 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	s->procs = p;
+	p = &s->procs[s->nprocs++];
+	memset(p, 0, sizeof(*p));
+	p->tgid = tgid;
+	return p;
+}
+
+static void read_comm(struct proc_snap *p)
+{
+	char path[64], buf[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", p->tgid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f)) {
+			buf[strcspn(buf, "\n")] = 0;
+			snprintf(p->comm, sizeof(p->comm), "%s", buf);
+		}
+		fclose(f);
+	}
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct proc_snap *x = a, *y = b;
+	return x->tgid < y->tgid ? -1 : x->tgid > y->tgid;
+}
+
+int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
+	       const unsigned int *extra, int nextra, struct snapshot *s)
+{
+	size_t psz = ((sizeof(struct proc_stats) + 7) & ~7UL) * ncpus();
+	size_t nsz = ((sizeof(struct netns_stats) + 7) & ~7UL) * ncpus();
+	size_t ssz = ((sizeof(struct sc_stats) + 7) & ~7UL) * ncpus();
+	void *buf = malloc(psz > nsz ? (psz > ssz ? psz : ssz) : (nsz > ssz ? nsz : ssz));
+	u32 key, next;
+	struct sc_key skey, snext;
+	void *prev;
+
+	memset(s, 0, sizeof(*s));
+	if (!buf)
+		return -ENOMEM;
+
+	/* per process copy counters */
+	for (prev = NULL; t->proc_stats >= 0 && bpf_map_get_next_key(t->proc_stats, prev, &next) == 0;
+	     prev = &key) {
+		key = next;
+		if (bpf_map_lookup_elem(t->proc_stats, &key, buf))
+			continue;
+		struct proc_snap *p = find_proc(s, key, true);
+		if (!p)
+			continue;
+		sum_percpu(buf, sizeof(struct proc_stats), offsetof(struct proc_stats, comm) / 8, &p->st);
+		/* comm: the first CPU copy that has one */
+		for (int c = 0; c < ncpus() && !p->comm[0]; c++) {
+			const struct proc_stats *v = (const void *)((char *)buf +
+				c * ((sizeof(struct proc_stats) + 7) & ~7UL));
+			memcpy(p->comm, v->comm, sizeof(p->comm));
+			p->comm[sizeof(p->comm) - 1] = 0;
+		}
+	}
+	/* per process syscalls */
+	for (prev = NULL; t->sc_stats >= 0 && bpf_map_get_next_key(t->sc_stats, prev, &snext) == 0;
+	     prev = &skey) {
+		skey = snext;
+		if (skey.cls >= SC_NR_CLASSES || bpf_map_lookup_elem(t->sc_stats, &skey, buf))
+			continue;
+		struct proc_snap *p = find_proc(s, skey.tgid, true);
+		if (!p)
+			continue;
+		sum_percpu(buf, sizeof(struct sc_stats), sizeof(struct sc_stats) / 8, &p->sc[skey.cls]);
+		p->has_sc[skey.cls] = true;
+	}
+	for (int i = 0; i < nextra; i++)
+		find_proc(s, extra[i], true);
+	/* per netns */
+	for (prev = NULL; t->netns_stats >= 0 && bpf_map_get_next_key(t->netns_stats, prev, &next) == 0;
+	     prev = &key) {
+		key = next;
+		if (bpf_map_lookup_elem(t->netns_stats, &key, buf))
+			continue;
+		struct netns_snap *n = realloc(s->netns, (s->nnetns + 1) * sizeof(*n));
+		if (!n)
+			break;
+		s->netns = n;
+		n = &s->netns[s->nnetns++];
+		n->inum = key;
+		sum_percpu(buf, sizeof(struct netns_stats), sizeof(struct netns_stats) / 8, &n->st);
+	}
+	/* counters */
+	if (t->counters >= 0) {
+		u64 *vals = calloc(ncpus(), sizeof(u64));
+		for (u32 i = 0; vals && i < CNT_NR; i++) {
+			unsigned long long sum = 0;
+			if (bpf_map_lookup_elem(t->counters, &i, vals))
+				continue;
+			for (int c = 0; c < ncpus(); c++)
+				sum += vals[c];
+			if (i == CNT_DROPS)
+				s->drops = sum;
+			else if (i == CNT_FORKS_FOLLOWED)
+				s->forks_followed = sum;
+		}
+		free(vals);
+	}
+	free(buf);
+
+	qsort(s->procs, s->nprocs, sizeof(*s->procs), cmp_proc);
+
+	/* derived per process, then totals */
+	s->tx_from_syscalls = t->tx_from_syscalls;
+	s->tx_copy_inferred = t->rung[PP_TX_COPY] == RUNG_INFERRED;
+	s->pinned_pages_null = !t->pinned_pages_counted;
+	unsigned long long zc_procs = 0, zc_netns = 0;
+	for (int i = 0; i < s->nprocs; i++) {
+		struct proc_snap *p = &s->procs[i];
+		read_comm(p);
+		if (s->tx_from_syscalls) {
+			p->st.tx_bytes = p->sc[SC_SENDTO].bytes + p->sc[SC_SENDMSG].bytes +
+					 p->sc[SC_WRITE].bytes;
+			p->st.tx_calls = p->sc[SC_SENDTO].count + p->sc[SC_SENDMSG].count +
+					 p->sc[SC_WRITE].count;
+		}
+		if (s->tx_copy_inferred) {
+			p->tx_copy_inferred = true;
+			p->st.tx_copy_bytes = p->st.tx_bytes > p->st.zc_tx_bytes ?
+					      p->st.tx_bytes - p->st.zc_tx_bytes : 0;
+		}
+		s->tx_bytes += p->st.tx_bytes;
+		s->tx_calls += p->st.tx_calls;
+		s->rx_copy_bytes += p->st.rx_copy_bytes;
+		s->pinned_pages += p->st.pinned_pages;
+		zc_procs += p->st.zc_tx_bytes;
+		for (int c = 0; c < SC_NR_CLASSES; c++) {
+			if (!p->has_sc[c])
+				continue;
+			s->has_sc[c] = true;
+			s->sc[c].count += p->sc[c].count;
+			s->sc[c].bytes += p->sc[c].bytes;
+			s->sc[c].errors += p->sc[c].errors;
+			s->sc[c].total_ns += p->sc[c].total_ns;
+			for (int k = 0; k < NETIO_HIST_SLOTS; k++)
+				s->sc[c].hist[k] += p->sc[c].hist[k];
+		}
+	}
+	for (int i = 0; i < s->nnetns; i++) {
+		struct netns_stats *n = &s->netns[i].st;
+		zc_netns += n->zc_tx_bytes;
+		s->fallback_copy_bytes += n->fallback_copy_bytes;
+		s->fallback_copy_skbs += n->fallback_copy_skbs;
+		s->zc_tx_skbs += n->zc_tx_skbs;
+		s->zc_skbs_at_tcp += n->zc_skbs_at_tcp;
+		s->zc_completions += n->zc_completions;
+		s->zc_completed_sends += n->zc_completed_sends;
+		s->zc_copied_sends += n->zc_copied_sends;
+	}
+	/* zerocopy bytes: exact rungs count them in the sender's context (per process); the
+	 * tracepoint rung at the device, per netns and per owning socket */
+	if (t->rung[PP_PINNING] == RUNG_FENTRY || t->rung[PP_PINNING] == RUNG_KPROBE)
+		s->zc_tx_bytes = zc_procs;
+	else
+		s->zc_tx_bytes = zc_procs > zc_netns ? zc_procs : zc_netns;
+	if (s->tx_copy_inferred)
+		s->tx_copy_bytes = s->tx_bytes > s->zc_tx_bytes ? s->tx_bytes - s->zc_tx_bytes : 0;
+	else
+		for (int i = 0; i < s->nprocs; i++)
+			s->tx_copy_bytes += s->procs[i].st.tx_copy_bytes;
+
+	/* self cost */
+	for (int i = 0; i < t->nprogs && i < MAX_ATTACHED; i++) {
+		struct prog_snap *ps = &s->progs[s->nprogs++];
+		unsigned long long ns = 0, runs = 0;
+		prog_stats(t->progs[i].prog_fd, &ns, &runs);
+		snprintf(ps->name, sizeof(ps->name), "%s", t->progs[i].name);
+		snprintf(ps->target, sizeof(ps->target), "%s", t->progs[i].target);
+		ps->ns = ns >= base->ns[i] ? ns - base->ns[i] : ns;
+		ps->runs = runs >= base->runs[i] ? runs - base->runs[i] : runs;
+		s->bpf_ns += ps->ns;
+		s->bpf_runs += ps->runs;
+	}
+	FILE *f = fopen("/proc/sys/kernel/bpf_stats_enabled", "r");
+	if (f) {
+		int v = 0;
+		if (fscanf(f, "%d", &v) == 1)
+			s->stats_enabled = v != 0;
+		fclose(f);
+	}
+	s->duration_s = monotonic_s() - base->t0;
+	return 0;
+}
+
+void stats_free(struct snapshot *s)
+{
+	free(s->procs);
+	free(s->netns);
+	s->procs = NULL;
+	s->netns = NULL;
+}
+
+static void write_sc(struct json *j, const struct sc_stats *sc)
+{
+	unsigned long long h[NETIO_HIST_SLOTS];
+
+	for (int k = 0; k < NETIO_HIST_SLOTS; k++)
+		h[k] = sc->hist[k];
+	json_begin_object(j);
+	json_kv_uint(j, "count", sc->count);
+	json_kv_uint(j, "bytes", sc->bytes);
+	json_kv_uint(j, "errors", sc->errors);
+	json_kv_double(j, "mean_us", sc->count ? sc->total_ns / 1e3 / sc->count : NAN);
+	json_kv_double(j, "p50_us", log2_hist_percentile(h, NETIO_HIST_SLOTS, 0.50) / 1e3);
+	json_kv_double(j, "p99_us", log2_hist_percentile(h, NETIO_HIST_SLOTS, 0.99) / 1e3);
+	json_key(j, "hist_log2_ns");
+	json_begin_object(j);
+	for (int k = 0; k < NETIO_HIST_SLOTS; k++) {
+		char lo[32];
+		if (!h[k])
+			continue;
+		snprintf(lo, sizeof(lo), "%llu", log2_slot_lo(k));
+		json_kv_uint(j, lo, h[k]);
+	}
+	json_end(j);
+	json_end(j);
+}
+
+static void write_syscalls(struct json *j, const struct sc_stats *sc, const bool *has)
+{
+	json_begin_object(j);
+	for (int c = 0; c < SC_NR_CLASSES; c++) {
+		if (!has[c])
+			continue;
+		json_key(j, sc_class_names[c]);
+		write_sc(j, &sc[c]);
+	}
+	json_end(j);
+}
+
+void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, struct json *j)
+{
+	char buf[512];
+
+	json_key(j, "attach");
+	json_begin_object(j);
+	for (int pp = 0; pp < PP_NR; pp++)
+		json_kv_string(j, pp_name(pp), rung_name(t->rung[pp]));
+	json_end(j);
+	json_key(j, "probes");
+	json_begin_object(j);
+	for (int pp = 0; pp < PP_NR; pp++) {
+		tracer_bpf_targets(t, pp, buf, sizeof(buf));
+		if (buf[0])
+			json_kv_string(j, pp_name(pp), buf);
+	}
+	json_end(j);
+	json_kv_uint(j, "tx_bytes", s->tx_bytes);
+	json_kv_uint(j, "tx_calls", s->tx_calls);
+	json_kv_uint(j, "tx_copy_bytes", s->tx_copy_bytes);
+	json_kv_bool(j, "tx_copy_inferred", s->tx_copy_inferred);
+	if (t->rung[PP_PINNING] == RUNG_UNAVAILABLE)
+		json_kv_null(j, "zc_tx_bytes");
+	else
+		json_kv_uint(j, "zc_tx_bytes", s->zc_tx_bytes);
+	if (t->rung[PP_FALLBACK_COPY] == RUNG_UNAVAILABLE)
+		json_kv_null(j, "fallback_copy_bytes");
+	else
+		json_kv_uint(j, "fallback_copy_bytes", s->fallback_copy_bytes);
+	if (t->rung[PP_RX_COPY] == RUNG_UNAVAILABLE)
+		json_kv_null(j, "rx_copy_bytes");
+	else
+		json_kv_uint(j, "rx_copy_bytes", s->rx_copy_bytes);
+	if (s->pinned_pages_null)
+		json_kv_null(j, "pinned_pages");
+	else
+		json_kv_uint(j, "pinned_pages", s->pinned_pages);
+	json_key(j, "zerocopy");
+	json_begin_object(j);
+	json_kv_uint(j, "zc_skbs_sent", s->zc_tx_skbs);
+	json_kv_uint(j, "fallback_copy_skbs", s->fallback_copy_skbs);
+	json_kv_uint(j, "zc_skbs_at_tcp", s->zc_skbs_at_tcp);
+	if (t->rung[PP_ZC_COMPLETION] == RUNG_UNAVAILABLE) {
+		json_kv_null(j, "completions");
+		json_kv_null(j, "completed_sends");
+		json_kv_null(j, "copied_sends");
+	} else {
+		json_kv_uint(j, "completions", s->zc_completions);
+		json_kv_uint(j, "completed_sends", s->zc_completed_sends);
+		json_kv_uint(j, "copied_sends", s->zc_copied_sends);
+	}
+	json_end(j);
+	json_key(j, "syscalls");
+	write_syscalls(j, s->sc, s->has_sc);
+	json_kv_string(j, "percentiles", "p50_us/p99_us are interpolated inside log2 histogram buckets");
+	json_kv_uint(j, "drops", s->drops);
+	json_kv_uint(j, "forks_followed", s->forks_followed);
+	json_kv_double(j, "duration_s", s->duration_s);
+
+	json_key(j, "processes");
+	json_begin_object(j);
+	for (int i = 0; i < s->nprocs; i++) {
+		const struct proc_snap *p = &s->procs[i];
+		char pid[16];
+		snprintf(pid, sizeof(pid), "%u", p->tgid);
+		json_key(j, pid);
+		json_begin_object(j);
+		json_kv_string(j, "comm", p->comm);
+		json_kv_uint(j, "tx_bytes", p->st.tx_bytes);
+		json_kv_uint(j, "tx_calls", p->st.tx_calls);
+		json_kv_uint(j, "tx_copy_bytes", p->st.tx_copy_bytes);
+		json_kv_bool(j, "tx_copy_inferred", p->tx_copy_inferred);
+		json_kv_uint(j, "zc_tx_bytes", p->st.zc_tx_bytes);
+		json_kv_uint(j, "rx_copy_bytes", p->st.rx_copy_bytes);
+		json_kv_uint(j, "rx_copy_calls", p->st.rx_calls);
+		if (s->pinned_pages_null)
+			json_kv_null(j, "pinned_pages");
+		else
+			json_kv_uint(j, "pinned_pages", p->st.pinned_pages);
+		json_key(j, "syscalls");
+		write_syscalls(j, p->sc, p->has_sc);
+		json_end(j);
+	}
+	json_end(j);
+
+	json_key(j, "netns");
+	json_begin_object(j);
+	for (int i = 0; i < s->nnetns; i++) {
+		const struct netns_stats *n = &s->netns[i].st;
+		char inum[16];
+		snprintf(inum, sizeof(inum), "%u", s->netns[i].inum);
+		json_key(j, inum);
+		json_begin_object(j);
+		json_kv_uint(j, "zc_tx_bytes", n->zc_tx_bytes);
+		json_kv_uint(j, "zc_tx_skbs", n->zc_tx_skbs);
+		json_kv_uint(j, "fallback_copy_bytes", n->fallback_copy_bytes);
+		json_kv_uint(j, "fallback_copy_skbs", n->fallback_copy_skbs);
+		json_kv_uint(j, "zc_skbs_at_tcp", n->zc_skbs_at_tcp);
+		json_kv_uint(j, "zc_completions", n->zc_completions);
+		json_kv_uint(j, "zc_completed_sends", n->zc_completed_sends);
+		json_kv_uint(j, "zc_copied_sends", n->zc_copied_sends);
+		json_end(j);
+	}
+	json_end(j);
+
+	json_key(j, "self");
+	json_begin_object(j);
+	json_kv_uint(j, "bpf_ns", s->bpf_ns);
+	json_kv_uint(j, "bpf_runs", s->bpf_runs);
+	unsigned long long msgs = s->tx_calls;
+	if (msgs)
+		json_kv_double(j, "ns_per_message", (double)s->bpf_ns / msgs);
+	else
+		json_kv_null(j, "ns_per_message");
+	json_kv_bool(j, "stats_enabled", s->stats_enabled);
+	json_key(j, "programs");
+	json_begin_object(j);
+	for (int i = 0; i < s->nprogs; i++) {
+		json_key(j, s->progs[i].name);
+		json_begin_object(j);
+		json_kv_uint(j, "ns", s->progs[i].ns);
+		json_kv_uint(j, "runs", s->progs[i].runs);
+		json_kv_string(j, "target", s->progs[i].target);
+		json_end(j);
+	}
+	json_end(j);
+	json_end(j);
+}

@@ -1,0 +1,79 @@
+/* Reading the tracer's maps into one snapshot (per process, per netns, totals), resetting
+ * them, and writing the snapshot as DESIGN.md's `trace` object. */
+#ifndef NETIO_STATS_H
+#define NETIO_STATS_H
+#include <stdbool.h>
+#include <stdio.h>
+#include "netio.h"
+#include "attach.h"
+
+struct json;
+
+struct proc_snap {
+	u32 tgid;
+	char comm[NETIO_COMM_LEN];
+	struct proc_stats st;
+	struct sc_stats sc[SC_NR_CLASSES];
+	bool has_sc[SC_NR_CLASSES];
+	/* derived */
+	bool tx_copy_inferred;
+};
+
+struct netns_snap {
+	u32 inum;
+	struct netns_stats st;
+};
+
+struct prog_snap {
+	char name[64];
+	char target[96];
+	unsigned long long ns, runs;
+};
+
+struct snapshot {
+	struct proc_snap *procs;
+	int nprocs;
+	struct netns_snap *netns;
+	int nnetns;
+	unsigned long long drops, forks_followed;
+	/* totals (DESIGN.md trace object) */
+	unsigned long long tx_bytes, tx_calls, tx_copy_bytes, zc_tx_bytes, fallback_copy_bytes,
+			   rx_copy_bytes, pinned_pages;
+	bool tx_copy_inferred, pinned_pages_null, tx_from_syscalls;
+	struct sc_stats sc[SC_NR_CLASSES];
+	bool has_sc[SC_NR_CLASSES];
+	unsigned long long zc_completions, zc_completed_sends, zc_copied_sends, zc_skbs_at_tcp,
+			   fallback_copy_skbs, zc_tx_skbs;
+	/* self cost since the last reset */
+	struct prog_snap progs[MAX_ATTACHED];
+	int nprogs;
+	unsigned long long bpf_ns, bpf_runs;
+	bool stats_enabled;
+	double duration_s;
+};
+
+struct stats_baseline {
+	unsigned long long ns[MAX_ATTACHED], runs[MAX_ATTACHED];
+	double t0;		/* CLOCK_MONOTONIC seconds at reset */
+};
+
+extern const char *sc_class_names[SC_NR_CLASSES];
+const char *sc_class_name(int cls);
+
+double monotonic_s(void);
+/* Zero every counter and histogram (not the filter), remember the program run-time baseline. */
+int stats_reset(const struct tracer_bpf *t, struct stats_baseline *base);
+/* Read everything. extra_pids: processes to list even if nothing was counted for them. */
+int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
+	       const unsigned int *extra_pids, int nextra, struct snapshot *s);
+void stats_free(struct snapshot *s);
+/* Forget every per-socket and per-thread state too (on `clear`). */
+void stats_clear_state(const struct tracer_bpf *t);
+
+/* Write the trace object's fields into an open JSON object (the caller adds perf, samples). */
+void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, struct json *j);
+
+/* view.c: the human view (copy table, log2 histograms, self cost). */
+void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s);
+
+#endif

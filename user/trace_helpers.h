@@ -1,0 +1,46 @@
+/* Helpers of the tracer: kernel symbols, BTF, tracepoints, network namespaces, log2
+ * histograms. */
+#ifndef NETIO_TRACE_HELPERS_H
+#define NETIO_TRACE_HELPERS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct btf;
+
+/* /proc/kallsyms, text symbols only, sorted for lookups. */
+struct ksyms;
+struct ksyms *ksyms_load(void);
+void ksyms_free(struct ksyms *ks);
+size_t ksyms_count(const struct ksyms *ks);
+bool ksyms_has(const struct ksyms *ks, const char *name);
+/* The symbol to attach a kprobe to for function `name`: `name` itself, or a compiler clone
+ * such as name.isra.0 / name.constprop.0 / name.part.0 (never name.cold). NULL if absent.
+ * The returned string lives as long as ks. */
+const char *ksyms_find_func(const struct ksyms *ks, const char *name);
+
+/* The running kernel's BTF (loaded once, never freed), NULL without BTF. */
+const struct btf *vmlinux_btf(void);
+bool btf_func_exists(const struct btf *btf, const char *name);
+/* A BTF-typed tracepoint (tp_btf) exists: the kernel has the typedef btf_trace_<name>. */
+bool btf_tracepoint_exists(const struct btf *btf, const char *name);
+/* /sys/kernel/tracing/events/<category>/<name>/id, mounting tracefs if needed; -1 if absent */
+long tracefs_event_id(const char *category, const char *name);
+
+/* netns inode number of NAME (looked up in /var/run/netns/) or PATH (anything with a '/',
+ * e.g. /proc/PID/ns/net). 0 on success, -1 with a message in err. */
+int netns_inum(const char *name_or_path, unsigned int *inum, char *err, size_t errlen);
+unsigned int netns_inum_self(void);
+
+/* log2 histograms as the BPF side fills them: slot 0 is [0, 2), slot i is [2^i, 2^(i+1)). */
+unsigned long long log2_slot_lo(int slot);
+unsigned long long log2_slot_hi(int slot);	/* exclusive */
+/* Percentile q (0..1), linearly interpolated inside the bucket that holds it. NaN if empty. */
+double log2_hist_percentile(const unsigned long long *slots, int nslots, double q);
+/* bcc-style print: "     nsecs : count  distribution" with a 40-column bar. */
+void print_log2_hist(FILE *f, const unsigned long long *slots, int nslots, const char *unit);
+
+/* "1.5 GiB", "12.0 KiB", "512 B" */
+const char *human_bytes(double bytes, char *buf, size_t len);
+
+#endif

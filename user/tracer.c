@@ -1,0 +1,699 @@
+// SPDX-License-Identifier: GPL-2.0
+/* netio-tracer: where the bytes get copied, and what each copy costs.
+ * CLI and --control protocol: DEVELOPERS.md; probe points and the trace object: DESIGN.md. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "attach.h"
+#include "json.h"
+#include "perf_counters.h"
+#include "probe.h"
+#include "profile.h"
+#include "stats.h"
+#include "trace_helpers.h"
+
+#define MAX_PIDS 256
+#define MAX_NETNS 64
+
+static volatile sig_atomic_t stop_signal;
+
+struct tracer {
+	/* options */
+	enum attach_mode mode;
+	unsigned int pids[MAX_PIDS];
+	int npids;
+	char *netns_specs[MAX_NETNS];
+	int nnetns_specs;
+	const char *json_path, *folded_path;
+	int freq;
+	bool no_sample, no_counters, control, verbose;
+	double duration;
+	char **cmd;
+	/* state */
+	struct tracer_bpf bpf;
+	struct profiler *prof;
+	struct perf_counters *pc;
+	struct stats_baseline base;
+	int stats_fd;		/* BPF_ENABLE_STATS: run-time stats on while it is open */
+	int sysctl_prev;	/* previous kernel.bpf_stats_enabled if we wrote it, else -1 */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: netio-tracer [--attach auto|fentry|kprobe|tracepoint] [--pid PID]... [--netns NAME|PATH]...\n"
+"                    [--json FILE] [--folded FILE] [--freq HZ] [--no-sample] [--no-counters]\n"
+"                    [--duration S] [--control] [--verbose] [-- CMD ARGS...]\n"
+"       netio-tracer --probe\n"
+"\n"
+"Counts, per process, the bytes sent, copied from user space, sent zero-copy, copied back on\n"
+"local delivery and copied to user space, and the socket syscalls' latency, with the first\n"
+"attach rung this kernel allows (fentry > kprobe > tp_btf/tracepoint > inferred).\n"
+"  --attach MODE   force a rung (exit 2 if it cannot attach here)\n"
+"  --pid PID       follow PID, its threads and the children it forks from now on\n"
+"  --netns NS      network namespaces whose devices' softirq events count (default: ours)\n"
+"  --json FILE     write the trace JSON there (default stdout)\n"
+"  --folded FILE   folded on-CPU stacks of the followed processes\n"
+"  --freq HZ       stack sampling frequency (default 199)\n"
+"  --control       read commands on stdin (pid add, netns add, clear, reset, snapshot, quit)\n"
+"  --probe         print what this kernel allows as JSON and exit\n"
+"  -- CMD ARGS     run CMD, followed from its first instruction; stop when it exits\n");
+}
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0;	/* no SA_RESTART: a blocking read returns EINTR */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* ---- kernel.bpf_stats_enabled ------------------------------------------------------- */
+
+static int read_sysctl_stats(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/bpf_stats_enabled", "r");
+	int v = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static void write_sysctl_stats(int v)
+{
+	FILE *f = fopen("/proc/sys/kernel/bpf_stats_enabled", "w");
+
+	if (f) {
+		fprintf(f, "%d\n", v);
+		fclose(f);
+	}
+}
+
+/* BPF_ENABLE_STATS keeps run-time stats on while its fd is open: the kernel restores the
+ * previous state when we exit, however we exit. The sysctl is the fallback. */
+static void stats_enable(struct tracer *tr)
+{
+	tr->sysctl_prev = -1;
+	tr->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (tr->stats_fd >= 0)
+		return;
+	int prev = read_sysctl_stats();
+	if (prev == 0) {
+		write_sysctl_stats(1);
+		tr->sysctl_prev = prev;
+	}
+}
+
+static void stats_restore(struct tracer *tr)
+{
+	if (tr->stats_fd >= 0)
+		close(tr->stats_fd);
+	tr->stats_fd = -1;
+	if (tr->sysctl_prev >= 0)
+		write_sysctl_stats(tr->sysctl_prev);
+	tr->sysctl_prev = -1;
+}
+
+/* ---- following ----------------------------------------------------------------------- */
+
+static int tgid_of(unsigned int pid, unsigned int *tgid)
+{
+	char path[64], line[256];
+	FILE *f;
+	int ok = -1;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %u", tgid) == 1) {
+			ok = 0;
+			break;
+		}
+	fclose(f);
+	return ok;
+}
+
+static int follow_pid(struct tracer *tr, unsigned int pid, char *err, size_t errlen)
+{
+	unsigned int tgid;
+	u8 one = 1;
+
+	if (tgid_of(pid, &tgid)) {
+		snprintf(err, errlen, "no such process %u", pid);
+		return -1;
+	}
+	if (bpf_map_update_elem(tr->bpf.followed_tgids, &tgid, &one, BPF_ANY)) {
+		snprintf(err, errlen, "cannot follow %u: %s", tgid, strerror(errno));
+		return -1;
+	}
+	bool known = false;
+	for (int i = 0; i < tr->npids; i++)
+		known |= tr->pids[i] == tgid;
+	if (!known && tr->npids < MAX_PIDS)
+		tr->pids[tr->npids++] = tgid;
+	if (tr->pc && perf_counters_add_pid(tr->pc, tgid) < 0 && tr->verbose)
+		fprintf(stderr, "netio-tracer: perf counters for %u: %s\n", tgid, strerror(errno));
+	return 0;
+}
+
+static int follow_netns(struct tracer *tr, const char *spec, char *err, size_t errlen)
+{
+	unsigned int inum;
+	u8 one = 1;
+
+	if (netns_inum(spec, &inum, err, errlen))
+		return -1;
+	if (bpf_map_update_elem(tr->bpf.followed_netns, &inum, &one, BPF_ANY)) {
+		snprintf(err, errlen, "cannot follow netns %s: %s", spec, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void clear_map(int fd, size_t key_size)
+{
+	char key[64];
+
+	while (fd >= 0 && bpf_map_get_next_key(fd, NULL, key) == 0)
+		if (bpf_map_delete_elem(fd, key))
+			break;
+	(void)key_size;
+}
+
+static void clear_all(struct tracer *tr)
+{
+	clear_map(tr->bpf.followed_tgids, sizeof(u32));
+	clear_map(tr->bpf.followed_netns, sizeof(u32));
+	stats_clear_state(&tr->bpf);
+	if (tr->pc)
+		perf_counters_clear(tr->pc);
+	tr->npids = 0;
+}
+
+static void reset_all(struct tracer *tr)
+{
+	stats_reset(&tr->bpf, &tr->base);
+	if (tr->prof)
+		profiler_reset(tr->prof);
+	if (tr->pc)
+		perf_counters_reset(tr->pc);
+}
+
+/* ---- snapshot ------------------------------------------------------------------------ */
+
+static void write_trace_json(struct tracer *tr, FILE *out, const char *folded, struct snapshot *s)
+{
+	struct json j;
+
+	json_init(&j, out);
+	json_begin_object(&j);
+	stats_write_json(&tr->bpf, s, &j);
+	json_key(&j, "perf");
+	if (tr->pc) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *ms = open_memstream(&buf, &len);
+		if (ms) {
+			perf_counters_write_json(tr->pc, ms);
+			fclose(ms);
+			json_raw(&j, buf);
+			free(buf);
+		} else {
+			json_null(&j);
+		}
+	} else {
+		json_null(&j);
+	}
+	json_key(&j, "samples");
+	if (tr->prof) {
+		long lost = 0, total = 0;
+		if (folded) {
+			FILE *ff = fopen(folded, "w");
+			if (ff) {
+				profiler_write_folded(tr->prof, ff);
+				fclose(ff);
+			} else {
+				fprintf(stderr, "netio-tracer: %s: %s\n", folded, strerror(errno));
+			}
+		}
+		total = profiler_samples(tr->prof, &lost);
+		json_begin_object(&j);
+		json_kv_int(&j, "total", total);
+		json_kv_int(&j, "lost", lost);
+		json_kv_string(&j, "source", profiler_source(tr->prof));
+		json_kv_int(&j, "freq", profiler_freq(tr->prof));
+		json_end(&j);
+	} else {
+		json_null(&j);
+	}
+	json_end(&j);
+	json_finish(&j);
+}
+
+/* Write the snapshot to path atomically (tmp + rename). */
+static int snapshot_to(struct tracer *tr, const char *path, const char *folded, char *err,
+		       size_t errlen, bool view)
+{
+	struct snapshot s;
+	char tmp[4096];
+	FILE *f;
+
+	if (stats_read(&tr->bpf, &tr->base, tr->pids, tr->npids, &s)) {
+		snprintf(err, errlen, "cannot read the maps");
+		return -1;
+	}
+	if (!path || !strcmp(path, "-")) {
+		write_trace_json(tr, stdout, folded, &s);
+	} else {
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, getpid());
+		f = fopen(tmp, "w");
+		if (!f) {
+			snprintf(err, errlen, "%.400s: %s", tmp, strerror(errno));
+			stats_free(&s);
+			return -1;
+		}
+		write_trace_json(tr, f, folded, &s);
+		if (fclose(f) || rename(tmp, path)) {
+			snprintf(err, errlen, "%.400s: %s", path, strerror(errno));
+			unlink(tmp);
+			stats_free(&s);
+			return -1;
+		}
+	}
+	if (view)
+		view_print(stdout, &tr->bpf, &s);
+	stats_free(&s);
+	return 0;
+}
+
+/* ---- control loop -------------------------------------------------------------------- */
+
+static void reply(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(stdout, fmt, ap);
+	va_end(ap);
+	fputc('\n', stdout);
+	fflush(stdout);
+}
+
+static void print_ready(struct tracer *tr)
+{
+	struct json j;
+
+	fputs("ready ", stdout);
+	json_init(&j, stdout);
+	json_begin_object(&j);
+	json_key(&j, "attach");
+	json_begin_object(&j);
+	for (int pp = 0; pp < PP_NR; pp++)
+		json_kv_string(&j, pp_name(pp), rung_name(tr->bpf.rung[pp]));
+	json_end(&j);
+	json_end(&j);
+	json_finish(&j);
+}
+
+static int control_loop(struct tracer *tr)
+{
+	char *line = NULL, err[512];
+	size_t cap = 0;
+	ssize_t n;
+
+	print_ready(tr);
+	while (!stop_signal) {
+		char *argv[8] = { 0 }, *save = NULL, *tok;
+		int argc = 0;
+
+		errno = 0;
+		n = getline(&line, &cap, stdin);
+		if (n < 0) {
+			if (errno == EINTR && !stop_signal) {
+				clearerr(stdin);
+				continue;
+			}
+			break;	/* EOF or a signal: quit */
+		}
+		for (tok = strtok_r(line, " \t\r\n", &save); tok && argc < 8;
+		     tok = strtok_r(NULL, " \t\r\n", &save))
+			argv[argc++] = tok;
+		if (!argc)
+			continue;
+		err[0] = 0;
+		if (!strcmp(argv[0], "quit")) {
+			reply("ok");
+			break;
+		} else if (!strcmp(argv[0], "pid") && argc == 3 && !strcmp(argv[1], "add")) {
+			char *end;
+			long pid = strtol(argv[2], &end, 10);
+			if (*end || pid <= 0)
+				reply("error bad pid %s", argv[2]);
+			else if (follow_pid(tr, pid, err, sizeof(err)))
+				reply("error %s", err);
+			else
+				reply("ok");
+		} else if (!strcmp(argv[0], "netns") && argc == 3 && !strcmp(argv[1], "add")) {
+			if (follow_netns(tr, argv[2], err, sizeof(err)))
+				reply("error %s", err);
+			else
+				reply("ok");
+		} else if (!strcmp(argv[0], "clear") && argc == 1) {
+			clear_all(tr);
+			reply("ok");
+		} else if (!strcmp(argv[0], "reset") && argc == 1) {
+			reset_all(tr);
+			reply("ok");
+		} else if (!strcmp(argv[0], "snapshot") && (argc == 2 || argc == 3)) {
+			if (snapshot_to(tr, argv[1], argc == 3 ? argv[2] : NULL, err, sizeof(err), false))
+				reply("error %s", err);
+			else
+				reply("ok");
+		} else {
+			reply("error unknown command (pid add PID | netns add NAME | clear | reset | "
+			      "snapshot JSON [FOLDED] | quit)");
+		}
+	}
+	free(line);
+	return 0;
+}
+
+/* ---- one-shot mode ------------------------------------------------------------------- */
+
+static bool process_gone(unsigned int pid)
+{
+	char path[64], buf[512];
+	FILE *f;
+	bool gone = true;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return true;
+	if (fgets(buf, sizeof(buf), f)) {
+		char *p = strrchr(buf, ')');
+		gone = p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	}
+	fclose(f);
+	return gone;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);	/* a signal ends it early */
+}
+
+/* fork; the child waits on a pipe until it is in the filter, then execs CMD (same pid). */
+static pid_t launch_gated(struct tracer *tr, char **cmd, char *err, size_t errlen)
+{
+	int gate[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(gate)) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		close(gate[1]);
+		signal(SIGPIPE, SIG_DFL);
+		if (read(gate[0], &c, 1) != 1)
+			_exit(127);
+		close(gate[0]);
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "netio-tracer: %s: %s\n", cmd[0], strerror(errno));
+		_exit(127);
+	}
+	close(gate[0]);
+	if (follow_pid(tr, pid, err, errlen)) {
+		close(gate[1]);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	reset_all(tr);
+	c = 'g';
+	if (write(gate[1], &c, 1) != 1) { /* the child died: waitpid tells */ }
+	close(gate[1]);
+	return pid;
+}
+
+static int run_oneshot(struct tracer *tr)
+{
+	char err[512];
+	pid_t child = -1;
+	int status = 0;
+	double t0;
+
+	reset_all(tr);
+	if (tr->cmd) {
+		child = launch_gated(tr, tr->cmd, err, sizeof(err));
+		if (child < 0) {
+			fprintf(stderr, "netio-tracer: %s\n", err);
+			return 1;
+		}
+	}
+	t0 = monotonic_s();
+	while (!stop_signal) {
+		if (tr->duration > 0 && monotonic_s() - t0 >= tr->duration)
+			break;
+		if (child > 0) {
+			pid_t r = waitpid(child, &status, WNOHANG);
+			if (r == child) {
+				child = -1;
+				break;
+			}
+		} else if (tr->npids) {
+			bool all_gone = true;
+			for (int i = 0; i < tr->npids; i++)
+				all_gone &= process_gone(tr->pids[i]);
+			if (all_gone)
+				break;
+		}
+		sleep_ms(child > 0 ? 20 : 100);
+	}
+	if (child > 0) {
+		/* stopped by a signal or --duration: the command keeps running untraced */
+		fprintf(stderr, "netio-tracer: stopping; pid %d keeps running\n", child);
+	}
+	if (snapshot_to(tr, tr->json_path, tr->folded_path, err, sizeof(err),
+			isatty(STDOUT_FILENO) && tr->json_path)) {
+		fprintf(stderr, "netio-tracer: %s\n", err);
+		return 1;
+	}
+	if (isatty(STDOUT_FILENO) && !tr->json_path) {
+		/* JSON went to the terminal: add the human view after it */
+		struct snapshot s;
+		if (!stats_read(&tr->bpf, &tr->base, tr->pids, tr->npids, &s)) {
+			view_print(stdout, &tr->bpf, &s);
+			stats_free(&s);
+		}
+	}
+	return 0;
+}
+
+/* ---- main ---------------------------------------------------------------------------- */
+
+enum { OPT_ATTACH = 256, OPT_PID, OPT_NETNS, OPT_JSON, OPT_FOLDED, OPT_FREQ, OPT_NO_SAMPLE,
+       OPT_NO_COUNTERS, OPT_DURATION, OPT_CONTROL, OPT_PROBE, OPT_VERBOSE };
+
+static const struct option long_opts[] = {
+	{ "attach", required_argument, NULL, OPT_ATTACH },
+	{ "pid", required_argument, NULL, OPT_PID },
+	{ "netns", required_argument, NULL, OPT_NETNS },
+	{ "json", required_argument, NULL, OPT_JSON },
+	{ "folded", required_argument, NULL, OPT_FOLDED },
+	{ "freq", required_argument, NULL, OPT_FREQ },
+	{ "no-sample", no_argument, NULL, OPT_NO_SAMPLE },
+	{ "no-counters", no_argument, NULL, OPT_NO_COUNTERS },
+	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "control", no_argument, NULL, OPT_CONTROL },
+	{ "probe", no_argument, NULL, OPT_PROBE },
+	{ "verbose", no_argument, NULL, OPT_VERBOSE },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+int main(int argc, char **argv)
+{
+	struct tracer tr = { .mode = ATTACH_AUTO, .freq = 199, .stats_fd = -1, .sysctl_prev = -1 };
+	bool probe = false;
+	char err[1024];
+	int opt, ret = 0;
+	unsigned int pids_opt[MAX_PIDS];
+	int npids_opt = 0;
+
+	while ((opt = getopt_long(argc, argv, "+hv", long_opts, NULL)) != -1) {
+		char *end;
+		switch (opt) {
+		case OPT_ATTACH:
+			if (parse_attach_mode(optarg, &tr.mode)) {
+				fprintf(stderr, "netio-tracer: --attach %s: choose auto, fentry, kprobe or tracepoint\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case OPT_PID: {
+			long p = strtol(optarg, &end, 10);
+			if (*end || p <= 0 || npids_opt == MAX_PIDS) {
+				fprintf(stderr, "netio-tracer: --pid %s: not a pid\n", optarg);
+				return 2;
+			}
+			pids_opt[npids_opt++] = p;
+			break;
+		}
+		case OPT_NETNS:
+			if (tr.nnetns_specs == MAX_NETNS) {
+				fprintf(stderr, "netio-tracer: too many --netns\n");
+				return 2;
+			}
+			tr.netns_specs[tr.nnetns_specs++] = optarg;
+			break;
+		case OPT_JSON:
+			tr.json_path = optarg;
+			break;
+		case OPT_FOLDED:
+			tr.folded_path = optarg;
+			break;
+		case OPT_FREQ:
+			tr.freq = strtol(optarg, &end, 10);
+			if (*end || tr.freq <= 0 || tr.freq > 100000) {
+				fprintf(stderr, "netio-tracer: --freq %s: not a frequency in Hz\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_NO_SAMPLE:
+			tr.no_sample = true;
+			break;
+		case OPT_NO_COUNTERS:
+			tr.no_counters = true;
+			break;
+		case OPT_DURATION:
+			tr.duration = strtod(optarg, &end);
+			if (*end || tr.duration <= 0) {
+				fprintf(stderr, "netio-tracer: --duration %s: not a number of seconds\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_CONTROL:
+			tr.control = true;
+			break;
+		case OPT_PROBE:
+			probe = true;
+			break;
+		case 'v':
+		case OPT_VERBOSE:
+			tr.verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		tr.cmd = &argv[optind];
+	if (probe)
+		return probe_write_json(stdout) ? 1 : 0;
+	if (tr.cmd && tr.control) {
+		fprintf(stderr, "netio-tracer: -- CMD and --control exclude each other\n");
+		return 2;
+	}
+	if (geteuid() != 0)
+		fprintf(stderr, "netio-tracer: not root: loading BPF programs will probably fail\n");
+
+	install_signals();
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+
+	if (tracer_bpf_open(&tr.bpf, tr.mode, tr.verbose, err, sizeof(err))) {
+		fprintf(stderr, "netio-tracer: %s\n", err);
+		if (tr.control)
+			printf("error %s\n", err);
+		return tr.mode == ATTACH_AUTO ? 1 : 2;
+	}
+	stats_enable(&tr);
+
+	/* network namespaces: given, or our own */
+	if (tr.nnetns_specs) {
+		for (int i = 0; i < tr.nnetns_specs; i++)
+			if (follow_netns(&tr, tr.netns_specs[i], err, sizeof(err))) {
+				fprintf(stderr, "netio-tracer: %s\n", err);
+				ret = 2;
+				goto out;
+			}
+	} else {
+		unsigned int self = netns_inum_self();
+		u8 one = 1;
+		if (self)
+			bpf_map_update_elem(tr.bpf.followed_netns, &self, &one, BPF_ANY);
+	}
+
+	if (!tr.no_counters)
+		tr.pc = perf_counters_new();
+	if (!tr.no_sample) {
+		tr.prof = profiler_open(tr.freq, tr.bpf.followed_tgids, err, sizeof(err));
+		if (!tr.prof)
+			fprintf(stderr, "netio-tracer: stack sampling unavailable: %s\n", err);
+	}
+	tr.bpf.rung[PP_STACKS] = tr.prof ? RUNG_PERF_EVENT : RUNG_UNAVAILABLE;
+
+	for (int i = 0; i < npids_opt; i++)
+		if (follow_pid(&tr, pids_opt[i], err, sizeof(err))) {
+			fprintf(stderr, "netio-tracer: --pid: %s\n", err);
+			ret = 2;
+			goto out;
+		}
+
+	if (tr.control) {
+		reset_all(&tr);
+		ret = control_loop(&tr);
+	} else {
+		ret = run_oneshot(&tr);
+	}
+out:
+	if (tr.prof)
+		profiler_close(tr.prof);
+	if (tr.pc)
+		perf_counters_free(tr.pc);
+	tracer_bpf_close(&tr.bpf);
+	stats_restore(&tr);
+	return ret;
+}

@@ -1,0 +1,22 @@
+/* Helpers shared by server and client: clock, network namespace, addresses. */
+#ifndef NETIO_NETUTIL_H
+#define NETIO_NETUTIL_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+/* CLOCK_MONOTONIC in seconds. */
+double wl_now(void);
+
+/* setns(CLONE_NEWNET) into /var/run/netns/NAME. 0, or -1 with a reason in err. */
+int wl_enter_netns(const char *name, char *err, size_t errlen);
+
+/* Resolves addr (NULL with passive: 0.0.0.0) and port, IPv4 preferred.
+ * 0, or -1 with a reason in err. */
+int wl_resolve(const char *addr, int port, int passive, struct sockaddr_storage *ss,
+	       socklen_t *len, char *err, size_t errlen);
+
+/* "a.b.c.d:port" or "[v6]:port". */
+void wl_format_addr(const struct sockaddr *sa, char *buf, size_t len);
+
+#endif

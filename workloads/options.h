@@ -1,0 +1,57 @@
+/* Command-line parsing for netio-server and netio-client (see DEVELOPERS.md, Workloads). */
+#ifndef NETIO_OPTIONS_H
+#define NETIO_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WL_SIZE_MIN      8ULL
+#define WL_SIZE_MAX      (64ULL << 20)
+#define WL_THREADS_MIN   1
+#define WL_THREADS_MAX   256
+#define WL_DURATION_MAX  86400.0
+#define WL_COUNT_MAX     (1ULL << 40)
+
+enum wl_role { WL_SERVER, WL_CLIENT };
+
+enum wl_strategy {
+	STRAT_TWO_COPY,
+	STRAT_ONE_COPY,
+	STRAT_ZERO_COPY,
+	STRAT_PER_FIELD,
+	STRAT_NONE = -1,
+};
+
+struct wl_options {
+	enum wl_role role;
+	enum wl_strategy strategy;
+	size_t size;
+	int threads;
+	int port;               /* server: 0 = any free port (printed on stderr) */
+	const char *addr;       /* server: NULL = all addresses */
+	const char *netns;      /* NULL = stay in the current namespace */
+	double duration;        /* seconds; 0 = not given */
+	uint64_t count;         /* messages per connection; 0 = not given */
+	int verify;
+	const char *cc;         /* NULL = cubic if available, else the system default */
+};
+
+/* The parsers below return 0 on success, -1 with a one-line reason in err. */
+int wl_parse_size(const char *s, size_t *out, char *err, size_t errlen);
+int wl_parse_threads(const char *s, int *out, char *err, size_t errlen);
+int wl_parse_port(const char *s, int allow_zero, int *out, char *err, size_t errlen);
+int wl_parse_duration(const char *s, double *out, char *err, size_t errlen);
+int wl_parse_count(const char *s, uint64_t *out, char *err, size_t errlen);
+int wl_parse_strategy(const char *s, enum wl_strategy *out, char *err, size_t errlen);
+int wl_parse_cc(const char *s, const char **out, char *err, size_t errlen);
+
+const char *wl_strategy_name(enum wl_strategy s);
+
+/* Parse argv for role. Returns 0 ok, 1 if --help was asked (usage printed to stdout),
+ * -1 on bad usage (err holds the reason, without the program name). */
+int wl_options_parse(enum wl_role role, int argc, char **argv, struct wl_options *o,
+		     char *err, size_t errlen);
+
+const char *wl_usage(enum wl_role role);
+
+#endif

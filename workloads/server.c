@@ -1,0 +1,672 @@
+/* netio-server: the sender. One thread and one TCP connection per --threads, each sending
+ * messages with the chosen copy strategy (see DEVELOPERS.md, Workloads). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "message.h"
+#include "netutil.h"
+#include "options.h"
+#include "tcp_stats.h"
+#include "zerocopy.h"
+
+#define PROG "netio-server"
+
+#define ZC_RING_BYTES    (16u << 20)  /* aim for this much in flight per connection */
+#define ZC_RING_MIN      4u
+#define ZC_RING_MAX      1024u
+#define ZC_DRAIN_EVERY   32u          /* sends between two error-queue drains */
+#define ZC_STALL_S       10.0         /* no completion for this long while waiting: fail */
+#define ZC_ENOBUFS_S     5.0          /* ENOBUFS without any progress for this long: fail */
+#define ZC_FINAL_WAIT_S  5.0          /* at the end, wait this long for missing completions */
+#define HELLO_TIMEOUT_S  10
+
+struct conn {
+	uint32_t idx;
+	int fd;
+	const struct wl_options *o;
+	pthread_t thread;
+
+	/* buffers */
+	struct wl_message msg;          /* two-copy, one-copy, per-field */
+	struct iovec iov[WL_FIELDS];
+	uint8_t *flat;                  /* two-copy: the serialization buffer */
+	struct wl_message *ring;        /* zero-copy: ring of messages */
+	struct iovec (*ring_iov)[WL_FIELDS];
+	uint32_t nring;
+	struct wl_zc_tracker zc;
+	int zc_ready;
+
+	/* results */
+	double t_start, t_end;
+	uint64_t bytes, messages, send_calls, partial_retries, enobufs_retries;
+	double enobufs_since;           /* start of the current ENOBUFS streak, 0 if none */
+	struct wl_tcp_stats tcp;
+	char error[256];
+};
+
+static pthread_barrier_t g_barrier;
+static atomic_int g_stop;
+static atomic_int g_running;
+
+static int conn_fail(struct conn *c, const char *fmt, ...)
+{
+	va_list ap;
+	char msg[200];
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!c->error[0])
+		snprintf(c->error, sizeof(c->error), "connection %u: %s", c->idx, msg);
+	return -1;
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+static int conn_setup(struct conn *c)
+{
+	const struct wl_options *o = c->o;
+	uint32_t i;
+
+	if (o->strategy != STRAT_ZERO_COPY) {
+		if (wl_message_init(&c->msg, o->size) < 0)
+			return conn_fail(c, "cannot allocate a %zu-byte message", o->size);
+		wl_message_fill(&c->msg, c->idx, 0);
+		wl_message_iov(&c->msg, c->iov);
+		if (o->strategy == STRAT_TWO_COPY) {
+			c->flat = malloc(o->size);
+			if (!c->flat)
+				return conn_fail(c, "cannot allocate %zu bytes", o->size);
+			/* Touch it now so page faults are not measured. */
+			wl_message_serialize(&c->msg, c->flat);
+		}
+		return 0;
+	}
+
+	c->nring = ZC_RING_BYTES / o->size;
+	if (c->nring < ZC_RING_MIN)
+		c->nring = ZC_RING_MIN;
+	if (c->nring > ZC_RING_MAX)
+		c->nring = ZC_RING_MAX;
+	c->ring = calloc(c->nring, sizeof(*c->ring));
+	c->ring_iov = calloc(c->nring, sizeof(*c->ring_iov));
+	if (!c->ring || !c->ring_iov)
+		return conn_fail(c, "cannot allocate the zero-copy ring");
+	for (i = 0; i < c->nring; i++) {
+		if (wl_message_init(&c->ring[i], o->size) < 0)
+			return conn_fail(c, "cannot allocate %u messages of %zu bytes", c->nring, o->size);
+		wl_message_fill(&c->ring[i], c->idx, i);
+		wl_message_iov(&c->ring[i], c->ring_iov[i]);
+	}
+	if (wl_zc_init(&c->zc, c->nring, c->nring * 4 + 256, 0) < 0)
+		return conn_fail(c, "cannot allocate the zero-copy tracker");
+	c->zc_ready = 1;
+	return 0;
+}
+
+static void conn_free(struct conn *c)
+{
+	uint32_t i;
+
+	wl_message_free(&c->msg);
+	free(c->flat);
+	if (c->ring)
+		for (i = 0; i < c->nring; i++)
+			wl_message_free(&c->ring[i]);
+	free(c->ring);
+	free(c->ring_iov);
+	if (c->zc_ready)
+		wl_zc_free(&c->zc);
+	c->flat = NULL;
+	c->ring = NULL;
+	c->ring_iov = NULL;
+	c->zc_ready = 0;
+}
+
+/* ---- sending -------------------------------------------------------------- */
+
+/* send() until len bytes are gone. */
+static int send_buf(struct conn *c, const uint8_t *p, size_t len)
+{
+	while (len) {
+		ssize_t r = send(c->fd, p, len, MSG_NOSIGNAL);
+
+		c->send_calls++;
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return conn_fail(c, "send: %s", strerror(errno));
+		}
+		c->bytes += (uint64_t)r;
+		p += r;
+		len -= (size_t)r;
+		if (len)
+			c->partial_retries++;
+	}
+	return 0;
+}
+
+/* Waits for completions until slot is free and the id window has room. */
+static int zc_wait_for(struct conn *c, int slot)
+{
+	double stall = 0;
+
+	while ((slot >= 0 && wl_zc_slot_busy(&c->zc, (uint32_t)slot)) || wl_zc_window_full(&c->zc)) {
+		int r = wl_zc_wait(c->fd, &c->zc, 100);
+
+		if (r < 0)
+			return conn_fail(c, "zero-copy: waiting for completions: %s", strerror(errno));
+		if (r > 0) {
+			stall = 0;
+		} else if (!stall) {
+			stall = wl_now() + ZC_STALL_S;
+		} else if (wl_now() > stall) {
+			return conn_fail(c, "zero-copy: no completion for %.0f s with %u sends in flight",
+					 ZC_STALL_S, wl_zc_inflight(&c->zc));
+		}
+	}
+	return 0;
+}
+
+/* ENOBUFS from a MSG_ZEROCOPY send: the socket's optmem is full of notifications that are
+ * in flight or unread. Drain and let the caller retry. */
+static int zc_enobufs(struct conn *c)
+{
+	double now = wl_now();
+	int r;
+
+	c->enobufs_retries++;
+	if (!c->enobufs_since)
+		c->enobufs_since = now;
+	else if (now - c->enobufs_since > ZC_ENOBUFS_S)
+		return conn_fail(c, "zero-copy: ENOBUFS for %.0f s with %u sends in flight "
+				 "(net.core.optmem_max too small?)", ZC_ENOBUFS_S,
+				 wl_zc_inflight(&c->zc));
+	if (wl_zc_inflight(&c->zc))
+		r = wl_zc_wait(c->fd, &c->zc, 10);
+	else if ((r = wl_zc_drain(c->fd, &c->zc)) == 0)
+		usleep(1000);
+	if (r < 0)
+		return conn_fail(c, "zero-copy: error queue: %s", strerror(errno));
+	return 0;
+}
+
+/* One sendmsg() per call of iov (8 entries) until all of it is gone; zc_slot >= 0 sends with
+ * MSG_ZEROCOPY from that ring slot. */
+static int send_iov(struct conn *c, const struct iovec *base, size_t len, int zc_slot)
+{
+	struct iovec scratch[WL_FIELDS];
+	struct msghdr mh = { .msg_iov = (struct iovec *)base, .msg_iovlen = WL_FIELDS };
+	int flags = MSG_NOSIGNAL | (zc_slot >= 0 ? MSG_ZEROCOPY : 0);
+
+	while (len) {
+		ssize_t r;
+
+		if (zc_slot >= 0 && wl_zc_window_full(&c->zc) && zc_wait_for(c, -1) < 0)
+			return -1;
+		r = sendmsg(c->fd, &mh, flags);
+		c->send_calls++;
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ENOBUFS && zc_slot >= 0) {
+				if (zc_enobufs(c) < 0)
+					return -1;
+				continue;
+			}
+			return conn_fail(c, "sendmsg: %s", strerror(errno));
+		}
+		if (zc_slot >= 0) {
+			wl_zc_sent(&c->zc, (uint32_t)zc_slot);
+			c->enobufs_since = 0;
+		}
+		c->bytes += (uint64_t)r;
+		len -= (size_t)r;
+		if (!len)
+			break;
+		c->partial_retries++;
+		/* Skip the r bytes sent. */
+		if (mh.msg_iov != scratch) {
+			memcpy(scratch, mh.msg_iov, sizeof(scratch[0]) * mh.msg_iovlen);
+			mh.msg_iov = scratch;
+		}
+		while ((size_t)r >= mh.msg_iov->iov_len) {
+			r -= (ssize_t)mh.msg_iov->iov_len;
+			mh.msg_iov++;
+			mh.msg_iovlen--;
+		}
+		mh.msg_iov->iov_base = (uint8_t *)mh.msg_iov->iov_base + r;
+		mh.msg_iov->iov_len -= (size_t)r;
+	}
+	return 0;
+}
+
+static inline int keep_going(const struct wl_options *o, uint64_t n)
+{
+	if (o->count)
+		return n < o->count;
+	return !atomic_load_explicit(&g_stop, memory_order_relaxed);
+}
+
+static int run_two_copy(struct conn *c)
+{
+	const struct wl_options *o = c->o;
+	uint64_t n;
+
+	for (n = 0; keep_going(o, n); n++) {
+		if (o->verify)
+			wl_message_fill(&c->msg, c->idx, n);
+		wl_message_serialize(&c->msg, c->flat);
+		if (send_buf(c, c->flat, o->size) < 0)
+			return -1;
+		c->messages++;
+	}
+	return 0;
+}
+
+static int run_one_copy(struct conn *c)
+{
+	const struct wl_options *o = c->o;
+	uint64_t n;
+
+	for (n = 0; keep_going(o, n); n++) {
+		if (o->verify)
+			wl_message_fill(&c->msg, c->idx, n);
+		if (send_iov(c, c->iov, o->size, -1) < 0)
+			return -1;
+		c->messages++;
+	}
+	return 0;
+}
+
+static int run_per_field(struct conn *c)
+{
+	const struct wl_options *o = c->o;
+	uint64_t n;
+	int i;
+
+	for (n = 0; keep_going(o, n); n++) {
+		if (o->verify)
+			wl_message_fill(&c->msg, c->idx, n);
+		for (i = 0; i < WL_FIELDS; i++)
+			if (send_buf(c, c->msg.field[i], c->msg.len[i]) < 0)
+				return -1;
+		c->messages++;
+	}
+	return 0;
+}
+
+static int run_zero_copy(struct conn *c)
+{
+	const struct wl_options *o = c->o;
+	uint32_t slot = 0, since_drain = 0;
+	uint64_t n;
+
+	for (n = 0; keep_going(o, n); n++) {
+		/* The slot's previous message must be complete before we write or resend it. */
+		if (wl_zc_slot_busy(&c->zc, slot) && zc_wait_for(c, (int)slot) < 0)
+			return -1;
+		if (o->verify)
+			wl_message_fill(&c->ring[slot], c->idx, n);
+		if (send_iov(c, c->ring_iov[slot], o->size, (int)slot) < 0)
+			return -1;
+		c->messages++;
+		if (++since_drain >= ZC_DRAIN_EVERY) {
+			since_drain = 0;
+			if (wl_zc_drain(c->fd, &c->zc) < 0)
+				return conn_fail(c, "zero-copy: error queue: %s", strerror(errno));
+		}
+		if (++slot == c->nring)
+			slot = 0;
+	}
+	return 0;
+}
+
+/* Every notification, or fail loudly after a bounded wait. */
+static void zc_finish(struct conn *c, double max_wait)
+{
+	double deadline = wl_now() + max_wait;
+
+	while (wl_zc_inflight(&c->zc)) {
+		double left = deadline - wl_now();
+		int r;
+
+		if (left <= 0)
+			break;
+		r = wl_zc_wait(c->fd, &c->zc, (int)(left * 1000) + 1);
+		if (r < 0) {
+			conn_fail(c, "zero-copy: waiting for completions: %s", strerror(errno));
+			break;
+		}
+	}
+	if (wl_zc_inflight(&c->zc))
+		conn_fail(c, "zero-copy: %u of %llu completions missing after %.1f s",
+			  wl_zc_inflight(&c->zc), (unsigned long long)c->zc.c.sends, max_wait);
+	else if (c->zc.c.unexpected)
+		conn_fail(c, "zero-copy: %llu completions for sends not in flight",
+			  (unsigned long long)c->zc.c.unexpected);
+}
+
+static void *conn_thread(void *arg)
+{
+	struct conn *c = arg;
+	int ok = conn_setup(c) == 0;
+
+	pthread_barrier_wait(&g_barrier);
+	c->t_start = wl_now();
+	if (ok) {
+		switch (c->o->strategy) {
+		case STRAT_TWO_COPY:
+			run_two_copy(c);
+			break;
+		case STRAT_ONE_COPY:
+			run_one_copy(c);
+			break;
+		case STRAT_PER_FIELD:
+			run_per_field(c);
+			break;
+		case STRAT_ZERO_COPY:
+			run_zero_copy(c);
+			break;
+		default:
+			break;
+		}
+	}
+	c->t_end = wl_now();
+	if (c->zc_ready)
+		zc_finish(c, c->error[0] ? 0.5 : ZC_FINAL_WAIT_S);
+	wl_tcp_stats_read(c->fd, &c->tcp);
+	shutdown(c->fd, SHUT_WR);
+	close(c->fd);
+	c->fd = -1;
+	conn_free(c);
+	atomic_fetch_sub(&g_running, 1);
+	return NULL;
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+static double gbps(uint64_t bytes, double seconds)
+{
+	return seconds > 0 ? (double)bytes * 8 / seconds / 1e9 : 0.0;
+}
+
+static void put_tcp(struct jw *w, const struct wl_tcp_stats *t)
+{
+	jw_obj_begin(w, "tcp");
+	if (t->valid) {
+		jw_str(w, "cc", t->cc[0] ? t->cc : NULL);
+		jw_u64(w, "retrans", t->retrans);
+		jw_u64(w, "rtt_us", t->rtt_us);
+		jw_u64(w, "segs_out", t->segs_out);
+	} else {
+		jw_null(w, "cc");
+		jw_null(w, "retrans");
+		jw_null(w, "rtt_us");
+		jw_null(w, "segs_out");
+	}
+	jw_obj_end(w);
+}
+
+static void put_zc(struct jw *w, const struct wl_zc_counters *z)
+{
+	jw_obj_begin(w, "zerocopy");
+	jw_u64(w, "sends", z->sends);
+	jw_u64(w, "completions", z->completions);
+	jw_u64(w, "copied", z->copied);
+	jw_u64(w, "notifications", z->notifications);
+	jw_u64(w, "unexpected", z->unexpected);
+	jw_obj_end(w);
+}
+
+static int print_json(const struct wl_options *o, struct conn *conns, int nconns, int port,
+		      const char *global_error)
+{
+	struct wl_zc_counters zt = { 0 };
+	struct wl_tcp_stats tt = { 0 };
+	uint64_t bytes = 0, messages = 0, calls = 0, partial = 0, enobufs = 0, rtt_sum = 0;
+	double t0 = 0, t1 = 0;
+	int i, errors = global_error ? 1 : 0, ntcp = 0;
+	const char *first_error = global_error;
+	struct jw w;
+
+	for (i = 0; i < nconns; i++) {
+		struct conn *c = &conns[i];
+
+		bytes += c->bytes;
+		messages += c->messages;
+		calls += c->send_calls;
+		partial += c->partial_retries;
+		enobufs += c->enobufs_retries;
+		zt.sends += c->zc.c.sends;
+		zt.completions += c->zc.c.completions;
+		zt.copied += c->zc.c.copied;
+		zt.notifications += c->zc.c.notifications;
+		zt.unexpected += c->zc.c.unexpected;
+		if (c->tcp.valid) {
+			if (!ntcp++)
+				memcpy(tt.cc, c->tcp.cc, sizeof(tt.cc));
+			else if (strcmp(tt.cc, c->tcp.cc) != 0)
+				strcpy(tt.cc, "mixed");
+			tt.retrans += c->tcp.retrans;
+			tt.segs_out += c->tcp.segs_out;
+			rtt_sum += c->tcp.rtt_us;
+			tt.valid = 1;
+		}
+		if (c->t_start && (!t0 || c->t_start < t0))
+			t0 = c->t_start;
+		if (c->t_end > t1)
+			t1 = c->t_end;
+		if (c->error[0]) {
+			errors++;
+			if (!first_error)
+				first_error = c->error;
+		}
+	}
+	if (ntcp)
+		tt.rtt_us = (uint32_t)(rtt_sum / (uint64_t)ntcp);
+
+	jw_init(&w, stdout);
+	jw_obj_begin(&w, NULL);
+	jw_str(&w, "role", "server");
+	jw_str(&w, "strategy", wl_strategy_name(o->strategy));
+	jw_u64(&w, "size", o->size);
+	jw_int(&w, "threads", o->threads);
+	jw_int(&w, "port", port);
+	jw_bool(&w, "verify", o->verify);
+	jw_u64(&w, "bytes", bytes);
+	jw_u64(&w, "messages", messages);
+	jw_double(&w, "seconds", t1 > t0 ? t1 - t0 : 0);
+	jw_double(&w, "throughput_gbps", gbps(bytes, t1 > t0 ? t1 - t0 : 0));
+	jw_u64(&w, "send_calls", calls);
+	jw_u64(&w, "partial_retries", partial);
+	jw_u64(&w, "enobufs_retries", enobufs);
+	put_tcp(&w, &tt);
+	put_zc(&w, &zt);
+	jw_arr_begin(&w, "per_thread");
+	for (i = 0; i < nconns; i++) {
+		struct conn *c = &conns[i];
+		double s = c->t_end > c->t_start ? c->t_end - c->t_start : 0;
+
+		jw_obj_begin(&w, NULL);
+		jw_u64(&w, "conn", c->idx);
+		jw_u64(&w, "bytes", c->bytes);
+		jw_u64(&w, "messages", c->messages);
+		jw_double(&w, "seconds", s);
+		jw_double(&w, "throughput_gbps", gbps(c->bytes, s));
+		jw_u64(&w, "send_calls", c->send_calls);
+		jw_u64(&w, "partial_retries", c->partial_retries);
+		jw_u64(&w, "enobufs_retries", c->enobufs_retries);
+		put_tcp(&w, &c->tcp);
+		put_zc(&w, &c->zc.c);
+		jw_str(&w, "error", c->error[0] ? c->error : NULL);
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	jw_int(&w, "errors", errors);
+	jw_str(&w, "error", first_error);
+	jw_obj_end(&w);
+	jw_finish(&w);
+	if (first_error)
+		fprintf(stderr, PROG ": %s\n", first_error);
+	return errors ? 1 : 0;
+}
+
+/* ---- main ----------------------------------------------------------------- */
+
+static int fatal(const struct wl_options *o, int port, const char *fmt, ...)
+{
+	char msg[300];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return print_json(o, NULL, 0, port, msg);
+}
+
+/* Reads the 4-byte connection index; -1 if the peer does not say a valid one in time. */
+static int read_hello(int fd, int threads, uint32_t *idx)
+{
+	struct timeval tv = { .tv_sec = HELLO_TIMEOUT_S };
+	uint32_t be;
+	size_t got = 0;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (got < sizeof(be)) {
+		ssize_t r = recv(fd, (char *)&be + got, sizeof(be) - got, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	*idx = ntohl(be);
+	tv.tv_sec = 0;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return *idx < (uint32_t)threads ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct wl_options o;
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	struct conn *conns;
+	char err[300], where[80];
+	int lfd, one = 1, port, i, r, accepted = 0;
+
+	r = wl_options_parse(WL_SERVER, argc, argv, &o, err, sizeof(err));
+	if (r == 1) {
+		fputs(wl_usage(WL_SERVER), stdout);
+		return 0;
+	}
+	if (r < 0) {
+		fprintf(stderr, PROG ": %s (try --help)\n", err);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	if (o.netns && wl_enter_netns(o.netns, err, sizeof(err)) < 0)
+		return fatal(&o, o.port, "%s", err);
+	if (wl_resolve(o.addr, o.port, 1, &ss, &sslen, err, sizeof(err)) < 0)
+		return fatal(&o, o.port, "%s", err);
+	wl_format_addr((struct sockaddr *)&ss, where, sizeof(where));
+
+	lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0)
+		return fatal(&o, o.port, "socket: %s", strerror(errno));
+	if (o.cc && wl_tcp_set_cc(lfd, o.cc) < 0) {
+		fprintf(stderr, PROG ": --cc %s: not available here (%s)\n", o.cc, strerror(errno));
+		return 2;
+	}
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (struct sockaddr *)&ss, sslen) < 0)
+		return fatal(&o, o.port, "cannot listen on %s: %s", where, strerror(errno));
+	if (listen(lfd, o.threads < 128 ? 128 : o.threads) < 0)
+		return fatal(&o, o.port, "listen on %s: %s", where, strerror(errno));
+	sslen = sizeof(ss);
+	getsockname(lfd, (struct sockaddr *)&ss, &sslen);
+	port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+					      : ((struct sockaddr_in *)&ss)->sin_port);
+	fprintf(stderr, "listening %d\n", port);
+
+	conns = calloc((size_t)o.threads, sizeof(*conns));
+	if (!conns)
+		return fatal(&o, port, "out of memory");
+	for (i = 0; i < o.threads; i++)
+		conns[i].fd = -1;
+
+	while (accepted < o.threads) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		uint32_t idx;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return fatal(&o, port, "accept: %s", strerror(errno));
+		}
+		if (read_hello(fd, o.threads, &idx) < 0 || conns[idx].fd >= 0) {
+			fprintf(stderr, PROG ": dropped a connection without a valid, unused index\n");
+			close(fd);
+			continue;
+		}
+		if (wl_tcp_apply_cc(fd, o.cc) < 0) {
+			close(fd);
+			return fatal(&o, port, "--cc %s: %s", o.cc, strerror(errno));
+		}
+		if (o.strategy == STRAT_ZERO_COPY && wl_zc_enable(fd) < 0) {
+			close(fd);
+			return fatal(&o, port, "SO_ZEROCOPY: %s", strerror(errno));
+		}
+		conns[idx].fd = fd;
+		accepted++;
+	}
+	close(lfd);
+
+	pthread_barrier_init(&g_barrier, NULL, (unsigned)o.threads + 1);
+	atomic_store(&g_running, o.threads);
+	for (i = 0; i < o.threads; i++) {
+		conns[i].idx = (uint32_t)i;
+		conns[i].o = &o;
+		r = pthread_create(&conns[i].thread, NULL, conn_thread, &conns[i]);
+		if (r)
+			/* Threads already started wait at the barrier forever: give up. */
+			return fatal(&o, port, "pthread_create: %s", strerror(r));
+	}
+	pthread_barrier_wait(&g_barrier);
+	if (o.duration) {
+		double end = wl_now() + o.duration;
+
+		while (atomic_load(&g_running) > 0) {
+			double left = end - wl_now();
+			struct timespec ts;
+
+			if (left <= 0)
+				break;
+			if (left > 0.01)
+				left = 0.01;
+			ts.tv_sec = 0;
+			ts.tv_nsec = (long)(left * 1e9);
+			nanosleep(&ts, NULL);
+		}
+		atomic_store(&g_stop, 1);
+	}
+	for (i = 0; i < o.threads; i++)
+		pthread_join(conns[i].thread, NULL);
+	return print_json(&o, conns, o.threads, port, NULL);
+}
