@@ -58,7 +58,7 @@ ARG_COPIES = ("import_iovec", "__import_iovec", "iovec_from_user", "copy_msghdr_
 COMPLETION = ("__msg_zerocopy_callback", "msg_zerocopy_callback", "msg_zerocopy_complete",
               "sock_zerocopy_callback", "ip_recv_error", "ipv6_recv_error", "inet_recv_error",
               "sock_dequeue_err_skb")
-SERIALIZER = ("wl_message_serialize", "*message_serialize")
+SERIALIZER = ("wl_message_serialize", "*serializ*")   # workloads/message.c, any serializer
 GENERIC_KERNEL_COPY = ("rep_movs_alternative", "copy_user_generic*", "copy_user_enhanced*",
                        "copy_user_fast_string", "__copy_user_nocache", "copy_user_short_string")
 USER_MEMCPY = ("memcpy", "memmove", "mempcpy", "__memcpy*", "__memmove*", "__mempcpy*",

@@ -65,7 +65,7 @@ def build_parser():
                    f"the kernel allows)")
     r.add_argument("--freq", metavar="HZ", help=f"stack sampling frequency (default {P.DEFAULT_FREQ})")
     r.add_argument("--quick", action="store_true",
-                   help="a small sweep (3 strategies × 4K,64K × 1 thread × veth × 2 rounds, ≤ 60 s)")
+                   help="a small sweep (3 strategies × 4K,64K × 1 thread × veth × 3 rounds, ≤ 60 s)")
     r.add_argument("--resume", metavar="DIR",
                    help="finish the sweep in DIR: run only what is missing, then rebuild the report")
     r.add_argument("--no-report", action="store_true", help=argparse.SUPPRESS)
@@ -235,6 +235,8 @@ def cmd_run(a):
     make_out_dir(out, "--resume" if resume else "--out")
     from .sweep import run_sweep
     console = Console(stderr=True)
+    if not console.is_terminal:       # a log: one line per run, no wrapping at 80 columns
+        console = Console(stderr=True, width=200)
     return run_sweep(params, out, console, resume=resume, build_report=not a.no_report)
 
 

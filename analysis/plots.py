@@ -195,7 +195,7 @@ def _hist_rows(runs):
     for r in runs:
         if not results.ok(r):
             continue
-        sc = ((r.get("trace") or {}).get("syscalls") or {}).get(results.send_syscall(r)) or {}
+        sc = results.send_stats(r)
         h = sc.get("hist_log2_ns") or {}
         for lo, n in h.items():
             try:

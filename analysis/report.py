@@ -69,8 +69,22 @@ def crossover_findings(ok):
                 sb = [_tput(sub, b, s, th, tr) for s in sizes]
                 c = stats.crossover(sizes, [x["median"] if x else None for x in sa],
                                     [x["median"] if x else None for x in sb])
-                out.append((tr, th, a, b, c, _crossover_text(sub, a, b, c, sizes, th, tr)))
+                text = _crossover_text(sub, a, b, c, sizes, th, tr)
+                per = _ratio_by_size(sub, a, b, sizes, th, tr)
+                if per:
+                    text += f" Paired {b}/{a} by size: {per}."
+                out.append((tr, th, a, b, c, text))
     return out
+
+
+def _ratio_by_size(sub, a, b, sizes, th, tr):
+    parts = []
+    for size in sizes:
+        rs = stats.spread(stats.paired_ratios(sub, a, b, lambda r: r.get("throughput_gbps"),
+                                              size, th, tr))
+        if rs:
+            parts.append(f"{_sz(size)} {stats.fmt_spread(rs)}")
+    return ", ".join(parts)
 
 
 def _crossover_text(sub, a, b, c, sizes, th, tr):
@@ -197,8 +211,19 @@ def _scale(s):
     return {k: (v * 100 if k != "n" else v) for k, v in s.items()}
 
 
+def _cs(r, per):
+    cs = results.perf_value(r.get("perf"), "context_switches")
+    if cs is None:
+        return None
+    if per == "MiB":
+        return cs / (r["bytes_sent"] / 2 ** 20) if r.get("bytes_sent") else None
+    return cs / r["duration_s"] if r.get("duration_s") else None
+
+
 def threads_findings(ok, cores):
+    """How thread count changes throughput and context switches, at the largest size."""
     out = []
+    beyond = []
     for tr in _order((r["transport"] for r in ok), TRANSPORTS):
         sub = [r for r in ok if r["transport"] == tr]
         threads = sorted({r["threads"] for r in sub})
@@ -206,38 +231,44 @@ def threads_findings(ok, cores):
             continue
         size = max(r["msg_size"] for r in sub)
         for st in _order((r["strategy"] for r in sub), STRATEGIES):
-            meds = {}
-            css = {}
+            meds, cs_mib, cs_s = {}, {}, {}
             for th in threads:
                 rs = [r for r in sub if r["strategy"] == st and r["msg_size"] == size
                       and r["threads"] == th]
-                s = stats.spread(r.get("throughput_gbps") for r in rs)
-                if s:
-                    meds[th] = s
-                cs = stats.spread(
-                    (results.perf_value(r.get("perf"), "context_switches") / (r["bytes_sent"] / 2 ** 20))
-                    for r in rs if results.perf_value(r.get("perf"), "context_switches") is not None
-                    and r.get("bytes_sent"))
-                if cs:
-                    css[th] = cs
+                sp = stats.spread(r.get("throughput_gbps") for r in rs)
+                if sp:
+                    meds[th] = sp
+                cm = stats.spread(_cs(r, "MiB") for r in rs)
+                if cm:
+                    cs_mib[th] = cm
+                cps = stats.spread(_cs(r, "s") for r in rs)
+                if cps:
+                    cs_s[th] = cps
             if len(meds) < 2:
                 continue
             t0, t1 = min(meds), max(meds)
             best = max(meds, key=lambda t: meds[t]["median"])
-            gain = meds[t1]["median"] / meds[t0]["median"] if meds[t0]["median"] else None
-            seq = ", ".join(f"{t}: {meds[t]['median']:.1f}" for t in sorted(meds))
-            text = (f"**{tr}, {st}, {_sz(size)}**: Gbit/s by threads {seq} "
-                    f"({t1}/{t0} threads = ×{gain:.2f}; best at {best} thread(s)).")
-            if css:
-                c0, c1 = css.get(t0), css.get(t1)
-                if c0 and c1:
-                    text += (f" Context switches per MiB: {c0['median']:.1f} at {t0} → "
-                             f"{c1['median']:.1f} at {t1} thread(s).")
+            gain = meds[t1]["median"] / meds[t0]["median"] if meds[t0]["median"] else float("nan")
+            seq = ", ".join(f"{t}: {stats.fmt_spread(meds[t], '{:.1f}')}" for t in sorted(meds))
+            text = (f"**{tr}, {st}, {_sz(size)}**: Gbit/s by threads — {seq}; {t1} vs {t0} "
+                    f"thread(s) ×{gain:.2f}, best at {best}.")
+            if cs_mib.get(t0) and cs_mib.get(t1):
+                c0, c1 = cs_mib[t0]["median"], cs_mib[t1]["median"]
+                way = "fall" if c1 < c0 else "rise"
+                text += (f" Context switches {way} from {c0:.1f} to {c1:.1f} per MiB "
+                         f"({cs_s[t0]['median'] / 1000:.0f}k/s to {cs_s[t1]['median'] / 1000:.0f}k/s).")
             out.append(text)
-    if out and cores:
-        out.append(f"This machine has {cores} core(s): sender threads, receiver threads and the "
-                   f"softirq work of both ends share them, so past {cores} connection(s) more "
-                   f"threads mostly add context switches, not throughput.")
+            if cores and any(t > cores for t in meds) and cores in meds:
+                top = max(t for t in meds)
+                beyond.append((st, meds[cores]["median"], meds[top]["median"], top))
+    if beyond and cores:
+        changes = ", ".join(f"{st} ×{b / a:.2f}" for st, a, b, top in beyond if a)
+        top = beyond[0][3]
+        flat = all(abs(b / a - 1) < 0.15 for st, a, b, _ in beyond if a)
+        out.append(f"This machine has {cores} core(s), shared by the sender threads, the receiver "
+                   f"threads and both ends' softirq work. From {cores} to {top} thread(s) "
+                   f"throughput changes by {changes}"
+                   + (": past the core count more threads buy (almost) nothing." if flat else "."))
     return out
 
 
@@ -374,6 +405,7 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
     m = _machine(runs)
     d = docmod.Doc("netio-trace report: where the bytes get copied, and what each copy costs")
     estimated = any((r.get("attribution") or {}).get("estimated") for r in ok)
+    per = _attach_summary(ok)
     source = sorted({(r.get("attribution") or {}).get("source") for r in ok} - {None})
 
     d.h(1, "Machine and sweep")
@@ -454,7 +486,6 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
 
     # tracer
     d.h(1, "Tracer: attach rungs and counters")
-    per = _attach_summary(ok)
     if per:
         d.table(["probe point", "rung used (runs)"],
                 [[k, ", ".join(f"{v} ({n})" for v, n in c.most_common())] for k, c in sorted(per.items())],

@@ -126,13 +126,25 @@ def send_syscall(run):
     return "sendto" if run.get("strategy") in ("two-copy", "per-field") else "sendmsg"
 
 
+def send_stats(run):
+    """The sender's own send-syscall figures {count, bytes, p50_us, p99_us, hist_log2_ns}:
+    from the server process when the tracer told processes apart (the client's 4-byte
+    connection index is a sendto too), else from the run's totals."""
+    trace = run.get("trace") or {}
+    name = send_syscall(run)
+    sc = _get(trace, "by_role", "server", "syscalls", name)
+    if not isinstance(sc, dict):
+        sc = _get(trace, "syscalls", name)
+    return sc if isinstance(sc, dict) else {}
+
+
 def csv_row(run):
     perf = run.get("perf")
     attr = run.get("attribution") or {}
     share = attr.get("share") or {}
     cpb = attr.get("cycles_per_byte") or {}
     trace = run.get("trace") or {}
-    sc = _get(trace, "syscalls", send_syscall(run)) or {}
+    sc = send_stats(run)
     cycles = perf_value(perf, "cycles")
     row = {
         "strategy": run.get("strategy"), "msg_size": run.get("msg_size"),

@@ -82,6 +82,15 @@ def _snapshot_paths(raw_dir, folded_path):
     return os.path.join(raw_dir, "trace.json"), folded_path, None
 
 
+def _remove_namespaces(topo):
+    """Topology.remove(), and the names it may not know yet (an interruption between `ip netns
+    add` and its bookkeeping, or inside __enter__): every name is unique to this driver."""
+    topo.remove()
+    for ns in topo.namespaces:
+        if os.path.exists(os.path.join(netns.NETNS_DIR, ns)):
+            netns._ip("netns", "delete", ns, check=False)
+
+
 def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, port=PORT):
     """Run one configuration once. Returns the run object (status ok/failed/inconsistent).
     Interruptions (KeyboardInterrupt and what the sweep raises on SIGTERM) pass through after
@@ -100,59 +109,61 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
     server_json = client_json = None
     snapshot = None
     t0 = time.monotonic()
+    topo = None
     try:
-        with netns.Topology(cfg.transport) as topo:
-            if tracer is not None:
-                tracer.clear()
-                tracer.reset()
-                for ns in topo.namespaces:
-                    tracer.netns_add(ns)
-            s_out, s_err = os.path.join(raw_dir, "server.json"), os.path.join(raw_dir, "server.err")
-            c_out, c_err = os.path.join(raw_dir, "client.json"), os.path.join(raw_dir, "client.err")
-            server = GatedProcess(
-                [paths.binary("netio-server"), "--strategy", cfg.strategy,
-                 "--size", str(cfg.msg_size), "--threads", str(cfg.threads),
-                 "--port", str(port), "--addr", topo.server_addr, "--netns", topo.sender_ns,
-                 "--duration", f"{duration:g}", "--cc", "cubic"], s_out, s_err)
-            if tracer is not None:
-                tracer.pid_add(server.pid)
-            server.release()
-            _wait_listening(server, s_err, LISTEN_TIMEOUT)
-            client = GatedProcess(
-                [paths.binary("netio-client"), "--addr", topo.server_addr, "--port", str(port),
-                 "--threads", str(cfg.threads), "--size", str(cfg.msg_size),
-                 "--netns", topo.receiver_ns], c_out, c_err)
-            if tracer is not None:
-                tracer.pid_add(client.pid)
-            client.release()
-            limit = duration + 30.0 + cfg.threads * 0.05
-            try:
-                server.wait(timeout=limit)
-            except Exception:
-                raise RunFailed(f"server still running {limit:.0f} s after start "
-                                f"(killed)") from None
-            try:
-                client.wait(timeout=CLIENT_GRACE)
-            except Exception:
-                raise RunFailed(f"client still running {CLIENT_GRACE:.0f} s after the "
-                                f"server ended (killed)") from None
-            server_json = _read_json(s_out, "server")
-            client_json = _read_json(c_out, "client")
-            if server_json is None:
-                raise RunFailed(f"server exited with status {server.returncode} and no JSON: "
-                                f"{_last_line(s_err)}")
-            if client_json is None:
-                raise RunFailed(f"client exited with status {client.returncode} and no JSON: "
-                                f"{_last_line(c_err)}")
-            if tracer is not None:
-                snap_json, snap_folded, tmp = _snapshot_paths(raw_dir, folded_path)
-                snapshot = tracer.snapshot(snap_json, snap_folded)
-                if tmp:
-                    shutil.move(snap_json, os.path.join(raw_dir, "trace.json"))
-                    if os.path.exists(snap_folded):
-                        shutil.move(snap_folded, folded_path)
-                    shutil.rmtree(tmp, ignore_errors=True)
-                run["files"]["folded"] = folded_rel
+        topo = netns.Topology(cfg.transport)
+        topo.__enter__()
+        if tracer is not None:
+            tracer.clear()
+            tracer.reset()
+            for ns in topo.namespaces:
+                tracer.netns_add(ns)
+        s_out, s_err = os.path.join(raw_dir, "server.json"), os.path.join(raw_dir, "server.err")
+        c_out, c_err = os.path.join(raw_dir, "client.json"), os.path.join(raw_dir, "client.err")
+        server = GatedProcess(
+            [paths.binary("netio-server"), "--strategy", cfg.strategy,
+             "--size", str(cfg.msg_size), "--threads", str(cfg.threads),
+             "--port", str(port), "--addr", topo.server_addr, "--netns", topo.sender_ns,
+             "--duration", f"{duration:g}", "--cc", "cubic"], s_out, s_err)
+        if tracer is not None:
+            tracer.pid_add(server.pid)
+        server.release()
+        _wait_listening(server, s_err, LISTEN_TIMEOUT)
+        client = GatedProcess(
+            [paths.binary("netio-client"), "--addr", topo.server_addr, "--port", str(port),
+             "--threads", str(cfg.threads), "--size", str(cfg.msg_size),
+             "--netns", topo.receiver_ns], c_out, c_err)
+        if tracer is not None:
+            tracer.pid_add(client.pid)
+        client.release()
+        limit = duration + 30.0 + cfg.threads * 0.05
+        try:
+            server.wait(timeout=limit)
+        except Exception:
+            raise RunFailed(f"server still running {limit:.0f} s after start "
+                            f"(killed)") from None
+        try:
+            client.wait(timeout=CLIENT_GRACE)
+        except Exception:
+            raise RunFailed(f"client still running {CLIENT_GRACE:.0f} s after the "
+                            f"server ended (killed)") from None
+        server_json = _read_json(s_out, "server")
+        client_json = _read_json(c_out, "client")
+        if server_json is None:
+            raise RunFailed(f"server exited with status {server.returncode} and no JSON: "
+                            f"{_last_line(s_err)}")
+        if client_json is None:
+            raise RunFailed(f"client exited with status {client.returncode} and no JSON: "
+                            f"{_last_line(c_err)}")
+        if tracer is not None:
+            snap_json, snap_folded, tmp = _snapshot_paths(raw_dir, folded_path)
+            snapshot = tracer.snapshot(snap_json, snap_folded)
+            if tmp:
+                shutil.move(snap_json, os.path.join(raw_dir, "trace.json"))
+                if os.path.exists(snap_folded):
+                    shutil.move(snap_folded, folded_path)
+                shutil.rmtree(tmp, ignore_errors=True)
+            run["files"]["folded"] = folded_rel
     except RunFailed as e:
         run.update(status="failed", error=str(e))
     except TracerError as e:
@@ -160,6 +171,7 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
     except RuntimeError as e:       # Topology could not be created
         run.update(status="failed", error=str(e))
     finally:
+        # the workloads first (by the pids started here), then their namespaces
         for p in (client, server):
             if p is not None and p.poll() is None:
                 p.kill()
@@ -167,6 +179,8 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
                     p.wait(timeout=5)
                 except Exception:
                     pass
+        if topo is not None:
+            _remove_namespaces(topo)
     run["wall_s"] = round(time.monotonic() - t0, 3)
     if run.get("status") == "failed":
         if server_json or client_json:

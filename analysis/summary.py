@@ -22,7 +22,7 @@ def copied_pct(run):
 
 
 def send_p99(run):
-    sc = ((run.get("trace") or {}).get("syscalls") or {}).get(results.send_syscall(run)) or {}
+    sc = results.send_stats(run)
     return _num(sc.get("p99_us"))
 
 
@@ -72,27 +72,45 @@ def _m(s, fmt="{:.2f}"):
 
 
 def print_summary(runs, console):
+    from rich import box
+    from rich.console import Console
     from rich.table import Table
     rs = rows(runs)
     if not rs:
         console.print("[red]no successful run: nothing to summarize[/]")
         return
+    if not console.is_terminal:      # a log file: no reason to squeeze into 80 columns
+        console = Console(file=console.file, width=max(console.width, 150))
     est = any(r["estimated"] for r in rs)
-    t = Table(title=f"netio-trace summary — medians over repeats, {rs[0]['threads']} thread(s)"
-              + (" — cycles estimated from task-clock × TSC (no PMU)" if est else ""))
-    for col, just in (("transport", "left"), ("strategy", "left"), ("size", "right"),
-                      ("Gbit/s (min–max)", "right")):
-        t.add_column(col, justify=just)
-    for c in results.CATEGORIES:
-        t.add_column(f"cyc/B {SHORT[c]}", justify="right")
-    t.add_column("cyc/B total", justify="right")
-    t.add_column("zc COPIED %", justify="right")
-    t.add_column("p99 send µs", justify="right")
+    multi = len({r["transport"] for r in rs}) > 1
+    narrow = console.width < 128
+    cats = [c for c in results.CATEGORIES if not (narrow and c in ("completion", "other"))]
+    t = Table(title=f"summary: medians over repeats, {rs[0]['threads']} thread(s); cycles/byte "
+              f"per copy category" + (" (estimated: task-clock × TSC, no PMU)" if est else "")
+              + (" (widen the terminal for all columns)" if narrow else ""),
+              box=None if narrow else box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
+              title_justify="left", header_style="bold underline" if narrow else "bold")
+    if multi:
+        t.add_column("transport")
+    t.add_column("strategy", no_wrap=True)
+    t.add_column("size", justify="right")
+    t.add_column("Gbit/s", justify="right")
+    if not narrow:
+        t.add_column("min–max", justify="right", style="dim")
+    for c in cats:
+        t.add_column("fb" if narrow and c == "fallback_copy" else SHORT[c], justify="right")
+    t.add_column("total", justify="right", style="bold")
+    t.add_column("COPIED" if not narrow else "cp", justify="right")
+    t.add_column("p99 send", justify="right", no_wrap=True)
     for r in rs:
-        t.add_row(r["transport"], r["strategy"], format_size(r["msg_size"]),
-                  stats.fmt_spread(r["throughput"]),
-                  *[_m(r["cpb"][c]) for c in results.CATEGORIES],
-                  _m(r["cpb_total"]),
-                  _m(r["copied_pct"], "{:.0f}") if r["strategy"] == "zero-copy" else "–",
-                  _m(r["send_p99"], "{:.1f}"))
+        th = r["throughput"]
+        cells = ([r["transport"]] if multi else []) + [
+            r["strategy"], format_size(r["msg_size"]), _m(th)]
+        if not narrow:
+            cells.append(f"{th['min']:.2f}–{th['max']:.2f}" if th else "–")
+        cells += [_m(r["cpb"][c]) for c in cats]
+        cells += [_m(r["cpb_total"]),
+                  (_m(r["copied_pct"], "{:.0f}%") if r["strategy"] == "zero-copy" else "–"),
+                  _m(r["send_p99"], "{:.0f} µs")]
+        t.add_row(*cells)
     console.print(t)

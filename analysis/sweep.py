@@ -105,7 +105,7 @@ def _short(run):
 class Progress:
     """Live display on a terminal; one plain line per run otherwise."""
 
-    def __init__(self, total, console, report_estimate=15.0):
+    def __init__(self, total, console, report_estimate=5.0, run_estimate=None):
         self.total = total
         self.console = console
         self.done = 0
@@ -115,13 +115,20 @@ class Progress:
         self.t0 = time.monotonic()
         self.walls = []
         self.report_estimate = report_estimate
+        self.run_estimate = run_estimate
+        self.run_started = None
         self.live = None
 
     def _eta(self):
-        if not self.walls:
+        """Runs left × mean wall time per run (so far), minus what the current run has
+        already taken, plus the report."""
+        per = sum(self.walls) / len(self.walls) if self.walls else self.run_estimate
+        if per is None:
             return None
-        per = sum(self.walls) / len(self.walls)
-        return per * (self.total - self.done) + self.report_estimate
+        left = per * (self.total - self.done)
+        if self.run_started is not None:
+            left -= min(time.monotonic() - self.run_started, per)
+        return max(left, 0.0) + self.report_estimate
 
     def _render(self):
         from rich.progress_bar import ProgressBar
@@ -152,6 +159,7 @@ class Progress:
 
     def start_run(self, label):
         self.current = label
+        self.run_started = time.monotonic()
         if self.live:
             self.live.refresh()
 
@@ -159,7 +167,9 @@ class Progress:
         self.done += 1
         if run.get("status") != "ok":
             self.failed += 1
-        self.walls.append(run.get("wall_s") or 0.0)
+        self.walls.append(time.monotonic() - self.run_started if self.run_started
+                          else run.get("wall_s") or 0.0)
+        self.run_started = None
         self.last = f"{label}: {_short(run)}"
         if self.live:
             self.current = ""
@@ -232,7 +242,9 @@ def run_sweep(params, out_dir, console, resume=False, build_report=True):
                                       style="red")
                         return 2
                     console.print(f"[red]tracer: {e}[/]")
-            with Progress(len(todo), console) as prog:
+            n_all = total_sched
+            with Progress(len(todo), console, report_estimate=2.5 + 0.015 * n_all,
+                          run_estimate=params.duration + 0.2) as prog:
                 for i, (rep, cfg) in enumerate(todo):
                     label = f"{cfg.label()} #{rep + 1}"
                     prog.start_run(label)

@@ -38,7 +38,10 @@ static __always_inline void on_sendmsg_exit(long ret)
 			ps->tx_bytes += ret;
 			ps->tx_calls++;
 		}
-		note_zc_owner((struct sock *)sc->sk, sc->tgid);
+		struct sock *sk = (struct sock *)sc->sk;
+		unsigned long skflags = BPF_CORE_READ(sk, __sk_common.skc_flags);
+		if ((skflags >> SOCK_ZEROCOPY_BIT) & 1)
+			note_zc_owner(sc->sk, sc->tgid);
 	}
 	bpf_map_delete_elem(&in_send, &tid);
 }
@@ -82,24 +85,46 @@ static __always_inline void on_zerocopy_stream(long ret)
 		ps->zc_tx_bytes += ret;
 }
 
-/* iov_iter_get_pages2()/iov_iter_extract_pages() return the bytes covered by the pages they
- * pinned, starting at offset *start in the first page. */
-static __always_inline void on_pages_pinned(long ret, u64 start_ptr)
+/* get_user_pages_fast()/pin_user_pages_fast() return the number of user pages they pinned
+ * (called by iov_iter_get_pages2()/iov_iter_extract_pages() for MSG_ZEROCOPY). */
+static __always_inline void on_pages_pinned(long ret)
 {
 	struct send_scope *sc;
 	struct proc_stats *ps;
-	u64 start = 0;
 
 	if (ret <= 0)
 		return;
 	sc = current_send_scope();
 	if (!sc)
 		return;
-	if (start_ptr)
-		bpf_probe_read_kernel(&start, sizeof(start), (void *)start_ptr);
 	ps = proc_get(sc->tgid);
 	if (ps)
-		ps->pinned_pages += (start + ret + PAGE_SIZE - 1) / PAGE_SIZE;
+		ps->pinned_pages += ret;
+}
+
+/* __check_object_size(ptr, n, to_user): the hardened-usercopy check that copy_from_iter()
+ * makes right before copying n bytes in. Used where the copy routines themselves cannot be
+ * probed (lib/iov_iter.c is notrace on some kernels); a copy that faults after the check is
+ * counted too (the send then fails with EFAULT). */
+static __always_inline void on_copy_check(unsigned long n, bool to_user)
+{
+	if (!to_user)
+		on_copy_from_user((long)n);
+}
+
+/* tcp_sendpage() (sendfile/splice before 6.5): bytes sent from page-cache pages, no copy */
+static __always_inline void on_sendpage_exit(long ret)
+{
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct proc_stats *ps;
+
+	if (ret <= 0 || !tgid_followed(tgid))
+		return;
+	ps = proc_get(tgid);
+	if (ps) {
+		ps->tx_bytes += ret;
+		ps->tx_calls++;
+	}
 }
 
 /* skb_copy_ubufs(): the user pages of a zerocopy skb are copied into kernel pages (local

@@ -67,19 +67,37 @@ int fx_zc_stream(u64 *ctx)
 	return 0;
 }
 
-/* ssize_t iov_iter_get_pages2(i, pages, maxsize, maxpages, size_t *start) */
+/* long get_user_pages_fast(start, nr_pages, gup_flags, pages) (int on some kernels) and
+ * pin_user_pages_fast(): pages pinned */
 SEC("fexit")
-int fx_get_pages(u64 *ctx)
+int fx_gup_fast(u64 *ctx)
 {
-	on_pages_pinned(func_ret(ctx), func_arg(ctx, 4));
+	on_pages_pinned((int)func_ret(ctx));
 	return 0;
 }
 
-/* ssize_t iov_iter_extract_pages(i, pages, maxsize, maxpages, flags, size_t *offset0) */
 SEC("fexit")
-int fx_extract_pages(u64 *ctx)
+int fx_pup_fast(u64 *ctx)
 {
-	on_pages_pinned(func_ret(ctx), func_arg(ctx, 5));
+	on_pages_pinned((int)func_ret(ctx));
+	return 0;
+}
+
+/* tx_copy where lib/iov_iter.c cannot be probed:
+ * void __check_object_size(const void *ptr, unsigned long n, bool to_user) */
+SEC("fentry")
+int BPF_PROG(fx_check_object_size, const void *ptr, unsigned long n, bool to_user)
+{
+	on_copy_check(n, to_user);
+	return 0;
+}
+
+/* tx_bytes of sendfile/splice on kernels before 6.5:
+ * int tcp_sendpage(sk, page, offset, size, flags) */
+SEC("fexit")
+int fx_sendpage_out(u64 *ctx)
+{
+	on_sendpage_exit((int)func_ret(ctx));
 	return 0;
 }
 

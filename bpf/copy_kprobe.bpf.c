@@ -15,28 +15,9 @@ char LICENSE[] SEC("license") = "GPL";
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, NETIO_MAX_THREADS);
-	__type(key, u32);	/* tid */
-	__type(value, u64);	/* the argument needed at return */
-} pin_stash SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, NETIO_MAX_THREADS);
 	__type(key, u32);
 	__type(value, u64);
 } rx_stash SEC(".maps");
-
-/* libbpf 1.1 has no PT_REGS_PARM6 */
-static __always_inline u64 kprobe_arg6(struct pt_regs *regs)
-{
-#if defined(__TARGET_ARCH_x86)
-	return BPF_CORE_READ(regs, r9);
-#elif defined(__TARGET_ARCH_arm64)
-	return BPF_CORE_READ((struct user_pt_regs *)regs, regs[5]);
-#else
-	return 0;
-#endif
-}
 
 static __always_inline void stash(void *map, u64 v)
 {
@@ -92,33 +73,24 @@ int BPF_KRETPROBE(kp_zc_stream, int ret)
 	return 0;
 }
 
-/* iov_iter_get_pages2(i, pages, maxsize, maxpages, size_t *start) */
-SEC("kprobe")
-int BPF_KPROBE(kp_get_pages_in, void *i, void *pages, size_t maxsize, unsigned int maxpages,
-	       size_t *start)
+SEC("kretprobe")
+int BPF_KRETPROBE(kp_pages_out, int ret)
 {
-	if (current_send_scope())
-		stash(&pin_stash, (u64)start);
+	on_pages_pinned(ret);
 	return 0;
 }
 
-/* iov_iter_extract_pages(i, pages, maxsize, maxpages, flags, size_t *offset0) */
 SEC("kprobe")
-int BPF_KPROBE(kp_extract_pages_in, void *i, void *pages, size_t maxsize,
-	       unsigned int maxpages, unsigned int flags)
+int BPF_KPROBE(kp_check_object_size, const void *ptr, unsigned long n, bool to_user)
 {
-	if (current_send_scope())
-		stash(&pin_stash, kprobe_arg6(ctx));
+	on_copy_check(n, to_user);
 	return 0;
 }
 
 SEC("kretprobe")
-int BPF_KRETPROBE(kp_pages_out, long ret)
+int BPF_KRETPROBE(kp_sendpage_out, int ret)
 {
-	u64 start_ptr;
-
-	if (unstash(&pin_stash, &start_ptr))
-		on_pages_pinned(ret, start_ptr);
+	on_sendpage_exit(ret);
 	return 0;
 }
 

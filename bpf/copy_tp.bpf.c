@@ -6,7 +6,9 @@
  *                 (their user pages), per device netns and per owning socket
  *   fallback copy net:netif_receive_skb, a flagged skb delivered locally will be copied;
  *                 tcp:tcp_probe confirms the flag is gone when TCP sees the segment
- *   tx_copy       inferred in user space: tx_bytes - zc_tx_bytes */
+ *   tx_copy       inferred in user space: tx_bytes - zc_tx_bytes
+ * Arguments are typed kernel pointers: fields are read directly (CO-RE relocated loads), a
+ * probe read is needed only for the computed skb_shinfo() pointer. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -17,6 +19,24 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #define NETIO_IPPROTO_TCP 6
+
+/* set once a zerocopy skb was received: until then tcp_probe has nothing to confirm */
+volatile unsigned int zc_seen;
+
+/* skb_shinfo(skb)->flags & SKBFL_ZEROCOPY_ENABLE. skb->end is an offset from head on 64-bit
+ * kernels (NET_SKBUFF_DATA_USES_OFFSET), a pointer elsewhere. */
+static __always_inline bool skb_zc(struct sk_buff *skb)
+{
+	unsigned char *sh;
+	u8 flags = 0;
+
+	if (bpf_core_field_size(skb->end) == 4)
+		sh = skb->head + skb->end;
+	else
+		sh = (unsigned char *)(unsigned long)skb->end;
+	bpf_probe_read_kernel(&flags, 1, sh + bpf_core_field_offset(struct skb_shared_info, flags));
+	return flags & SKBFL_ZEROCOPY_ENABLE_BIT;
+}
 
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
@@ -29,14 +49,15 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 	tgid = bpf_get_current_pid_tgid() >> 32;
 	if (!tgid_followed(tgid))
 		return 0;
-	if (BPF_CORE_READ(sk, sk_protocol) != NETIO_IPPROTO_TCP)
+	if (sk->sk_protocol != NETIO_IPPROTO_TCP)
 		return 0;
 	ps = proc_get(tgid);
 	if (ps) {
 		ps->tx_bytes += ret;
 		ps->tx_calls++;
 	}
-	note_zc_owner(sk, tgid);
+	if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1)
+		note_zc_owner((u64)sk, tgid);
 	return 0;
 }
 
@@ -59,12 +80,64 @@ int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 	return 0;
 }
 
+/* A zerocopy skb leaves a device: attribute it to the socket's owner and the device's netns,
+ * counting each sequence range once (a retransmit is not new zerocopy data). */
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 {
-	if (!skb_zerocopy_flagged(skb))
+	u32 data_len, fresh, inum;
+	struct sk_info *si = NULL;
+	u64 key;
+
+	if (!skb_zc(skb))
 		return 0;
-	count_zc_xmit(skb, dev_netns(dev));
+	data_len = skb->data_len;
+	if (!data_len)
+		return 0;
+	fresh = data_len;
+	key = (u64)skb->sk;
+	if (key) {
+		si = bpf_map_lookup_elem(&sk_owner, &key);
+		if (!si) {
+			/* The first skbs of a socket leave before sock_send_length has named its
+			 * owner: they do so in the sender's own context (inside sendmsg), so a
+			 * followed current task is the owner. The next send corrects a mistake. */
+			u32 tgid = bpf_get_current_pid_tgid() >> 32;
+			if (tgid_followed(tgid)) {
+				note_zc_owner(key, tgid);
+				si = bpf_map_lookup_elem(&sk_owner, &key);
+			}
+		}
+	}
+	if (si) {
+		struct tcphdr th = {};
+		if (bpf_probe_read_kernel(&th, sizeof(th), skb->head + skb->transport_header) == 0) {
+			u32 seq = bpf_ntohl(th.seq), end = seq + data_len;
+			if (!si->seq_valid) {
+				si->seq_valid = 1;
+				si->max_end_seq = end;
+			} else if ((s32)(end - si->max_end_seq) > 0) {
+				if ((s32)(seq - si->max_end_seq) < 0)
+					fresh = end - si->max_end_seq;
+				si->max_end_seq = end;
+			} else {
+				fresh = 0;
+			}
+		}
+		if (fresh) {
+			struct proc_stats *ps = proc_get(si->tgid);
+			if (ps)
+				ps->zc_tx_bytes += fresh;
+		}
+	}
+	inum = dev->nd_net.net->ns.inum;
+	if (fresh && netns_followed(inum)) {
+		struct netns_stats *ns = netns_get(inum);
+		if (ns) {
+			ns->zc_tx_bytes += fresh;
+			ns->zc_tx_skbs++;
+		}
+	}
 	return 0;
 }
 
@@ -74,14 +147,16 @@ int BPF_PROG(tp_netif_receive, struct sk_buff *skb)
 	u32 inum;
 	struct netns_stats *ns;
 
-	if (!skb_zerocopy_flagged(skb))
+	if (!skb_zc(skb))
 		return 0;
-	inum = BPF_CORE_READ(skb, dev, nd_net.net, ns.inum);
+	if (!zc_seen)
+		zc_seen = 1;
+	inum = skb->dev->nd_net.net->ns.inum;
 	if (!netns_followed(inum))
 		return 0;
 	ns = netns_get(inum);
 	if (ns) {
-		ns->fallback_copy_bytes += BPF_CORE_READ(skb, data_len);
+		ns->fallback_copy_bytes += skb->data_len;
 		ns->fallback_copy_skbs++;
 	}
 	return 0;
@@ -93,9 +168,9 @@ int BPF_PROG(tp_tcp_probe, struct sock *sk, struct sk_buff *skb)
 	u32 inum;
 	struct netns_stats *ns;
 
-	if (!skb_zerocopy_flagged(skb))
+	if (!zc_seen || !skb_zc(skb))
 		return 0;
-	inum = sk_netns(sk);
+	inum = sk->__sk_common.skc_net.net->ns.inum;
 	if (!netns_followed(inum))
 		return 0;
 	ns = netns_get(inum);

@@ -83,94 +83,19 @@ static __always_inline struct netns_stats *netns_get(u32 inum)
 #define SKBFL_ZEROCOPY_ENABLE_BIT 1	/* SKBFL_ZEROCOPY_ENABLE: same value on every kernel */
 #endif
 
-/* skb_shinfo(skb) with CO-RE: skb->end is an offset from head on 64-bit kernels
- * (NET_SKBUFF_DATA_USES_OFFSET) and a pointer elsewhere. */
-static __always_inline struct skb_shared_info *skb_shinfo_core(struct sk_buff *skb)
+/* bit of SOCK_ZEROCOPY in sk->sk_flags on the running kernel */
+#define SOCK_ZEROCOPY_BIT bpf_core_enum_value(enum sock_flags, SOCK_ZEROCOPY)
+
+/* Remember the owner of a zerocopy socket of a followed process (first send only); the
+ * caller checked SOCK_ZEROCOPY. */
+static __always_inline void note_zc_owner(u64 sk, u32 tgid)
 {
-	unsigned char *head = BPF_CORE_READ(skb, head);
-	u64 end = 0;
-
-	if (bpf_core_field_size(skb->end) == 4) {
-		u32 off = BPF_CORE_READ(skb, end);
-		return (struct skb_shared_info *)(head + off);
-	}
-	bpf_core_read(&end, bpf_core_field_size(skb->end), &skb->end);
-	return (struct skb_shared_info *)end;
-}
-
-static __always_inline bool skb_zerocopy_flagged(struct sk_buff *skb)
-{
-	struct skb_shared_info *sh = skb_shinfo_core(skb);
-
-	return BPF_CORE_READ(sh, flags) & SKBFL_ZEROCOPY_ENABLE_BIT;
-}
-
-static __always_inline bool sk_is_zerocopy(struct sock *sk)
-{
-	unsigned long flags = BPF_CORE_READ(sk, __sk_common.skc_flags);
-	int bit = bpf_core_enum_value(enum sock_flags, SOCK_ZEROCOPY);
-
-	return (flags >> bit) & 1;
-}
-
-/* Remember the owner of a zerocopy socket of a followed process (first send only). */
-static __always_inline void note_zc_owner(struct sock *sk, u32 tgid)
-{
-	u64 key = (u64)sk;
 	struct sk_info *si, n = { .tgid = tgid };
 
-	if (!sk || !sk_is_zerocopy(sk))
-		return;
-	si = bpf_map_lookup_elem(&sk_owner, &key);
+	si = bpf_map_lookup_elem(&sk_owner, &sk);
 	if (si && si->tgid == tgid)
 		return;
-	count_update_error(bpf_map_update_elem(&sk_owner, &key, &n, BPF_ANY));
-}
-
-/* A zerocopy skb leaves a device (tp rung of zc_tx_bytes): attribute it to the socket's
- * owner and the device's netns, counting each sequence range once. */
-static __always_inline void count_zc_xmit(struct sk_buff *skb, u32 dev_inum)
-{
-	u32 data_len = BPF_CORE_READ(skb, data_len);
-	u64 key = (u64)BPF_CORE_READ(skb, sk);
-	struct sk_info *si = key ? bpf_map_lookup_elem(&sk_owner, &key) : NULL;
-	u32 fresh = data_len;
-
-	if (!data_len)
-		return;
-	if (si) {
-		unsigned char *head = BPF_CORE_READ(skb, head);
-		u16 thoff = BPF_CORE_READ(skb, transport_header);
-		struct tcphdr th = {};
-		u32 seq, end;
-
-		if (bpf_probe_read_kernel(&th, sizeof(th), head + thoff) == 0) {
-			seq = bpf_ntohl(th.seq);
-			end = seq + data_len;
-			if (!si->seq_valid) {
-				si->seq_valid = 1;
-				si->max_end_seq = end;
-			} else if ((s32)(end - si->max_end_seq) > 0) {
-				if ((s32)(seq - si->max_end_seq) < 0)
-					fresh = end - si->max_end_seq;
-				si->max_end_seq = end;
-			} else {
-				fresh = 0;
-			}
-		}
-		if (fresh) {
-			struct proc_stats *ps = proc_get(si->tgid);
-			if (ps)
-				ps->zc_tx_bytes += fresh;
-		}
-	}
-	if (fresh && netns_followed(dev_inum)) {
-		struct netns_stats *ns = netns_get(dev_inum);
-		if (ns) {
-			ns->zc_tx_bytes += fresh;
-			ns->zc_tx_skbs++;
-		}
-	}
+	count_update_error(bpf_map_update_elem(&sk_owner, &sk, &n, BPF_ANY));
 }
 
 #endif

@@ -36,6 +36,7 @@ struct profile_key {
 
 char LICENSE[] SEC("license") = "GPL";
 
+#define EFAULT 14
 #ifndef PF_KTHREAD
 #define PF_KTHREAD 0x00200000
 #endif
@@ -149,9 +150,9 @@ int sample(struct bpf_perf_event_data *ctx)
 
 	/* -EFAULT is "no such stack" (a user-mode sample has no kernel part, a kernel thread
 	 * has no user part); anything else (-EEXIST hash collision, -ENOMEM) is a lost stack. */
-	if (key.kstack < 0 && key.kstack != -14)
+	if (key.kstack < 0 && key.kstack != -EFAULT)
 		err = 1;
-	if (key.ustack < 0 && key.ustack != -14 && !(flags & PROFILE_F_SOFTIRQ))
+	if (key.ustack < 0 && key.ustack != -EFAULT && !(flags & PROFILE_F_SOFTIRQ))
 		err = 1;
 	if (key.kstack < 0 && key.ustack < 0) {
 		stat_add(PROFILE_STAT_LOST);

@@ -14,15 +14,17 @@ char LICENSE[] SEC("license") = "GPL";
 #define NETIO_MSG_ERRQUEUE 0x2000
 
 struct sc_start {
-	u64 ts;
+	u64 ts;		/* 0: not in a followed syscall */
 	u32 cls;
 	u32 pad;
 };
 
+/* per-thread start of the current followed syscall: task-local storage, cheaper than a hash
+ * update and delete per call, and absent (one pointer test) for threads never followed */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, NETIO_MAX_THREADS);
-	__type(key, u32);	/* tid */
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct sc_start);
 } sc_start SEC(".maps");
 
@@ -68,17 +70,6 @@ static __always_inline int sc_class(long id)
 	}
 }
 
-static __always_inline long syscall_nr(struct pt_regs *regs)
-{
-#if defined(__TARGET_ARCH_x86)
-	return BPF_CORE_READ(regs, orig_ax);
-#elif defined(__TARGET_ARCH_arm64)
-	return BPF_CORE_READ((struct user_pt_regs *)regs, regs[8]);
-#else
-	return -1;
-#endif
-}
-
 static __always_inline u32 log2_slot(u64 v)
 {
 	u32 r = 0, shift;
@@ -92,47 +83,44 @@ static __always_inline u32 log2_slot(u64 v)
 	return r;
 }
 
-static __always_inline int on_enter(struct pt_regs *regs, long id)
+/* flags: the third argument (recvmsg's flags), read by the caller */
+static __always_inline int on_enter(int cls, u64 flags)
 {
-	int cls = sc_class(id);
-	u64 pid_tgid;
-	u32 tid;
-	struct sc_start st = {};
+	u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct sc_start *st;
 
-	if (cls < 0)
-		return 0;
-	pid_tgid = bpf_get_current_pid_tgid();
 	if (!tgid_followed(pid_tgid >> 32))
 		return 0;
-	if (cls == SC_RECVMSG && (PT_REGS_PARM3_CORE(regs) & NETIO_MSG_ERRQUEUE))
+	if (cls == SC_RECVMSG && (flags & NETIO_MSG_ERRQUEUE))
 		cls = SC_RECVMSG_ERRQUEUE;
-	tid = (u32)pid_tgid;
-	st.cls = cls;
-	st.ts = bpf_ktime_get_ns();
-	count_update_error(bpf_map_update_elem(&sc_start, &tid, &st, BPF_ANY));
+	st = bpf_task_storage_get(&sc_start, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st) {
+		count_event(CNT_DROPS);
+		return 0;
+	}
+	st->cls = cls;
+	st->ts = bpf_ktime_get_ns();
 	return 0;
 }
 
-static __always_inline int on_exit(struct pt_regs *regs, long ret)
+static __always_inline int on_exit(long ret)
 {
-	u64 pid_tgid, now, delta;
-	u32 tid, slot;
 	struct sc_start *st;
 	struct sc_key key;
 	struct sc_stats *s;
+	u64 now, delta;
+	u32 slot;
 
-	if (sc_class(syscall_nr(regs)) < 0)
-		return 0;
-	pid_tgid = bpf_get_current_pid_tgid();
-	tid = (u32)pid_tgid;
-	st = bpf_map_lookup_elem(&sc_start, &tid);
-	if (!st)
+	/* no storage: a thread never followed; ts 0: not in a followed syscall */
+	st = bpf_task_storage_get(&sc_start, bpf_get_current_task_btf(), 0, 0);
+	if (!st || !st->ts)
 		return 0;
 	now = bpf_ktime_get_ns();
 	delta = now > st->ts ? now - st->ts : 0;
-	key.tgid = pid_tgid >> 32;
+	st->ts = 0;
+	key.tgid = bpf_get_current_pid_tgid() >> 32;
 	key.cls = st->cls;
-	bpf_map_delete_elem(&sc_start, &tid);
 
 	s = bpf_map_lookup_elem(&sc_stats, &key);
 	if (!s) {
@@ -154,26 +142,36 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 	return 0;
 }
 
+/* tp_btf: regs is a typed kernel pointer, read directly */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sc_enter, struct pt_regs *regs, long id)
 {
-	return on_enter(regs, id);
+	int cls = sc_class(id);
+
+	if (cls < 0)
+		return 0;
+	return on_enter(cls, cls == SC_RECVMSG ? PT_REGS_PARM3(regs) : 0);
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sc_exit, struct pt_regs *regs, long ret)
 {
-	return on_exit(regs, ret);
+	return on_exit(ret);
 }
 
+/* raw_tp: the same with probe reads */
 SEC("raw_tp/sys_enter")
 int BPF_PROG(sc_enter_raw, struct pt_regs *regs, long id)
 {
-	return on_enter(regs, id);
+	int cls = sc_class(id);
+
+	if (cls < 0)
+		return 0;
+	return on_enter(cls, cls == SC_RECVMSG ? PT_REGS_PARM3_CORE(regs) : 0);
 }
 
 SEC("raw_tp/sys_exit")
 int BPF_PROG(sc_exit_raw, struct pt_regs *regs, long ret)
 {
-	return on_exit(regs, ret);
+	return on_exit(ret);
 }

@@ -164,53 +164,64 @@ struct row {
 	const char *targets[4];	/* candidates, in order; the first present is used */
 	bool required;		/* the probe point needs it at this rung */
 	int group;		/* optional rows of one group: at least one must attach */
+	bool fallback;		/* used only if no other row of its group resolves */
 };
 
 #define FUNCS(...) { __VA_ARGS__, NULL }
 
 static const struct row rows[] = {
 	/* fentry/fexit */
-	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_sendmsg_in", H_FENTRY, FUNCS("tcp_sendmsg"), true, 0 },
-	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_sendmsg_out", H_FEXIT, FUNCS("tcp_sendmsg"), true, 0 },
-	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_copy_from_iter", H_FEXIT, FUNCS("_copy_from_iter"), false, 1 },
-	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_copy_from_iter_nc", H_FEXIT, FUNCS("_copy_from_iter_nocache"), false, 1 },
-	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_zc_stream", H_FEXIT, FUNCS("skb_zerocopy_iter_stream"), true, 0 },
-	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_get_pages", H_FEXIT, FUNCS("iov_iter_get_pages2"), false, 0 },
-	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_extract_pages", H_FEXIT, FUNCS("iov_iter_extract_pages"), false, 0 },
-	{ RUNG_FENTRY, PP_FALLBACK_COPY, OBJ_FENTRY, "fx_copy_ubufs", H_FEXIT, FUNCS("skb_copy_ubufs"), true, 0 },
-	{ RUNG_FENTRY, PP_ZC_COMPLETION, OBJ_FENTRY, "fx_zc_callback", H_FENTRY, FUNCS("__msg_zerocopy_callback"), true, 0 },
-	{ RUNG_FENTRY, PP_RX_COPY, OBJ_FENTRY, "fx_rx_copy", H_FEXIT, FUNCS("skb_copy_datagram_iter"), true, 0 },
+	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_sendmsg_in", H_FENTRY, FUNCS("tcp_sendmsg"), true, 0, false },
+	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_sendmsg_out", H_FEXIT, FUNCS("tcp_sendmsg"), true, 0, false },
+	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_sendpage_out", H_FEXIT, FUNCS("tcp_sendpage"), false, 0, false },
+	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_copy_from_iter", H_FEXIT, FUNCS("_copy_from_iter"), false, 1, false },
+	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_copy_from_iter_nc", H_FEXIT, FUNCS("_copy_from_iter_nocache"), false, 1, false },
+	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_check_object_size", H_FENTRY, FUNCS("__check_object_size"), false, 1, true },
+	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_zc_stream", H_FEXIT, FUNCS("skb_zerocopy_iter_stream"), true, 0, false },
+	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_gup_fast", H_FEXIT, FUNCS("get_user_pages_fast"), false, 0, false },
+	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_pup_fast", H_FEXIT, FUNCS("pin_user_pages_fast"), false, 0, false },
+	{ RUNG_FENTRY, PP_FALLBACK_COPY, OBJ_FENTRY, "fx_copy_ubufs", H_FEXIT, FUNCS("skb_copy_ubufs"), true, 0, false },
+	{ RUNG_FENTRY, PP_ZC_COMPLETION, OBJ_FENTRY, "fx_zc_callback", H_FENTRY, FUNCS("__msg_zerocopy_callback"), true, 0, false },
+	{ RUNG_FENTRY, PP_RX_COPY, OBJ_FENTRY, "fx_rx_copy", H_FEXIT, FUNCS("skb_copy_datagram_iter"), true, 0, false },
 	/* kprobe/kretprobe */
-	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendmsg_in", H_KPROBE, FUNCS("tcp_sendmsg"), true, 0 },
-	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendmsg_out", H_KRETPROBE, FUNCS("tcp_sendmsg"), true, 0 },
-	{ RUNG_KPROBE, PP_TX_COPY, OBJ_KPROBE, "kp_copy_from_iter", H_KRETPROBE, FUNCS("_copy_from_iter"), false, 1 },
-	{ RUNG_KPROBE, PP_TX_COPY, OBJ_KPROBE, "kp_copy_from_iter_nc", H_KRETPROBE, FUNCS("_copy_from_iter_nocache"), false, 1 },
-	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_zc_stream", H_KRETPROBE, FUNCS("skb_zerocopy_iter_stream"), true, 0 },
-	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_get_pages_in", H_KPROBE, FUNCS("iov_iter_get_pages2"), false, 0 },
-	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_pages_out", H_KRETPROBE, FUNCS("iov_iter_get_pages2"), false, 0 },
-	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_extract_pages_in", H_KPROBE, FUNCS("iov_iter_extract_pages"), false, 0 },
-	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_pages_out", H_KRETPROBE, FUNCS("iov_iter_extract_pages"), false, 0 },
-	{ RUNG_KPROBE, PP_FALLBACK_COPY, OBJ_KPROBE, "kp_copy_ubufs", H_KPROBE, FUNCS("skb_copy_ubufs"), true, 0 },
-	{ RUNG_KPROBE, PP_ZC_COMPLETION, OBJ_KPROBE, "kp_zc_callback", H_KPROBE, FUNCS("__msg_zerocopy_callback"), true, 0 },
-	{ RUNG_KPROBE, PP_RX_COPY, OBJ_KPROBE, "kp_rx_copy_in", H_KPROBE, FUNCS("skb_copy_datagram_iter"), true, 0 },
-	{ RUNG_KPROBE, PP_RX_COPY, OBJ_KPROBE, "kp_rx_copy_out", H_KRETPROBE, FUNCS("skb_copy_datagram_iter"), true, 0 },
+	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendmsg_in", H_KPROBE, FUNCS("tcp_sendmsg"), true, 0, false },
+	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendmsg_out", H_KRETPROBE, FUNCS("tcp_sendmsg"), true, 0, false },
+	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendpage_out", H_KRETPROBE, FUNCS("tcp_sendpage"), false, 0, false },
+	{ RUNG_KPROBE, PP_TX_COPY, OBJ_KPROBE, "kp_copy_from_iter", H_KRETPROBE, FUNCS("_copy_from_iter"), false, 1, false },
+	{ RUNG_KPROBE, PP_TX_COPY, OBJ_KPROBE, "kp_copy_from_iter_nc", H_KRETPROBE, FUNCS("_copy_from_iter_nocache"), false, 1, false },
+	{ RUNG_KPROBE, PP_TX_COPY, OBJ_KPROBE, "kp_check_object_size", H_KPROBE, FUNCS("__check_object_size"), false, 1, true },
+	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_zc_stream", H_KRETPROBE, FUNCS("skb_zerocopy_iter_stream"), true, 0, false },
+	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_pages_out", H_KRETPROBE, FUNCS("get_user_pages_fast"), false, 0, false },
+	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_pages_out", H_KRETPROBE, FUNCS("pin_user_pages_fast"), false, 0, false },
+	{ RUNG_KPROBE, PP_FALLBACK_COPY, OBJ_KPROBE, "kp_copy_ubufs", H_KPROBE, FUNCS("skb_copy_ubufs"), true, 0, false },
+	{ RUNG_KPROBE, PP_ZC_COMPLETION, OBJ_KPROBE, "kp_zc_callback", H_KPROBE, FUNCS("__msg_zerocopy_callback"), true, 0, false },
+	{ RUNG_KPROBE, PP_RX_COPY, OBJ_KPROBE, "kp_rx_copy_in", H_KPROBE, FUNCS("skb_copy_datagram_iter"), true, 0, false },
+	{ RUNG_KPROBE, PP_RX_COPY, OBJ_KPROBE, "kp_rx_copy_out", H_KRETPROBE, FUNCS("skb_copy_datagram_iter"), true, 0, false },
 	/* BTF-typed tracepoints */
-	{ RUNG_TP_BTF, PP_TX_BYTES, OBJ_TP, "tp_send_length", H_TP_BTF, FUNCS("sock_send_length"), true, 0 },
-	{ RUNG_TP_BTF, PP_PINNING, OBJ_TP, "tp_xmit", H_TP_BTF, FUNCS("net_dev_start_xmit"), true, 0 },
-	{ RUNG_TP_BTF, PP_FALLBACK_COPY, OBJ_TP, "tp_netif_receive", H_TP_BTF, FUNCS("netif_receive_skb"), true, 0 },
-	{ RUNG_TP_BTF, PP_FALLBACK_COPY, OBJ_TP, "tp_tcp_probe", H_TP_BTF, FUNCS("tcp_probe"), false, 0 },
-	{ RUNG_TP_BTF, PP_RX_COPY, OBJ_TP, "tp_rx_copy", H_TP_BTF, FUNCS("skb_copy_datagram_iovec"), true, 0 },
-	{ RUNG_TP_BTF, PP_SYSCALLS, OBJ_SYSCALLS, "sc_enter", H_TP_BTF, FUNCS("sys_enter"), true, 0 },
-	{ RUNG_TP_BTF, PP_SYSCALLS, OBJ_SYSCALLS, "sc_exit", H_TP_BTF, FUNCS("sys_exit"), true, 0 },
+	{ RUNG_TP_BTF, PP_TX_BYTES, OBJ_TP, "tp_send_length", H_TP_BTF, FUNCS("sock_send_length"), true, 0, false },
+	{ RUNG_TP_BTF, PP_PINNING, OBJ_TP, "tp_xmit", H_TP_BTF, FUNCS("net_dev_start_xmit"), true, 0, false },
+	{ RUNG_TP_BTF, PP_FALLBACK_COPY, OBJ_TP, "tp_netif_receive", H_TP_BTF, FUNCS("netif_receive_skb"), true, 0, false },
+	{ RUNG_TP_BTF, PP_FALLBACK_COPY, OBJ_TP, "tp_tcp_probe", H_TP_BTF, FUNCS("tcp_probe"), false, 0, false },
+	{ RUNG_TP_BTF, PP_RX_COPY, OBJ_TP, "tp_rx_copy", H_TP_BTF, FUNCS("skb_copy_datagram_iovec"), true, 0, false },
+	{ RUNG_TP_BTF, PP_SYSCALLS, OBJ_SYSCALLS, "sc_enter", H_TP_BTF, FUNCS("sys_enter"), true, 0, false },
+	{ RUNG_TP_BTF, PP_SYSCALLS, OBJ_SYSCALLS, "sc_exit", H_TP_BTF, FUNCS("sys_exit"), true, 0, false },
 	/* raw tracepoints (no BTF needed) */
-	{ RUNG_TRACEPOINT, PP_SYSCALLS, OBJ_SYSCALLS, "sc_enter_raw", H_RAW_TP, FUNCS("sys_enter"), true, 0 },
-	{ RUNG_TRACEPOINT, PP_SYSCALLS, OBJ_SYSCALLS, "sc_exit_raw", H_RAW_TP, FUNCS("sys_exit"), true, 0 },
+	{ RUNG_TRACEPOINT, PP_SYSCALLS, OBJ_SYSCALLS, "sc_enter_raw", H_RAW_TP, FUNCS("sys_enter"), true, 0, false },
+	{ RUNG_TRACEPOINT, PP_SYSCALLS, OBJ_SYSCALLS, "sc_exit_raw", H_RAW_TP, FUNCS("sys_exit"), true, 0, false },
 };
 #define NROWS ((int)(sizeof(rows) / sizeof(rows[0])))
 
 /* per row: the target found on this kernel (NULL: absent) */
 static const char *resolved[NROWS];
 static struct ksyms *ksyms;
+/* functions ftrace can patch (fentry needs it; kprobe events refuse notrace functions);
+ * NULL when tracefs does not let us read the list: then the attach tells */
+static struct ksyms *traceable;
+
+static bool is_traceable(const char *name)
+{
+	return !traceable || ksyms_has(traceable, name);
+}
 
 static const char *resolve_row(const struct row *r)
 {
@@ -223,13 +234,13 @@ static const char *resolve_row(const struct row *r)
 		case H_FEXIT:
 			/* BTF says the function exists with this name, kallsyms that it is
 			 * not inlined away */
-			if (btf_func_exists(btf, t) && ksyms_has(ksyms, t))
+			if (btf_func_exists(btf, t) && ksyms_has(ksyms, t) && is_traceable(t))
 				return t;
 			break;
 		case H_KPROBE:
 		case H_KRETPROBE: {
 			const char *s = ksyms_find_func(ksyms, t);
-			if (s)
+			if (s && is_traceable(s))
 				return s;
 			break;
 		}
@@ -448,7 +459,7 @@ static unsigned attach_rung(struct tracer_bpf *t, struct bpf_object *obj, enum r
 		if (pp == PP_PINNING && (r == RUNG_FENTRY || r == RUNG_KPROBE)) {
 			for (int j = first; j < t->nprogs; j++)
 				if (t->progs[j].pp == PP_PINNING && t->progs[j].link &&
-				    (strstr(t->progs[j].target, "pages")))
+				    strstr(t->progs[j].target, "user_pages_fast"))
 					t->pinned_pages_counted = true;
 		}
 	}
@@ -492,9 +503,9 @@ static unsigned try_rung(struct tracer_bpf *t, enum rung r, unsigned mask)
 				bpf_object__close(o);
 			} else {
 				snprintf(fail_reason[pp], sizeof(fail_reason[pp]),
-					 "loading %s programs failed: %s%s%s", rung_name(r),
-					 strerror(-err), last_libbpf_warning[0] ? " -- libbpf: " : "",
-					 last_libbpf_warning);
+					 "loading %s programs failed: %s", r == RUNG_FENTRY ?
+					 "fentry/fexit" : r == RUNG_KPROBE ? "kprobe" : rung_name(r),
+					 strerror(-err));
 			}
 		}
 		if (!ok_load)
@@ -568,8 +579,18 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, c
 	libbpf_set_print(libbpf_print);
 
 	ksyms = ksyms_load();
+	traceable = ftrace_funcs_load();
 	for (int i = 0; i < NROWS; i++)
 		resolved[i] = resolve_row(&rows[i]);
+	/* a fallback row stands in only for a group none of whose other rows resolved */
+	for (int i = 0; i < NROWS; i++) {
+		if (!rows[i].fallback || !resolved[i])
+			continue;
+		for (int k = 0; k < NROWS; k++)
+			if (k != i && !rows[k].fallback && rows[k].rung == rows[i].rung &&
+			    rows[k].pp == rows[i].pp && rows[k].group == rows[i].group && resolved[k])
+				resolved[i] = NULL;
+	}
 
 	if (open_follow(t, err, errlen))
 		return -1;
@@ -623,28 +644,42 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, c
 
 	ksyms_free(ksyms);
 	ksyms = NULL;
+	ksyms_free(traceable);
+	traceable = NULL;
 
 	if (forced != RUNG_NR) {
+		/* one clause per distinct reason: "tx_bytes, rx_copy: <why>" */
 		char msg[1024] = "";
 		size_t off = 0;
+		unsigned failed = 0, done = 0;
 		for (int pp = 0; pp < PP_NR; pp++) {
-			if (!(copy_pps & (1u << pp)) || pp == PP_ZC_COMPLETION)
-				continue;
-			if (t->rung[pp] == forced)
+			if (!(copy_pps & (1u << pp)) || pp == PP_ZC_COMPLETION || t->rung[pp] == forced)
 				continue;
 			if (forced == RUNG_TP_BTF && (t->rung[pp] == RUNG_TRACEPOINT ||
 						      t->rung[pp] == RUNG_INFERRED))
 				continue;
-			off += snprintf(msg + off, off < sizeof(msg) ? sizeof(msg) - off : 0,
-					"%s%s: %s", off ? "; " : "", pp_name(pp),
-					fail_reason[pp][0] ? fail_reason[pp] : "not attached");
-			if (off >= sizeof(msg))
-				break;
+			if (!fail_reason[pp][0])
+				snprintf(fail_reason[pp], sizeof(fail_reason[pp]), "not attached");
+			failed |= 1u << pp;
+		}
+		for (int pp = 0; pp < PP_NR && off < sizeof(msg); pp++) {
+			if (!(failed & (1u << pp)) || (done & (1u << pp)))
+				continue;
+			off += snprintf(msg + off, sizeof(msg) - off, "%s", off ? "; " : "");
+			for (int q = pp, n = 0; q < PP_NR && off < sizeof(msg); q++) {
+				if (!(failed & (1u << q)) || strcmp(fail_reason[q], fail_reason[pp]))
+					continue;
+				done |= 1u << q;
+				off += snprintf(msg + off, sizeof(msg) - off, "%s%s", n++ ? ", " : "", pp_name(q));
+			}
+			if (off < sizeof(msg))
+				off += snprintf(msg + off, sizeof(msg) - off, ": %s", fail_reason[pp]);
 		}
 		if (msg[0]) {
-			snprintf(err, errlen, "--attach %s: cannot attach the %s rung on this kernel (%s)",
+			snprintf(err, errlen, "--attach %s: this kernel does not allow the %s rung (%s)",
 				 mode == ATTACH_TRACEPOINT ? "tracepoint" : rung_name(forced),
-				 rung_name(forced), msg);
+				 forced == RUNG_FENTRY ? "fentry/fexit" : forced == RUNG_KPROBE ?
+				 "kprobe/kretprobe" : "tracepoint", msg);
 			tracer_bpf_close(t);
 			return -1;
 		}

@@ -301,6 +301,11 @@ int perf_counters_add_pid(struct perf_counters *pc, pid_t pid)
 	int ntids = 0, i, opened = 0, last_err = 0, r;
 	pid_t *tids;
 
+	for (struct pc_pid *q = pc->pids; q; q = q->next)
+		if (q->pid == pid) { /* already counted (a second `pid add`) */
+			free(p);
+			return 0;
+		}
 	if (!p)
 		return -1;
 	p->pid = pid;
@@ -367,45 +372,61 @@ void perf_counters_reset(struct perf_counters *pc)
 							p->tasks[i].ev[e][m].base);
 }
 
-/* Event e summed over pids and PMUs since the last reset. Returns 0 and the value, or -1
- * when it cannot be told (unsupported, failed to open, or never got on a PMU). */
+/* Event e of one thread (and what it inherited) since the last reset, summed over the core
+ * PMUs and scaled for multiplexing. 1 and *out, 0 when it never ran, -1 when it ran but the
+ * counter never got on a PMU. */
+static int task_value(const struct perf_counters *pc, const struct pc_task *t, int e,
+		      double *out, bool *scaled)
+{
+	int npmu = EVENTS[e].type == PERF_TYPE_SOFTWARE ? 1 : pc->npmu, m;
+	uint64_t value = 0, enabled = 0, running = 0;
+
+	for (m = 0; m < npmu; m++) {
+		const struct pc_fd *f = &t->ev[e][m];
+		uint64_t v[3];
+
+		if (f->fd < 0)
+			continue;
+		read_fd(f->fd, v);
+		value += v[0] - f->base[0];
+		if (v[1] - f->base[1] > enabled)
+			enabled = v[1] - f->base[1];
+		running += v[2] - f->base[2];
+	}
+	if (enabled == 0)
+		return 0;
+	if (running == 0)
+		return -1;
+	*out = (double)value;
+	if (running < enabled) {
+		/* multiplexed (a 0.1% margin for the skew between the two times' updates) */
+		if ((double)(enabled - running) > 1e-3 * (double)enabled)
+			*scaled = true;
+		*out = (double)value * (double)enabled / (double)running;
+	}
+	return 1;
+}
+
+/* Event e summed over every followed thread since the last reset: 0 and *out, or -1 when
+ * it cannot be told (unsupported, not opened for some pid, or never got on a PMU). */
 static int event_value(const struct perf_counters *pc, int e, double *out, bool *scaled)
 {
-	const struct pc_pid *p;
 	int npmu = EVENTS[e].type == PERF_TYPE_SOFTWARE ? 1 : pc->npmu, m, any = 0, i;
-	double total = 0;
+	const struct pc_pid *p;
+	double total = 0, v;
 
 	for (m = 0; m < npmu; m++)
 		any |= pc->supported[e][m];
 	if (!any || pc->failed[e])
 		return -1;
-	for (p = pc->pids; p; p = p->next)
-	for (i = 0; i < p->ntasks; i++) {
-		uint64_t value = 0, enabled = 0, running = 0;
+	for (p = pc->pids; p; p = p->next) {
+		for (i = 0; i < p->ntasks; i++) {
+			int r = task_value(pc, &p->tasks[i], e, &v, scaled);
 
-		for (m = 0; m < npmu; m++) {
-			const struct pc_fd *f = &p->tasks[i].ev[e][m];
-			uint64_t v[3];
-
-			if (f->fd < 0)
-				continue;
-			read_fd(f->fd, v);
-			value += v[0] - f->base[0];
-			if (v[1] - f->base[1] > enabled)
-				enabled = v[1] - f->base[1];
-			running += v[2] - f->base[2];
-		}
-		if (enabled == 0)
-			continue; /* never ran since the reset: 0 */
-		if (running == 0)
-			return -1; /* ran, but the counter never got on a PMU */
-		if (running < enabled) {
-			/* multiplexed; a 0.1% margin for the enabled/running update skew */
-			if ((double)(enabled - running) > 1e-3 * (double)enabled)
-				*scaled = true;
-			total += (double)value * (double)enabled / (double)running;
-		} else {
-			total += (double)value;
+			if (r < 0)
+				return -1;
+			if (r > 0)
+				total += v;
 		}
 	}
 	*out = total;

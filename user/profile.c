@@ -46,10 +46,16 @@ struct profile_key {
 #define MAPS_POLL_MS 100
 #define MAX_FRAME 512
 
+/* The last maps of a process, and the ones it had before its last exec (told by its comm
+ * changing): a process followed from the launch gate runs the gate's code before it execs
+ * the workload, and samples of either image must meet their own maps. */
 struct maps_cache {
 	struct maps_cache *next;
 	pid_t pid;
 	struct proc_maps *maps;
+	char comm[16];
+	struct proc_maps *prev_maps;
+	char prev_comm[16];
 };
 
 struct profiler {
@@ -81,8 +87,24 @@ static struct maps_cache *cache_find(struct profiler *p, pid_t pid)
 	return NULL;
 }
 
+/* pid's comm (the main thread's), "" when unknown. */
+static void read_comm(pid_t pid, char comm[16])
+{
+	char path[64];
+	FILE *f;
+
+	comm[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(comm, 16, f))
+		comm[strcspn(comm, "\n")] = 0;
+	fclose(f);
+}
+
 /* Stores m (taking it) as pid's latest maps. Call with p->lock held. */
-static void cache_store(struct profiler *p, pid_t pid, struct proc_maps *m)
+static void cache_store(struct profiler *p, pid_t pid, struct proc_maps *m, const char *comm)
 {
 	struct maps_cache *c = cache_find(p, pid);
 
@@ -96,12 +118,48 @@ static void cache_store(struct profiler *p, pid_t pid, struct proc_maps *m)
 		c->next = p->cache;
 		p->cache = c;
 	}
+	if (c->maps && comm[0] && c->comm[0] && strcmp(c->comm, comm)) {
+		/* a new image (exec): keep the old one's maps for its samples */
+		proc_maps_free(c->prev_maps);
+		c->prev_maps = c->maps;
+		memcpy(c->prev_comm, c->comm, sizeof(c->prev_comm));
+		c->maps = NULL;
+	}
+	snprintf(c->comm, sizeof(c->comm), "%s", comm);
 	if (c->maps && proc_maps_equal(c->maps, m)) {
 		proc_maps_free(m);
 		return;
 	}
 	proc_maps_free(c->maps);
 	c->maps = m;
+}
+
+/* The maps for a sample of pid taken in a thread named comm. Call with p->lock held. */
+static const struct proc_maps *cache_maps(struct profiler *p, pid_t pid, const char *comm)
+{
+	struct maps_cache *c = cache_find(p, pid);
+
+	if (!c)
+		return NULL;
+	if (c->prev_maps && strcmp(c->comm, comm) && !strcmp(c->prev_comm, comm))
+		return c->prev_maps;
+	return c->maps;
+}
+
+/* Reads pid's maps (and comm) into the cache; 0, or -1 when the process is gone. */
+static int snap_maps(struct profiler *p, pid_t pid)
+{
+	char comm[16];
+	struct proc_maps *m;
+
+	read_comm(pid, comm);
+	m = proc_maps_read(pid);
+	if (!m)
+		return -1;
+	pthread_mutex_lock(&p->lock);
+	cache_store(p, pid, m, comm);
+	pthread_mutex_unlock(&p->lock);
+	return 0;
 }
 
 static void poll_followed(struct profiler *p)
@@ -111,22 +169,18 @@ static void poll_followed(struct profiler *p)
 	uint32_t tgids[256];
 	int n = 0, i;
 
-	/* the first 256 followed processes keep their maps; the rest are read at snapshot */
+	/* the first 256 followed processes keep their maps; the rest are read at snapshot.
+	 * Under the lock: profiler_reset sets the hint too. */
+	pthread_mutex_lock(&p->lock);
 	while (n < 256 && bpf_map_get_next_key(fd, prev, &next) == 0) {
 		tgids[n++] = next;
 		key = next;
 		prev = &key;
 	}
 	p->skel->bss->followed_hint = n > 0;
-	for (i = 0; i < n; i++) {
-		struct proc_maps *m = proc_maps_read((pid_t)tgids[i]);
-
-		if (!m)
-			continue;
-		pthread_mutex_lock(&p->lock);
-		cache_store(p, (pid_t)tgids[i], m);
-		pthread_mutex_unlock(&p->lock);
-	}
+	pthread_mutex_unlock(&p->lock);
+	for (i = 0; i < n; i++)
+		snap_maps(p, (pid_t)tgids[i]);
 }
 
 static void *poller_main(void *arg)
@@ -210,6 +264,58 @@ static int online_cpus(int **cpus)
 	return n;
 }
 
+/* Core PMU types of a hybrid CPU (cpu_core, cpu_atom), for the extended event type. */
+static int hybrid_pmu_types(uint32_t types[4])
+{
+	static const char *const names[] = { "cpu_core", "cpu_atom", "cpu_lowpower" };
+	int n = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]) && n < 4; i++) {
+		char path[128];
+		unsigned int t;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/sys/bus/event_source/devices/%s/type", names[i]);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%u", &t) == 1)
+			types[n++] = t;
+		fclose(f);
+	}
+	return n;
+}
+
+/* Opens cycles sampling on every CPU (on a hybrid CPU through whichever core PMU the CPU
+ * has). 1 when every online CPU has one; 0 (none left open) otherwise. */
+static int open_cycles(struct profiler *p, const int *cpus, int ncpus)
+{
+	struct perf_event_attr attr;
+	uint32_t types[4];
+	int ntypes = hybrid_pmu_types(types), i, t;
+
+	for (i = 0; i < ncpus; i++) {
+		sample_attr(&attr, 1, p->freq);
+		p->pfds[i] = perf_open(&attr, cpus[i]);
+		for (t = 0; p->pfds[i] < 0 && t < ntypes; t++) {
+			sample_attr(&attr, 1, p->freq);
+			attr.config |= (uint64_t)types[t] << 32; /* PERF_PMU_TYPE_SHIFT */
+			p->pfds[i] = perf_open(&attr, cpus[i]);
+		}
+		if (p->pfds[i] < 0 && !(i > 0 && errno == ENODEV))
+			break;
+	}
+	if (i == ncpus)
+		return 1;
+	for (i = 0; i < ncpus; i++) {
+		if (p->pfds[i] >= 0)
+			close(p->pfds[i]);
+		p->pfds[i] = -1;
+	}
+	return 0;
+}
+
 static void fail(char *err, size_t errlen, const char *fmt, const char *what, int e)
 {
 	if (err && errlen)
@@ -272,15 +378,15 @@ struct profiler *profiler_open(int freq_hz, int filter_map_fd, char *err, size_t
 		p->pfds[i] = -1;
 	p->ncpus = ncpus;
 
-	/* hardware cycles where the machine has a PMU, software cpu-clock where not */
-	hw = 1;
-	sample_attr(&attr, 1, p->freq);
-	p->pfds[0] = perf_open(&attr, cpus[0]);
-	if (p->pfds[0] < 0) {
-		hw = 0;
+	/* hardware cycles on every CPU where the machine has a PMU, else software cpu-clock
+	 * on every CPU (one source for the whole profile) */
+	hw = open_cycles(p, cpus, ncpus);
+	if (!hw) {
 		sample_attr(&attr, 0, p->freq);
-		p->pfds[0] = perf_open(&attr, cpus[0]);
-		if (p->pfds[0] < 0) {
+		for (i = 0; i < ncpus; i++) {
+			p->pfds[i] = perf_open(&attr, cpus[i]);
+			if (p->pfds[i] >= 0 || (i > 0 && errno == ENODEV)) /* ENODEV: went offline */
+				continue;
 			e = errno;
 			if (e == EINVAL)
 				snprintf(err, errlen,
@@ -293,13 +399,6 @@ struct profiler *profiler_open(int freq_hz, int filter_map_fd, char *err, size_t
 		}
 	}
 	p->source = hw ? "cycles" : "cpu-clock";
-	for (i = 1; i < ncpus; i++) {
-		p->pfds[i] = perf_open(&attr, cpus[i]);
-		if (p->pfds[i] < 0 && errno != ENODEV) { /* ENODEV: went offline */
-			fail(err, errlen, "%s: %s", "perf_event_open", errno);
-			goto out;
-		}
-	}
 	for (i = 0; i < ncpus; i++) {
 		if (p->pfds[i] < 0)
 			continue;
@@ -348,6 +447,7 @@ void profiler_close(struct profiler *p)
 	for (c = p->cache; c; c = n) {
 		n = c->next;
 		proc_maps_free(c->maps);
+		proc_maps_free(c->prev_maps);
 		free(c);
 	}
 	pthread_mutex_destroy(&p->lock);
@@ -363,6 +463,11 @@ const char *profiler_source(const struct profiler *p)
 int profiler_freq(const struct profiler *p)
 {
 	return p->freq;
+}
+
+int profiler_prog_fd(const struct profiler *p)
+{
+	return bpf_program__fd(p->skel->progs.sample);
 }
 
 /* ---- reset and counts ------------------------------------------------------------------ */
@@ -403,6 +508,16 @@ void profiler_reset(struct profiler *p)
 	uint32_t i;
 	struct maps_cache **pc, *c;
 
+	/* nothing followed any more (a `clear` before this reset): ksoftirqd stops counting
+	 * now, not at the poller's next round */
+	{
+		uint32_t k;
+
+		pthread_mutex_lock(&p->lock);
+		if (bpf_map_get_next_key(bpf_map__fd(p->skel->maps.followed_tgids), NULL, &k))
+			p->skel->bss->followed_hint = 0;
+		pthread_mutex_unlock(&p->lock);
+	}
 	clear_map(bpf_map__fd(p->skel->maps.counts), sizeof(struct profile_key));
 	clear_map(bpf_map__fd(p->skel->maps.stacks), sizeof(uint32_t));
 	clear_map(bpf_map__fd(p->skel->maps.leaf_ret), sizeof(uint32_t));
@@ -418,6 +533,7 @@ void profiler_reset(struct profiler *p)
 		if (kill(c->pid, 0) && errno == ESRCH) {
 			*pc = c->next;
 			proc_maps_free(c->maps);
+			proc_maps_free(c->prev_maps);
 			free(c);
 		} else {
 			pc = &c->next;
@@ -513,8 +629,7 @@ static int line_cmp(const void *a, const void *b)
 	return strcmp(((const struct line *)a)->s, ((const struct line *)b)->s);
 }
 
-/* libc's frameless string/memory routines: a frame-pointer walk from inside them skips their
- * caller, which the word at the stack pointer gives back. */
+/* libc's frameless string/memory routines (used when the prologue cannot be read). */
 static int frameless_leaf(const char *name)
 {
 	static const char *const prefixes[] = { "__mem", "mem", "__str", "str", "__stp", "stp",
@@ -531,7 +646,6 @@ static int frameless_leaf(const char *name)
 /* Reads pid's maps now if it still lives (once per snapshot: done[] holds the pids read). */
 static void refresh_maps(struct profiler *p, pid_t pid, pid_t *done, int *ndone, int max)
 {
-	struct proc_maps *m;
 	int i;
 
 	for (i = 0; i < *ndone; i++)
@@ -539,12 +653,7 @@ static void refresh_maps(struct profiler *p, pid_t pid, pid_t *done, int *ndone,
 			return;
 	if (*ndone < max)
 		done[(*ndone)++] = pid;
-	m = proc_maps_read(pid);
-	if (!m)
-		return;
-	pthread_mutex_lock(&p->lock);
-	cache_store(p, pid, m);
-	pthread_mutex_unlock(&p->lock);
+	snap_maps(p, pid);
 }
 
 static void add_user_frames(struct profiler *p, struct sbuf *b, const struct proc_maps *m,
@@ -553,12 +662,19 @@ static void add_user_frames(struct profiler *p, struct sbuf *b, const struct pro
 	char name[MAX_FRAME], caller[MAX_FRAME];
 	int i, insert = 0;
 
-	/* innermost frame: is it a frameless leaf whose caller the walk skipped? */
-	if (n > 0 && have_ret && m) {
-		enum sym_result r = symbolize_user(p->sym, m, ips[0], name, sizeof(name));
+	/* The frame-pointer walk starts at the caller's caller when the innermost function
+	 * has no frame of its own (a frameless leaf such as libc's memcpy variants, or a
+	 * sample at a function's first instruction): the word at the stack pointer then is
+	 * the return address into the skipped caller. Inserted only when it follows a call
+	 * instruction and the walk does not already have it. */
+	if (n > 0 && have_ret && m && (n < 2 || ips[1] != ret)) {
+		enum frame_state st = symbolize_frame_state(p->sym, m, ips[0]);
+		int frameless = st == FRAME_NONE || st == FRAME_AT_ENTRY;
 
-		if (r == SYM_FUNC && frameless_leaf(name) && (n < 2 || ips[1] != ret) &&
-		    symbolize_is_return_address(p->sym, m, ret)) {
+		if (st == FRAME_UNKNOWN &&
+		    symbolize_user(p->sym, m, ips[0], name, sizeof(name)) == SYM_FUNC)
+			frameless = frameless_leaf(name);
+		if (frameless && symbolize_is_return_address(p->sym, m, ret)) {
 			symbolize_user(p->sym, m, ret - 1, caller, sizeof(caller));
 			insert = 1;
 		}
@@ -615,7 +731,7 @@ long profiler_write_folded(struct profiler *p, FILE *out)
 		struct sbuf b = { 0 };
 		uint64_t count = 0, ret = 0;
 		int nk, nu, have_ret;
-		char comm[17];
+		char comm[17], key_comm[17];
 		char *slash;
 
 		key = next;
@@ -625,6 +741,7 @@ long profiler_write_folded(struct profiler *p, FILE *out)
 
 		memcpy(comm, key.comm, 16);
 		comm[16] = 0;
+		memcpy(key_comm, comm, sizeof(key_comm));
 		/* the per-CPU softirq threads are one flame */
 		if (!strncmp(comm, "ksoftirqd/", 10) && (slash = strchr(comm, '/')))
 			*slash = 0;
@@ -638,14 +755,12 @@ long profiler_write_folded(struct profiler *p, FILE *out)
 		else if (nu < 0)
 			sb_frame(&b, "[user stack lost]", "");
 		else if (nu > 0) {
-			struct maps_cache *c;
-
 			have_ret = bpf_map_lookup_elem(leaf_fd, &key.ustack, &ret) == 0;
 			refresh_maps(p, (pid_t)key.tgid, done, &ndone, 1024);
 			/* the poller replaces entries: hold the lock while the maps are in use */
 			pthread_mutex_lock(&p->lock);
-			c = cache_find(p, (pid_t)key.tgid);
-			add_user_frames(p, &b, c ? c->maps : NULL, uips, nu, have_ret, ret);
+			add_user_frames(p, &b, cache_maps(p, (pid_t)key.tgid, key_comm), uips, nu,
+					have_ret, ret);
 			pthread_mutex_unlock(&p->lock);
 		}
 

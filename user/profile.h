@@ -22,6 +22,9 @@ void profiler_reset(struct profiler *p);
 long profiler_write_folded(struct profiler *p, FILE *out);
 /* Samples counted since the last reset, and samples lost (stack map full etc.). */
 long profiler_samples(struct profiler *p, long *lost);
+/* The sampling BPF program's fd (for its run time in the tracer's "self" accounting:
+ * bpf_prog_get_info_by_fd run_time_ns / run_cnt with kernel.bpf_stats_enabled). */
+int profiler_prog_fd(const struct profiler *p);
 void profiler_close(struct profiler *p);
 
 #endif

@@ -301,12 +301,18 @@ int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 		s->bpf_ns += ps->ns;
 		s->bpf_runs += ps->runs;
 	}
-	FILE *f = fopen("/proc/sys/kernel/bpf_stats_enabled", "r");
-	if (f) {
+	s->stats_how = base->stats_how;
+	s->stats_enabled = base->stats_how != NULL;
+	if (!s->stats_enabled) {
+		FILE *f = fopen("/proc/sys/kernel/bpf_stats_enabled", "r");
 		int v = 0;
-		if (fscanf(f, "%d", &v) == 1)
-			s->stats_enabled = v != 0;
-		fclose(f);
+		if (f) {
+			if (fscanf(f, "%d", &v) == 1 && v) {
+				s->stats_enabled = true;
+				s->stats_how = "sysctl";
+			}
+			fclose(f);
+		}
 	}
 	s->duration_s = monotonic_s() - base->t0;
 	return 0;
@@ -473,6 +479,7 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 	else
 		json_kv_null(j, "ns_per_message");
 	json_kv_bool(j, "stats_enabled", s->stats_enabled);
+	json_kv_string(j, "stats_via", s->stats_how);
 	json_key(j, "programs");
 	json_begin_object(j);
 	for (int i = 0; i < s->nprogs; i++) {

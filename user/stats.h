@@ -49,12 +49,14 @@ struct snapshot {
 	int nprogs;
 	unsigned long long bpf_ns, bpf_runs;
 	bool stats_enabled;
+	const char *stats_how;
 	double duration_s;
 };
 
 struct stats_baseline {
 	unsigned long long ns[MAX_ATTACHED], runs[MAX_ATTACHED];
 	double t0;		/* CLOCK_MONOTONIC seconds at reset */
+	const char *stats_how;	/* how run-time stats are on: "BPF_ENABLE_STATS", "sysctl", NULL */
 };
 
 extern const char *sc_class_names[SC_NR_CLASSES];

@@ -285,14 +285,21 @@ const char *symbolize_kernel(struct symbolizer *s, uint64_t addr)
 
 /* ---- ELF symbol tables ----------------------------------------------------------------- */
 
-static int esym_cmp(const void *a, const void *b)
+/* By address; at one address the best rank first, then a name without a symbol version
+ * ("clock_nanosleep" before "clock_nanosleep@GLIBC_2.2.5"), then the largest size. */
+static int esym_cmp(const void *a, const void *b, void *names)
 {
 	const struct esym *x = a, *y = b;
+	int xv, yv;
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
 	if (x->rank != y->rank)
 		return x->rank - y->rank;
+	xv = strchr((const char *)names + x->name, '@') != NULL;
+	yv = strchr((const char *)names + y->name, '@') != NULL;
+	if (xv != yv)
+		return xv - yv;
 	if (x->size != y->size)
 		return x->size > y->size ? -1 : 1;
 	return 0;
@@ -640,7 +647,7 @@ static void finish_symbols(struct elf_file *f)
 
 	if (!f->nsyms)
 		return;
-	qsort(f->syms, f->nsyms, sizeof(*f->syms), esym_cmp);
+	qsort_r(f->syms, f->nsyms, sizeof(*f->syms), esym_cmp, f->names.p);
 	/* one entry per address: the best name, the largest size */
 	for (i = 1, j = 0; i < f->nsyms; i++) {
 		if (f->syms[i].addr == f->syms[j].addr) {
@@ -1075,4 +1082,50 @@ int symbolize_is_return_address(struct symbolizer *s, const struct proc_maps *m,
 	if (c[4] == 0xff && (c[5] & 0xf8) == 0x50)               /* call *disp8(%reg) */
 		return 1;
 	return 0;
+}
+
+enum frame_state symbolize_frame_state(struct symbolizer *s, const struct proc_maps *m,
+				       uint64_t addr)
+{
+	const struct map_entry *e = find_map(m, addr);
+	struct elf_file *f;
+	unsigned char c[8];
+	uint64_t vaddr, off, fstart, fstart_off = 0, k;
+	size_t i;
+	long sym;
+	int exec = 0, endbr;
+
+	if (!e || !e->exec)
+		return FRAME_UNKNOWN;
+	f = map_file(s, e);
+	if (!f || !f->ok)
+		return FRAME_UNKNOWN;
+	off = addr - e->start + e->off;
+	if (file_off_to_vaddr(f, off, &vaddr, &exec) || !exec)
+		return FRAME_UNKNOWN;
+	sym = find_esym(f, vaddr);
+	if (sym < 0)
+		return FRAME_UNKNOWN;
+	fstart = f->syms[sym].addr;
+	for (i = 0; i < f->nsegs; i++) {
+		const struct eseg *g = &f->segs[i];
+
+		if (fstart >= g->vaddr && fstart < g->vaddr + g->filesz) {
+			fstart_off = fstart - g->vaddr + g->off;
+			break;
+		}
+	}
+	if (i == f->nsegs || read_code(f, fstart_off, c, sizeof(c)))
+		return FRAME_UNKNOWN;
+	endbr = c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa;
+	k = endbr ? 4 : 0;
+	/* push %rbp; mov %rsp,%rbp (48 89 e5, or 48 8b ec) */
+	if (c[k] != 0x55 || c[k + 1] != 0x48 ||
+	    !((c[k + 2] == 0x89 && c[k + 3] == 0xe5) || (c[k + 2] == 0x8b && c[k + 3] == 0xec)))
+		return FRAME_NONE;
+	if (vaddr - fstart <= k)
+		return FRAME_AT_ENTRY;
+	if (vaddr - fstart <= k + 1)
+		return FRAME_PUSHED;
+	return FRAME_SET;
 }

@@ -50,6 +50,18 @@ enum sym_result symbolize_user(struct symbolizer *s, const struct proc_maps *m, 
 int symbolize_is_return_address(struct symbolizer *s, const struct proc_maps *m,
 				uint64_t addr);
 
+/* Where the word at the stack pointer stands for a sample at addr (x86-64 frame-pointer
+ * conventions), from the prologue of the function that holds addr. */
+enum frame_state {
+	FRAME_UNKNOWN = -1,  /* no symbol, no code, or not x86-64 */
+	FRAME_NONE = 0,      /* no push %rbp; mov %rsp,%rbp prologue: a frameless function */
+	FRAME_SET = 1,       /* past the prologue: the frame-pointer walk has its caller */
+	FRAME_AT_ENTRY = 2,  /* before the push: [sp] is the return address */
+	FRAME_PUSHED = 3,    /* between push and mov: [sp + 8] is the return address */
+};
+enum frame_state symbolize_frame_state(struct symbolizer *s, const struct proc_maps *m,
+				       uint64_t addr);
+
 /* Lower level, for tests: the symbol covering vaddr (a link-time address) in the ELF file
  * at path; NULL when none. */
 const char *symbolize_elf_vaddr(struct symbolizer *s, const char *path, uint64_t vaddr);

@@ -22,24 +22,49 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static struct ksyms *names_load(FILE *f, bool kallsyms_format);
+
 struct ksyms *ksyms_load(void)
 {
 	FILE *f = fopen("/proc/kallsyms", "r");
+
+	if (!f)
+		return NULL;
+	return names_load(f, true);
+}
+
+struct ksyms *ftrace_funcs_load(void)
+{
+	FILE *f;
+
+	tracefs_event_id("sched", "sched_process_fork");	/* mounts tracefs if needed */
+	f = fopen("/sys/kernel/tracing/available_filter_functions", "r");
+	if (!f)
+		f = fopen("/sys/kernel/debug/tracing/available_filter_functions", "r");
+	if (!f)
+		return NULL;
+	return names_load(f, false);
+}
+
+static struct ksyms *names_load(FILE *f, bool kallsyms_format)
+{
 	struct ksyms *ks;
 	char line[512], type, name[256];
 	unsigned long long addr;
 	size_t *offs = NULL, noffs = 0, capoffs = 0;
 
-	if (!f)
-		return NULL;
 	ks = calloc(1, sizeof(*ks));
 	if (!ks)
 		goto fail;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+		if (kallsyms_format) {
+			if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+				continue;
+			if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+				continue;
+		} else if (sscanf(line, "%255s", name) != 1) {
 			continue;
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-			continue;
+		}
 		size_t len = strlen(name) + 1;
 		if (ks->pool_len + len > ks->pool_cap) {
 			size_t cap = ks->pool_cap ? ks->pool_cap * 2 : 1 << 20;
@@ -61,6 +86,8 @@ struct ksyms *ksyms_load(void)
 		memcpy(ks->pool + ks->pool_len, name, len);
 		ks->pool_len += len;
 	}
+	if (ferror(f) || (!kallsyms_format && noffs == 0))
+		goto fail;	/* e.g. EPERM on read */
 	fclose(f);
 	f = NULL;
 	ks->names = malloc((noffs ? noffs : 1) * sizeof(char *));

@@ -19,6 +19,10 @@ bool ksyms_has(const struct ksyms *ks, const char *name);
  * The returned string lives as long as ks. */
 const char *ksyms_find_func(const struct ksyms *ks, const char *name);
 
+/* /sys/kernel/tracing/available_filter_functions (functions ftrace can patch), loaded like
+ * kallsyms; NULL when it cannot be read (not mounted, or locked down). */
+struct ksyms *ftrace_funcs_load(void);
+
 /* The running kernel's BTF (loaded once, never freed), NULL without BTF. */
 const struct btf *vmlinux_btf(void);
 bool btf_func_exists(const struct btf *btf, const char *name);

@@ -121,13 +121,17 @@ static void stats_enable(struct tracer *tr)
 {
 	tr->sysctl_prev = -1;
 	tr->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	if (tr->stats_fd >= 0)
+	if (tr->stats_fd >= 0) {
+		tr->base.stats_how = "BPF_ENABLE_STATS";
 		return;
+	}
 	int prev = read_sysctl_stats();
 	if (prev == 0) {
 		write_sysctl_stats(1);
 		tr->sysctl_prev = prev;
 	}
+	if (prev >= 0)
+		tr->base.stats_how = "sysctl";
 }
 
 static void stats_restore(struct tracer *tr)

@@ -22,7 +22,9 @@
 #define PROG "netio-client"
 
 #define CONNECT_RETRY_S  2.0           /* keep retrying ECONNREFUSED this long */
+#ifndef RECV_BUF_MIN
 #define RECV_BUF_MIN     (128u << 10)
+#endif
 #define RECV_BUF_MAX     (1u << 20)
 
 struct conn {

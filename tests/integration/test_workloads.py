@@ -45,20 +45,27 @@ class Server:
         self.stderr_head = ""
 
     def wait_listening(self, timeout=5):
-        """Port from the `listening <port>` line, or None if the server ended first."""
+        """Port from the `listening <port>` line, or None if the server ended first.
+        Reads the raw pipe so that select() sees everything not yet consumed."""
         deadline = time.monotonic() + timeout
-        fd = self.proc.stderr
+        fd = self.proc.stderr.fileno()
+        buf = b""
         while time.monotonic() < deadline:
             r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
             if not r:
                 break
-            line = fd.readline()
-            if not line:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                self.stderr_head += buf.decode(errors="replace")
                 return None
-            if line.startswith("listening "):
-                self.port = int(line.split()[1])
-                return self.port
-            self.stderr_head += line
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                if line.startswith(b"listening "):
+                    self.port = int(line.split()[1])
+                    self.stderr_head += buf.decode(errors="replace")
+                    return self.port
+                self.stderr_head += line.decode(errors="replace") + "\n"
         raise AssertionError(f"server did not say 'listening' in {timeout} s: {self.stderr_head!r}")
 
     def finish(self, timeout=30):

@@ -51,8 +51,9 @@ def test_report_answers_from_the_data(built):
     assert re.search(r"the fallback copy \d+\.\d% of the samples", zsec)
     assert "skb_copy_ubufs" in zsec
     # threads vs throughput and context switches
-    assert re.search(r"veth, one-copy, 64K\*\*: Gbit/s by threads 1: \d+\.\d, 2: \d+\.\d", md)
-    assert "Context switches per MiB" in md
+    assert re.search(r"veth, one-copy, 64K\*\*: Gbit/s by threads — 1: \d+\.\d \(\d+\.\d–\d+\.\d\), "
+                     r"2: \d+\.\d", md)
+    assert re.search(r"Context switches rise from \d+\.\d to \d+\.\d per MiB", md)
     # flags: the run with 3% retransmits and the failed run
     assert "one-copy/4096/2/veth/1" in md and "3.0%" in md
     assert "two-copy/256/2/loopback/1" in md and "Connection reset by peer" in md

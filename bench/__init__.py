@@ -1,0 +1,1 @@
+"""netio-trace benchmarks: `python -m bench.run` (or `make bench`)."""

@@ -1,0 +1,240 @@
+"""netio-trace benchmarks. Run from the repo root as root: `python -m bench.run` (`make bench`).
+
+Each section is a function taking a Bench and returning markdown; the sections' output is
+printed and written to bench/results.md with the machine it ran on. Add a section by writing
+a function and listing it in SECTIONS.
+"""
+import argparse
+import json
+import os
+import platform
+import select
+import signal
+import subprocess
+import sys
+import time
+
+from analysis.netns import Topology, VETH_RECEIVER_ADDR, LOOPBACK_ADDR
+from bench import pairs
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
+RESULTS = os.path.join(REPO, "bench", "results.md")
+IPERF3_PORT = 5201  # inside the run's own namespaces only
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def machine():
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    cc = "unknown"
+    try:
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            cc = f.read().strip()
+    except OSError:
+        pass
+    return {"nproc": os.cpu_count(), "model": model, "kernel": platform.release(),
+            "default_cc": cc}
+
+
+class Proc:
+    """A child process we started; ended only through its own pid."""
+
+    def __init__(self, argv, **kw):
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  **kw)
+        self.pid = self.p.pid
+        self.early = {"stdout": "", "stderr": ""}
+
+    def wait_line(self, stream, prefix, timeout=5.0):
+        """The first line of stream (stdout|stderr) starting with prefix; None if it ended.
+
+        Reads the raw pipe (no buffered readline that select() cannot see into); what it
+        read past that line is kept in self.early[stream]."""
+        fd = getattr(self.p, stream).fileno()
+        buf = b""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not r:
+                break
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return None
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                if line.startswith(prefix.encode()):
+                    self.early[stream] = buf.decode(errors="replace")
+                    return line.decode(errors="replace")
+        raise RuntimeError(f"{self.p.args[0]}: no '{prefix}' line within {timeout} s")
+
+    def finish(self, timeout):
+        try:
+            out, err = self.p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            out, err = self.p.communicate()
+        return self.p.returncode, self.early["stdout"] + out, self.early["stderr"] + err
+
+    def kill(self):
+        if self.p.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+            self.p.wait()
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.server = os.path.join(BUILD, "netio-server")
+        self.client = os.path.join(BUILD, "netio-client")
+
+    # ---- runners: each returns {"recv_gbps", "send_gbps", "retrans", "cc"} ----------------
+    def ours(self, topo, strategy, size, duration):
+        srv = Proc([self.server, "--netns", topo.sender_ns, "--port", "0", "--strategy", strategy,
+                    "--size", str(size), "--threads", "1", "--duration", str(duration)])
+        try:
+            line = srv.wait_line("stderr", "listening ")
+            if not line:
+                raise RuntimeError(f"netio-server ended: {srv.finish(5)}")
+            port = line.split()[1]
+            cli = subprocess.run([self.client, "--netns", topo.receiver_ns, "--addr",
+                                  topo.server_addr, "--port", port, "--threads", "1",
+                                  "--size", str(size)],
+                                 capture_output=True, text=True, timeout=duration + 30)
+            rc, out, err = srv.finish(duration + 30)
+        finally:
+            srv.kill()
+        if rc != 0 or cli.returncode != 0:
+            raise RuntimeError(f"netio {strategy}: server {rc} {err.strip()} / client "
+                               f"{cli.returncode} {cli.stderr.strip()}")
+        s, c = json.loads(out), json.loads(cli.stdout)
+        return {"recv_gbps": c["throughput_gbps"], "send_gbps": s["throughput_gbps"],
+                "retrans": s["tcp"]["retrans"], "cc": s["tcp"]["cc"]}
+
+    def iperf3(self, topo, size, duration):
+        addr = VETH_RECEIVER_ADDR if topo.transport == "veth" else LOOPBACK_ADDR
+        srv = Proc(["ip", "netns", "exec", topo.receiver_ns, "iperf3", "-s", "-1", "--forceflush",
+                    "-p", str(IPERF3_PORT)])
+        try:
+            if not srv.wait_line("stdout", "Server listening"):
+                raise RuntimeError(f"iperf3 -s ended: {srv.finish(5)}")
+            cli = subprocess.run(["ip", "netns", "exec", topo.sender_ns, "iperf3", "-c", addr,
+                                  "-p", str(IPERF3_PORT), "-l", f"{size // 1024}K", "-C", "cubic",
+                                  "-t", str(duration), "-J"],
+                                 capture_output=True, text=True, timeout=duration + 30)
+            srv.finish(5)
+        finally:
+            srv.kill()
+        if cli.returncode != 0:
+            raise RuntimeError(f"iperf3 -c: exit {cli.returncode}: {cli.stdout[-300:]} {cli.stderr}")
+        end = json.loads(cli.stdout)["end"]
+        return {"recv_gbps": end["sum_received"]["bits_per_second"] / 1e9,
+                "send_gbps": end["sum_sent"]["bits_per_second"] / 1e9,
+                "retrans": end["sum_sent"].get("retransmits"),
+                "cc": end.get("sender_tcp_congestion")}
+
+
+def _fmt_run(r):
+    return f"{r['recv_gbps']:.2f} Gbit/s (retrans {r['retrans']}, {r['cc']})"
+
+
+def section_iperf3(b):
+    """Our one-copy and two-copy beside iperf3 -l 64K -C cubic, 64 KiB, 1 thread."""
+    size, dur, rounds = 65536, b.args.duration, b.args.rounds
+    strategies = ("one-copy", "two-copy")
+    lines = [
+        "## Workloads beside iperf3",
+        "",
+        f"64 KiB messages, 1 thread/stream, cubic, {dur:g} s per run, {rounds} interleaved rounds "
+        "(order flips every round). Throughput is the receiver's (netio-client: first byte to "
+        "EOF; iperf3: `sum_received`). Ratio = ours / iperf3 within the same round: "
+        "median (min, max).",
+        "",
+        "| transport | strategy | ours Gbit/s | iperf3 Gbit/s | ratio ours/iperf3 | sender-side ratio |",
+        "|-----------|----------|-------------|---------------|-------------------|-------------------|",
+    ]
+    data = {}
+    for transport in b.args.transports:
+        with Topology(transport) as topo:
+            variants = [("iperf3", lambda t=topo: b.iperf3(t, size, dur))]
+            for st in strategies:
+                variants.append((st, lambda t=topo, st=st: b.ours(t, st, size, dur)))
+            res = pairs.run_interleaved(rounds, variants,
+                                        log=lambda m, tr=transport: log(f"[{tr}] {m}"))
+        data[transport] = res
+        ref = [r["recv_gbps"] for r in res["iperf3"]]
+        ref_s = [r["send_gbps"] for r in res["iperf3"]]
+        for st in strategies:
+            ours = [r["recv_gbps"] for r in res[st]]
+            ours_s = [r["send_gbps"] for r in res[st]]
+            ratio = pairs.summary(pairs.paired_ratios(ours, ref))
+            ratio_s = pairs.summary(pairs.paired_ratios(ours_s, ref_s))
+            lines.append(f"| {transport} | {st} | {pairs.fmt(pairs.summary(ours))} | "
+                         f"{pairs.fmt(pairs.summary(ref))} | **{pairs.fmt(ratio)}** | "
+                         f"{pairs.fmt(ratio_s)} |")
+    lines += ["", "Every run (receiver Gbit/s, sender retransmits, congestion control):", ""]
+    for transport, res in data.items():
+        for name, runs in res.items():
+            lines.append(f"- {transport} {name}: " + "; ".join(_fmt_run(r) for r in runs))
+    return "\n".join(lines) + "\n"
+
+
+SECTIONS = [
+    ("iperf3", section_iperf3),
+]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=6, help="interleaved rounds (>= 5)")
+    ap.add_argument("--duration", type=float, default=2.0, help="seconds per run")
+    ap.add_argument("--transports", nargs="+", default=["loopback", "veth"],
+                    choices=["loopback", "veth"], help="transports to measure")
+    ap.add_argument("--only", action="append", choices=[n for n, _ in SECTIONS],
+                    help="run only this section (repeatable)")
+    ap.add_argument("--out", default=RESULTS, help="markdown file to write")
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        ap.error("needs root (network namespaces)")
+    for exe in ("netio-server", "netio-client"):
+        if not os.access(os.path.join(BUILD, exe), os.X_OK):
+            ap.error(f"{BUILD}/{exe} is not built (make, or set NETIO_BUILD)")
+
+    m = machine()
+    head = ["# netio-trace bench results", "",
+            f"- machine: {m['nproc']} CPUs, {m['model']}",
+            f"- kernel: {m['kernel']} (system default congestion control: {m['default_cc']})",
+            f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, load average at start: "
+            f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} (other work on the machine skews "
+            "every number)",
+            f"- command: `python -m bench.run {' '.join(argv if argv is not None else sys.argv[1:])}`",
+            ""]
+    b = Bench(args)
+    body = []
+    t0 = time.monotonic()
+    for name, fn in SECTIONS:
+        if args.only and name not in args.only:
+            continue
+        log(f"== section {name}")
+        body.append(fn(b))
+    text = "\n".join(head) + "\n" + "\n".join(body)
+    text += f"\n_total bench time: {time.monotonic() - t0:.0f} s_\n"
+    print(text)
+    with open(args.out, "w") as f:
+        f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,424 @@
+"""Integration tests of netio-tracer (needs root): exact byte accounting against what the
+workloads report, for every strategy over veth and loopback at 1 KiB and 64 KiB; the attach
+ladder's rungs; --probe; the --control protocol; -- CMD with its fork gate; self cost.
+
+One `netio-tracer --control` serves every workload run (clear, netns add, pid add, reset,
+snapshot), as the driver uses it. Binaries come from $NETIO_BUILD (default <repo>/build).
+
+NETIO_VMTEST=1 selects the subset that tests/vm/run-vmtest.sh runs inside Debian's stock 6.1
+kernel (QEMU/TCG, slow): --probe, one-copy and zero-copy over veth at 64 KiB on the fentry
+rung, and the same with --attach kprobe.
+"""
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from analysis.netns import Topology  # noqa: E402
+from analysis.procs import GatedProcess  # noqa: E402
+
+BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
+TRACER = os.path.join(BUILD, "netio-tracer")
+SERVER = os.path.join(BUILD, "netio-server")
+CLIENT = os.path.join(BUILD, "netio-client")
+VMTEST = os.environ.get("NETIO_VMTEST") == "1"
+
+STRATEGIES = ("two-copy", "one-copy", "zero-copy", "per-field")
+TRANSPORTS = ("veth", "loopback")
+SIZES = (1024, 65536)
+# messages per run: a few MB, enough for many skbs, short enough for < 2 min in all
+COUNTS = {1024: 3000, 65536: 400}
+if VMTEST:
+    COUNTS = {1024: 500, 65536: 150}
+COPY_POINTS = ("tx_bytes", "tx_copy", "pinning", "fallback_copy", "rx_copy")
+RUNGS = {"fentry", "kprobe", "tp_btf", "tracepoint", "inferred", "unavailable", "perf_event"}
+TIMEOUT = 300 if VMTEST else 60
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF, network namespaces)"),
+    pytest.mark.skipif(not all(os.access(b, os.X_OK) for b in (TRACER, SERVER, CLIENT)),
+                       reason=f"tracer or workloads not built in {BUILD}"),
+]
+host_only = pytest.mark.skipif(VMTEST, reason="host suite (NETIO_VMTEST=1 runs the VM subset)")
+
+
+# ---- a minimal --control client --------------------------------------------------------
+
+class Tracer:
+    """`netio-tracer --control`, ended by quit, else by the pid we started."""
+
+    def __init__(self, *args, log=None):
+        self.argv = [TRACER, "--control", "--no-sample", *args]
+        self.log = log
+        err = open(log, "wb") if log else subprocess.DEVNULL
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=err)
+        if log:
+            err.close()
+        self.buf = b""
+        line = self._line(TIMEOUT * 2)
+        assert line.startswith("ready "), f"tracer did not get ready: {line!r} {self._log()}"
+        self.attach = json.loads(line[len("ready "):])["attach"]
+
+    def _log(self):
+        if not self.log:
+            return ""
+        with open(self.log, errors="replace") as f:
+            return f.read()[-2000:]
+
+    def _line(self, timeout):
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            assert left > 0, f"tracer silent for {timeout} s {self._log()}"
+            r, _, _ = select.select([fd], [], [], left)
+            if r:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return f"EOF (status {self.proc.wait()})"
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode()
+
+    def cmd(self, text, timeout=TIMEOUT):
+        self.proc.stdin.write((text + "\n").encode())
+        self.proc.stdin.flush()
+        return self._line(timeout)
+
+    def ok(self, text):
+        answer = self.cmd(text)
+        assert answer == "ok", f"{text!r} -> {answer!r} {self._log()}"
+
+    def snapshot(self, path):
+        self.ok(f"snapshot {path}")
+        with open(path) as f:
+            return json.load(f)
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                assert self.cmd("quit", timeout=30) == "ok"
+            except (AssertionError, BrokenPipeError, OSError):
+                pass
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        return self.proc.returncode
+
+
+@pytest.fixture(scope="module")
+def tracer(tmp_path_factory):
+    t = Tracer(log=str(tmp_path_factory.mktemp("tracer") / "tracer.log"))
+    yield t
+    assert t.close() == 0
+
+
+@pytest.fixture(scope="module")
+def topologies():
+    with Topology("veth") as veth, Topology("loopback") as lo:
+        yield {"veth": veth, "loopback": lo}
+
+
+# ---- one workload run under the tracer -----------------------------------------------
+
+def wait_listening(path, proc, timeout=TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("listening "):
+                    return int(line.split()[1])
+        assert proc.poll() is None, f"server exited ({proc.returncode}): {open(path).read()}"
+        time.sleep(0.005)
+    raise AssertionError("server never listened")
+
+
+def run_workload(tracer, topo, tmp, strategy, size, count, threads=1):
+    """Run server and client held at their gates until the tracer follows them.
+    Returns (server JSON, client JSON, snapshot, server pid, client pid)."""
+    srv_out, srv_err = tmp / "server.json", tmp / "server.err"
+    cli_out, cli_err = tmp / "client.json", tmp / "client.err"
+    srv = GatedProcess([SERVER, "--strategy", strategy, "--size", str(size), "--threads",
+                        str(threads), "--port", "0", "--addr", "0.0.0.0", "--netns",
+                        topo.sender_ns, "--count", str(count), "--cc", "cubic"],
+                       str(srv_out), str(srv_err))
+    tracer.ok("clear")
+    for ns in topo.namespaces:
+        tracer.ok(f"netns add {ns}")
+    tracer.ok(f"pid add {srv.pid}")
+    tracer.ok("reset")
+    srv.release()
+    cli = None
+    try:
+        port = wait_listening(str(srv_err), srv)
+        cli = GatedProcess([CLIENT, "--addr", topo.server_addr, "--port", str(port), "--threads",
+                            str(threads), "--size", str(size), "--netns", topo.receiver_ns],
+                           str(cli_out), str(cli_err))
+        tracer.ok(f"pid add {cli.pid}")
+        cli.release()
+        assert srv.wait(TIMEOUT) == 0, open(srv_err).read()
+        assert cli.wait(TIMEOUT) == 0, open(cli_err).read()
+    finally:
+        srv.kill()
+        if cli:
+            cli.kill()
+    snap = tracer.snapshot(str(tmp / "snapshot.json"))
+    with open(srv_out) as f:
+        s = json.load(f)
+    with open(cli_out) as f:
+        c = json.load(f)
+    return s, c, snap, srv.pid, cli.pid
+
+
+def proc(snap, pid):
+    p = snap["processes"].get(str(pid))
+    assert p is not None, f"pid {pid} not in the snapshot: {list(snap['processes'])}"
+    return p
+
+
+def check_exact(s, c, snap, spid, cpid, strategy):
+    sp, cp = proc(snap, spid), proc(snap, cpid)
+    sent, received = s["bytes"], c["bytes"]
+    assert sent > 0 and received == sent
+    assert sp["tx_bytes"] == sent, f"tx_bytes {sp['tx_bytes']} != bytes_sent {sent}"
+    assert cp["rx_copy_bytes"] == received, \
+        f"rx_copy_bytes {cp['rx_copy_bytes']} != bytes_received {received}"
+    assert snap["drops"] == 0
+    if strategy == "zero-copy":
+        assert snap["zc_tx_bytes"] >= 0.99 * sent, (snap["zc_tx_bytes"], sent)
+        assert snap["fallback_copy_bytes"] >= 0.99 * sent, (snap["fallback_copy_bytes"], sent)
+        assert sp["zc_tx_bytes"] >= 0.99 * sent
+        assert sp["tx_copy_bytes"] <= 0.01 * sent, (sp["tx_copy_bytes"], sent)
+    else:
+        assert snap["zc_tx_bytes"] == 0
+        assert snap["fallback_copy_bytes"] == 0
+        assert sp["zc_tx_bytes"] == 0
+        assert abs(sp["tx_copy_bytes"] - sent) <= 0.01 * sent, (sp["tx_copy_bytes"], sent)
+        if snap["attach"]["tx_copy"] in ("fentry", "kprobe"):
+            assert sp["tx_copy_bytes"] == sent      # a copy function is probed: exact
+
+
+def check_histogram(s, snap, spid):
+    sc = proc(snap, spid)["syscalls"]["sendmsg"]
+    assert sum(sc["hist_log2_ns"].values()) == sc["count"]
+    assert sc["count"] == s["send_calls"] == s["messages"] + s["partial_retries"] + s["enobufs_retries"]
+    assert sc["bytes"] == s["bytes"]
+    assert 0 < sc["p50_us"] <= sc["p99_us"]
+
+
+# ---- host suite ------------------------------------------------------------------------
+
+@host_only
+def test_ready_line_names_every_probe_point(tracer):
+    assert set(tracer.attach) == {"tx_bytes", "tx_copy", "pinning", "fallback_copy",
+                                  "zc_completion", "rx_copy", "syscalls", "stacks"}
+    assert set(tracer.attach.values()) <= RUNGS
+    assert tracer.attach["syscalls"] in ("tp_btf", "tracepoint")
+
+
+@host_only
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_exact_bytes(tracer, topologies, tmp_path, strategy, size, transport):
+    s, c, snap, spid, cpid = run_workload(tracer, topologies[transport], tmp_path, strategy,
+                                          size, COUNTS[size])
+    check_exact(s, c, snap, spid, cpid, strategy)
+    if strategy == "one-copy":
+        check_histogram(s, snap, spid)
+    if snap["attach"]["tx_copy"] == "inferred":
+        assert snap["tx_copy_inferred"] and proc(snap, spid)["tx_copy_inferred"]
+    if strategy == "zero-copy":
+        # the copy happened before TCP saw the segments: the flag is gone at tcp_probe
+        assert snap["zerocopy"]["fallback_copy_skbs"] > 0
+        assert snap["zerocopy"]["zc_skbs_at_tcp"] == 0
+
+
+@host_only
+def test_threads_and_self_cost(tracer, topologies, tmp_path):
+    s, c, snap, spid, cpid = run_workload(tracer, topologies["loopback"], tmp_path, "one-copy",
+                                          16384, 1000, threads=2)
+    check_exact(s, c, snap, spid, cpid, "one-copy")
+    check_histogram(s, snap, spid)
+    self_ = snap["self"]
+    assert self_["stats_enabled"] is True
+    assert self_["bpf_runs"] > 0 and self_["bpf_ns"] > 0
+    assert self_["ns_per_message"] is not None and self_["ns_per_message"] > 0
+    assert sum(p["runs"] for p in self_["programs"].values()) == self_["bpf_runs"]
+
+
+@host_only
+def test_reset_zeroes_and_clear_forgets(tracer, topologies, tmp_path):
+    run_workload(tracer, topologies["loopback"], tmp_path, "one-copy", 1024, 200)
+    tracer.ok("reset")
+    snap = tracer.snapshot(str(tmp_path / "after-reset.json"))
+    assert snap["tx_bytes"] == 0 and snap["rx_copy_bytes"] == 0
+    assert all(p["tx_bytes"] == 0 for p in snap["processes"].values())
+    tracer.ok("clear")
+    assert tracer.cmd("pid add 999999999").startswith("error ")
+    assert tracer.cmd("netns add no-such-netns-here").startswith("error ")
+    assert tracer.cmd("bogus").startswith("error ")
+
+
+@host_only
+def test_probe_here():
+    cp = subprocess.run([TRACER, "--probe"], capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    d = json.loads(cp.stdout)
+    assert set(d["attach"]) == {"fentry", "kprobe", "tp_btf", "tracepoint", "perf_event", "uprobe"}
+    assert set(d["pmu"]) == {"cycles", "instructions", "cache-misses", "L1-dcache-load-misses",
+                             "LLC-load-misses"}
+    assert d["btf"] is True and d["msg_zerocopy"] is True
+    assert d["attach"]["tp_btf"] is True and d["attach"]["tracepoint"] is True
+    # what a kernel without kprobes and a VM without a PMU look like: cross-checked with sysfs
+    has_kprobes = (os.path.exists("/sys/bus/event_source/devices/kprobe")
+                   or os.path.exists("/sys/kernel/tracing/kprobe_events"))
+    assert d["attach"]["kprobe"] is has_kprobes
+    has_pmu = os.path.exists("/sys/bus/event_source/devices/cpu/events/cpu-cycles")
+    assert d["pmu"]["cycles"] is has_pmu
+    if os.uname().release.startswith("6.18."):   # the host of DEVELOPERS.md
+        assert d["attach"]["fentry"] is False and d["attach"]["kprobe"] is False
+        assert d["pmu"]["cycles"] is False
+
+
+@host_only
+def test_forced_rung_that_cannot_attach_exits_2():
+    probe = json.loads(subprocess.run([TRACER, "--probe"], capture_output=True, text=True,
+                                      timeout=60).stdout)
+    for rung in ("fentry", "kprobe"):
+        if probe["attach"][rung]:
+            continue
+        cp = subprocess.run([TRACER, "--attach", rung, "--no-sample", "--duration", "0.1"],
+                            capture_output=True, text=True, timeout=60)
+        assert cp.returncode == 2
+        lines = cp.stderr.strip().splitlines()
+        assert len(lines) == 1, cp.stderr
+        assert lines[0].startswith(f"netio-tracer: --attach {rung}: this kernel does not allow")
+
+
+@host_only
+def test_forced_tracepoint_rung(tmp_path):
+    out = tmp_path / "t.json"
+    cp = subprocess.run([TRACER, "--attach", "tracepoint", "--no-sample", "--no-counters",
+                         "--json", str(out), "--", "true"], capture_output=True, text=True,
+                        timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    a = json.loads(out.read_text())["attach"]
+    assert a["tx_copy"] == "inferred"
+    assert all(a[p] in ("tp_btf", "tracepoint") for p in ("tx_bytes", "pinning", "fallback_copy",
+                                                          "rx_copy"))
+
+
+@host_only
+def test_bad_usage_exits_2():
+    for args in (["--attach", "nope"], ["--pid", "x"], ["--bogus"], ["--duration", "-1"]):
+        assert subprocess.run([TRACER, *args], capture_output=True, timeout=30).returncode == 2
+
+
+@host_only
+def test_command_mode_follows_forks(topologies, tmp_path):
+    """-- CMD: a shell that forks the server and the client; both are followed through the
+    fork handler, the tracer stops when the shell exits."""
+    topo = topologies["loopback"]
+    out = tmp_path / "trace.json"
+    script = (f"{SERVER} --strategy one-copy --size 4096 --threads 1 --port 0 --addr 127.0.0.1 "
+              f"--netns {topo.sender_ns} --count 500 >{tmp_path}/s.json 2>{tmp_path}/s.err & "
+              f"while ! grep -q listening {tmp_path}/s.err; do sleep 0.01; done; "
+              f"port=$(awk '/listening/{{print $2}}' {tmp_path}/s.err); "
+              f"{CLIENT} --addr 127.0.0.1 --port $port --threads 1 --size 4096 "
+              f"--netns {topo.receiver_ns} >{tmp_path}/c.json; wait")
+    cp = subprocess.run([TRACER, "--no-sample", "--json", str(out), "--netns", topo.sender_ns,
+                         "--", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    snap = json.loads(out.read_text())
+    s = json.loads((tmp_path / "s.json").read_text())
+    c = json.loads((tmp_path / "c.json").read_text())
+    assert snap["forks_followed"] >= 2
+    # the client's 4-byte connection index is sent too
+    assert snap["tx_bytes"] == s["bytes"] + 4
+    assert snap["rx_copy_bytes"] == c["bytes"] + 4
+    comms = {p["comm"] for p in snap["processes"].values()}
+    assert {"netio-server", "netio-client"} <= comms
+
+
+@host_only
+def test_sigterm_detaches_and_restores_bpf_stats(tmp_path):
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        before = f.read().strip()
+    sleeper = subprocess.Popen(["sleep", "30"])
+    out = tmp_path / "t.json"
+    try:
+        tr = subprocess.Popen([TRACER, "--no-sample", "--pid", str(sleeper.pid), "--json",
+                               str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+                if f.read().strip() == "1":
+                    break
+            time.sleep(0.05)
+        time.sleep(0.3)
+        os.kill(tr.pid, signal.SIGTERM)
+        assert tr.wait(timeout=30) == 0
+    finally:
+        os.kill(sleeper.pid, signal.SIGKILL)
+        sleeper.wait()
+    snap = json.loads(out.read_text())
+    assert str(sleeper.pid) in snap["processes"]
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        assert f.read().strip() == before
+
+
+# ---- VM subset (tests/vm/run-vmtest.sh, Debian stock 6.1) ------------------------------
+
+vm_only = pytest.mark.skipif(not VMTEST, reason="runs inside the VM (make vmtest)")
+
+
+@vm_only
+def test_vm_probe():
+    d = json.loads(subprocess.run([TRACER, "--probe"], capture_output=True, text=True,
+                                  timeout=TIMEOUT).stdout)
+    assert d["attach"]["fentry"] is True and d["attach"]["kprobe"] is True
+    assert d["attach"]["tp_btf"] is True and d["attach"]["tracepoint"] is True
+
+
+@vm_only
+@pytest.mark.parametrize("strategy", ("one-copy", "zero-copy"))
+def test_vm_fentry_exact(tracer, topologies, tmp_path, strategy):
+    for p in COPY_POINTS + ("zc_completion",):
+        assert tracer.attach[p] == "fentry", tracer.attach
+    s, c, snap, spid, cpid = run_workload(tracer, topologies["veth"], tmp_path, strategy, 65536,
+                                          COUNTS[65536])
+    check_exact(s, c, snap, spid, cpid, strategy)
+    if strategy == "one-copy":
+        check_histogram(s, snap, spid)
+    else:
+        zc = snap["zerocopy"]
+        assert zc["completed_sends"] == s["zerocopy"]["sends"]
+        assert zc["copied_sends"] == s["zerocopy"]["copied"]
+        assert snap["pinned_pages"] >= s["bytes"] // 4096
+
+
+@vm_only
+@pytest.mark.parametrize("strategy", ("one-copy", "zero-copy"))
+def test_vm_kprobe_exact(topologies, tmp_path, strategy):
+    t = Tracer("--attach", "kprobe", log=str(tmp_path / "kprobe.log"))
+    try:
+        for p in COPY_POINTS:
+            assert t.attach[p] == "kprobe", t.attach
+        s, c, snap, spid, cpid = run_workload(t, topologies["veth"], tmp_path, strategy, 65536,
+                                              COUNTS[65536])
+        check_exact(s, c, snap, spid, cpid, strategy)
+    finally:
+        assert t.close() == 0
