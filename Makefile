@@ -33,8 +33,9 @@ deps:
 	@./scripts/deps.sh
 
 # ---- workloads -----------------------------------------------------------
+# Frame pointers keep the workloads' user stacks whole for the sampler (issue 4).
 $(BUILD)/workloads/%.o: workloads/%.c $(wildcard workloads/*.h) | $(BUILD)/workloads
-	$(CC) $(CFLAGS) -Iworkloads -c $< -o $@
+	$(CC) $(CFLAGS) -fno-omit-frame-pointer -Iworkloads -c $< -o $@
 
 $(BUILD)/netio-server: $(BUILD)/workloads/server.o $(WL_LIB_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ -lpthread
@@ -60,6 +61,9 @@ $(BUILD)/netio-tracer: $(USER_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ -lbpf -lelf -lz -lpthread
 
 # ---- tests ---------------------------------------------------------------
+$(BUILD)/tests/test_symbolize: tests/unit/test_symbolize.c $(BUILD)/user/symbolize.o | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Iuser $^ -o $@ -lelf -ldl
+
 $(BUILD)/tests/%: tests/unit/%.c $(WL_LIB_OBJS) | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Iworkloads -Iuser $^ -o $@ -lpthread
 

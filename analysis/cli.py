@@ -221,6 +221,19 @@ def preflight(params):
     if params.trace and not os.path.exists("/sys/kernel/btf/vmlinux"):
         raise UsageError("netio-trace run: this kernel has no BTF (/sys/kernel/btf/vmlinux); the "
                          "tracer needs CONFIG_DEBUG_INFO_BTF=y, or run with --no-trace")
+    if params.trace and params.attach != "auto":
+        from .tracer import TracerError, probe
+        try:
+            allowed = probe().get("attach") or {}
+        except TracerError as e:
+            raise UsageError(f"netio-trace run: {e}") from None
+        ok = allowed.get(params.attach)
+        if params.attach == "tracepoint":
+            ok = allowed.get("tracepoint") or allowed.get("tp_btf")
+        if ok is False:
+            raise UsageError(f"netio-trace run: --attach {params.attach} cannot attach on this "
+                             f"kernel ({os.uname().release}); see `netio-trace doctor`, or use "
+                             f"--attach auto")
     if "zero-copy" in params.strategies:
         from .doctor import probe_zerocopy_socket
         if not probe_zerocopy_socket():

@@ -11,11 +11,14 @@ padding:0 18px;color:#1d1d1f;line-height:1.45;background:#fff}
 h1{font-size:26px;border-bottom:2px solid #1f77b4;padding-bottom:6px}
 h2{font-size:20px;margin-top:32px;border-bottom:1px solid #ddd;padding-bottom:4px}
 h3{font-size:16px;margin-top:20px}
-table{border-collapse:collapse;margin:10px 0;font-size:13px}
-th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;vertical-align:top}
+.tw{overflow-x:auto;margin:10px 0}
+table{border-collapse:collapse;font-size:12.5px}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}
+td{white-space:nowrap}
 th{background:#f0f4f8}
 td:first-child,th:first-child{text-align:left}
 td.l{text-align:left}
+td.w{white-space:normal;min-width:320px}
 img{max-width:100%;border:1px solid #e4e4e4;margin:8px 0}
 .note{background:#fff8e1;border-left:4px solid #f0ad4e;padding:6px 10px;margin:10px 0}
 .bad{background:#fdecea;border-left:4px solid #d62728;padding:6px 10px;margin:10px 0}
@@ -93,11 +96,11 @@ class Doc:
                 body = []
                 for r in rows:
                     cells = "".join(
-                        f"<td{' class=l' if i < left else ''}>{_inline(str(c))}</td>"
+                        f"<td{_td_class(i < left, str(c))}>{_inline(str(c))}</td>"
                         for i, c in enumerate(r))
                     body.append(f"<tr>{cells}</tr>")
-                parts.append(f"<table><thead><tr>{h}</tr></thead><tbody>{''.join(body)}"
-                             "</tbody></table>")
+                parts.append(f"<div class=\"tw\"><table><thead><tr>{h}</tr></thead><tbody>"
+                             f"{''.join(body)}</tbody></table></div>")
             elif kind == "img":
                 path, rel, caption, mime = b[1], b[2], b[3], b[4]
                 try:
@@ -111,6 +114,11 @@ class Doc:
                              f"{html.escape(os.path.basename(rel))}</a></figcaption></figure>")
         parts.append("</body></html>")
         return "\n".join(parts) + "\n"
+
+
+def _td_class(left, text):
+    cls = (["l"] if left else []) + (["w"] if len(text) > 50 else [])
+    return f" class=\"{' '.join(cls)}\"" if cls else ""
 
 
 def _md_cell(c):

@@ -6,7 +6,6 @@ this module adds the kernel, a namespace created and deleted for real, and the t
 import json
 import os
 import socket
-import subprocess
 import sys
 
 from . import machine, netns, paths, tracer

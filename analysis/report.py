@@ -44,18 +44,16 @@ def _tput(runs, strategy, size, threads, transport):
                         and r["threads"] == threads and r["transport"] == transport)
 
 
-def _ratio_text(runs, a, b, size, threads, transport):
-    rs = stats.paired_ratios(runs, a, b, lambda r: r.get("throughput_gbps"), size, threads,
-                             transport)
-    s = stats.spread(rs)
-    if not s:
-        return None, None
-    return s, f"{b}/{a} = {stats.fmt_spread(s)} over {s['n']} paired round(s)"
-
-
 # ---- the answers ---------------------------------------------------------------------------
+def _ratios(sub, a, b, size, th, tr):
+    return stats.spread(stats.paired_ratios(sub, a, b, lambda r: r.get("throughput_gbps"),
+                                            size, th, tr))
+
+
 def crossover_findings(ok):
-    """[(transport, threads, a, b, crossover dict, text)]"""
+    """[(transport, threads, a, b, crossover dict, text)]. b overtakes a where the median of
+    the paired ratios b/a (same round, run next to each other) reaches 1; without paired
+    rounds, where b's median throughput reaches a's."""
     out = []
     for tr in _order((r["transport"] for r in ok), TRANSPORTS):
         for th in sorted({r["threads"] for r in ok if r["transport"] == tr}):
@@ -65,55 +63,47 @@ def crossover_findings(ok):
             for a, b in PAIRS:
                 if a not in have or b not in have:
                     continue
-                sa = [_tput(sub, a, s, th, tr) for s in sizes]
-                sb = [_tput(sub, b, s, th, tr) for s in sizes]
-                c = stats.crossover(sizes, [x["median"] if x else None for x in sa],
-                                    [x["median"] if x else None for x in sb])
-                text = _crossover_text(sub, a, b, c, sizes, th, tr)
-                per = _ratio_by_size(sub, a, b, sizes, th, tr)
+                ratios = [_ratios(sub, a, b, s, th, tr) for s in sizes]
+                if any(ratios):
+                    c = stats.crossover(sizes, [1.0 if x else None for x in ratios],
+                                        [x["median"] if x else None for x in ratios])
+                else:
+                    sa = [_tput(sub, a, s, th, tr) for s in sizes]
+                    sb = [_tput(sub, b, s, th, tr) for s in sizes]
+                    c = stats.crossover(sizes, [x["median"] if x else None for x in sa],
+                                        [x["median"] if x else None for x in sb])
+                text = _crossover_text(a, b, c, sizes, ratios, th, tr)
+                per = ", ".join(f"{_sz(s)} {stats.fmt_spread(x)}" for s, x in zip(sizes, ratios) if x)
                 if per:
-                    text += f" Paired {b}/{a} by size: {per}."
+                    text += f" Paired {b}/{a} by size, median (min–max): {per}."
                 out.append((tr, th, a, b, c, text))
     return out
 
 
-def _ratio_by_size(sub, a, b, sizes, th, tr):
-    parts = []
-    for size in sizes:
-        rs = stats.spread(stats.paired_ratios(sub, a, b, lambda r: r.get("throughput_gbps"),
-                                              size, th, tr))
-        if rs:
-            parts.append(f"{_sz(size)} {stats.fmt_spread(rs)}")
-    return ", ".join(parts)
-
-
-def _crossover_text(sub, a, b, c, sizes, th, tr):
+def _crossover_text(a, b, c, sizes, ratios, th, tr):
     where = f"{tr}, {th} thread(s)"
     lo, hi = _sz(sizes[0]), _sz(sizes[-1])
+    rmap = dict(zip(sizes, ratios))
     if c["kind"] == "crosses":
         s0, s1 = c["between"]
-        rs, rtext = _ratio_text(sub, a, b, s1, th, tr)
-        noisy = rs is not None and rs["min"] < 1.0
+        rs = rmap.get(s1)
         est = f" (interpolated ≈ {format_bytes(c['estimate'])})" if c.get("estimate") else ""
         t = (f"**{where}: {b} overtakes {a} between {_sz(s0)} and {_sz(s1)}**{est}, and stays "
-             f"ahead up to {hi}. At {_sz(s1)}: {rtext}.")
-        if noisy:
-            t += " The paired ratios straddle 1 at that size: the crossover is within this machine's noise there."
+             f"ahead up to {hi}.")
+        if rs and rs["min"] < 1.0:
+            t += (f" At {_sz(s1)} the paired ratios still reach down to {rs['min']:.2f}: the "
+                  f"crossover is within this machine's noise there.")
         return t
     if c["kind"] == "always":
-        rs, rtext = _ratio_text(sub, a, b, sizes[0], th, tr)
         return (f"**{where}: {b} is at or above {a} at every size from {lo} to {hi}** (no "
-                f"crossover: it is ahead already at {lo}; {rtext or 'no paired rounds'}).")
+                f"crossover within the range: it is ahead already at {lo}).")
     if c["kind"] == "never":
-        rs, rtext = _ratio_text(sub, a, b, sizes[-1], th, tr)
-        return (f"**{where}: {b} does not overtake {a} within the range {lo}–{hi}**; at {hi}: "
-                f"{rtext or 'no paired rounds'}.")
+        return f"**{where}: {b} does not overtake {a} within the range {lo}–{hi}**."
     if c["kind"] == "unclear":
-        ahead = [(_sz(s)) for s in sizes
-                 if (_tput(sub, b, s, th, tr) or {}).get("median", 0) >=
-                 (_tput(sub, a, s, th, tr) or {}).get("median", float("inf"))]
-        return (f"**{where}: no single crossover of {b} over {a}**: {b} is ahead at "
-                f"{', '.join(ahead)} only (medians; the machine's noise can flip close calls).")
+        ahead = [_sz(s) for s, x in zip(sizes, ratios) if x and x["median"] >= 1.0]
+        return (f"**{where}: no single crossover of {b} over {a}**: {b} is ahead only at "
+                f"{', '.join(ahead) or 'no size'}, behind elsewhere (this machine's noise can "
+                f"flip close calls).")
     return f"{where}: not enough data to compare {a} and {b}."
 
 

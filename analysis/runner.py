@@ -11,6 +11,7 @@ import time
 
 from . import netns, paths, record
 from .procs import GatedProcess
+from .signals import critical
 from .sizes import format_size
 from .tracer import TracerError
 
@@ -74,6 +75,36 @@ def _wait_listening(server, err_path, timeout):
     raise RunFailed(f"server did not listen within {timeout:.0f} s")
 
 
+def _wait_both(server, client, limit, c_err, s_err):
+    """Wait for the server to finish its duration and the client to drain. A peer that dies
+    early (the server then waits on accept or send) ends the run with its own words."""
+    deadline = time.monotonic() + limit
+    while server.poll() is None:
+        if client.poll() not in (None, 0):
+            grace = time.monotonic() + 2.0
+            while server.poll() is None and time.monotonic() < grace:
+                time.sleep(0.01)
+            if server.poll() is None:
+                raise RunFailed(f"client exited with status {client.returncode} mid-run: "
+                                f"{_last_line(c_err) or 'no message'}")
+            break
+        if time.monotonic() > deadline:
+            raise RunFailed(f"server still running {limit:.0f} s after start (killed)")
+        time.sleep(0.005)
+    if server.returncode not in (0, None) and client.poll() is None:
+        grace = time.monotonic() + 2.0
+        while client.poll() is None and time.monotonic() < grace:
+            time.sleep(0.01)
+        if client.poll() is None:
+            raise RunFailed(f"server exited with status {server.returncode} mid-run: "
+                            f"{_last_line(s_err) or 'no message'}")
+    try:
+        client.wait(timeout=CLIENT_GRACE)
+    except Exception:
+        raise RunFailed(f"client still running {CLIENT_GRACE:.0f} s after the server ended "
+                        f"(killed)") from None
+
+
 def _snapshot_paths(raw_dir, folded_path):
     """The control protocol is one line of words: paths with blanks go through a temp dir."""
     if any(c.isspace() for c in raw_dir + folded_path):
@@ -111,8 +142,13 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
     t0 = time.monotonic()
     topo = None
     try:
-        topo = netns.Topology(cfg.transport)
-        topo.__enter__()
+        with critical():
+            topo = netns.Topology(cfg.transport)
+            try:
+                topo.__enter__()
+            except BaseException:
+                _remove_namespaces(topo)
+                raise
         if tracer is not None:
             tracer.clear()
             tracer.reset()
@@ -136,17 +172,7 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
         if tracer is not None:
             tracer.pid_add(client.pid)
         client.release()
-        limit = duration + 30.0 + cfg.threads * 0.05
-        try:
-            server.wait(timeout=limit)
-        except Exception:
-            raise RunFailed(f"server still running {limit:.0f} s after start "
-                            f"(killed)") from None
-        try:
-            client.wait(timeout=CLIENT_GRACE)
-        except Exception:
-            raise RunFailed(f"client still running {CLIENT_GRACE:.0f} s after the "
-                            f"server ended (killed)") from None
+        _wait_both(server, client, duration + 30.0 + cfg.threads * 0.05, c_err, s_err)
         server_json = _read_json(s_out, "server")
         client_json = _read_json(c_out, "client")
         if server_json is None:
@@ -171,16 +197,17 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
     except RuntimeError as e:       # Topology could not be created
         run.update(status="failed", error=str(e))
     finally:
-        # the workloads first (by the pids started here), then their namespaces
-        for p in (client, server):
-            if p is not None and p.poll() is None:
-                p.kill()
-                try:
-                    p.wait(timeout=5)
-                except Exception:
-                    pass
-        if topo is not None:
-            _remove_namespaces(topo)
+        with critical():
+            # the workloads first (by the pids started here), then their namespaces
+            for p in (client, server):
+                if p is not None and p.poll() is None:
+                    p.kill()
+                    try:
+                        p.wait(timeout=5)
+                    except Exception:
+                        pass
+            if topo is not None:
+                _remove_namespaces(topo)
     run["wall_s"] = round(time.monotonic() - t0, 3)
     if run.get("status") == "failed":
         if server_json or client_json:

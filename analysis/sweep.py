@@ -7,45 +7,15 @@ nothing half-written; the exit status is 130 / 143 and `--resume DIR` finishes t
 import json
 import os
 import signal
-import sys
 import time
 
-from . import machine, netns, paths, results
+from . import machine, netns, results
 from .params import run_key
 from .runner import run_one
-from .sizes import format_size
+from .signals import Guard, Interrupted, critical
 from .tracer import ControlTracer, TracerError
 
 SWEEP_FILE = "sweep.json"
-
-
-class Interrupted(BaseException):
-    def __init__(self, signum):
-        super().__init__(signum)
-        self.signum = signum
-
-
-class _Signals:
-    """SIGINT and SIGTERM raise Interrupted once; later ones are ignored so cleanup finishes."""
-
-    def __init__(self):
-        self.fired = None
-        self.old = {}
-
-    def _handler(self, signum, frame):
-        if self.fired is None:
-            self.fired = signum
-            raise Interrupted(signum)
-
-    def __enter__(self):
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            self.old[s] = signal.signal(s, self._handler)
-        return self
-
-    def __exit__(self, *exc):
-        for s, h in self.old.items():
-            signal.signal(s, h)
-        return False
 
 
 def _attributor():
@@ -197,7 +167,12 @@ def _pending(params, out_dir):
 def _start_tracer(params, out_dir):
     t = ControlTracer(attach=params.attach, freq=params.freq,
                       log_path=os.path.join(out_dir, "tracer.log"))
-    t.start()
+    try:
+        t.start()
+    except BaseException:      # failed, or interrupted while loading: stop it by its pid
+        with critical():
+            t.close()
+        raise
     return t
 
 
@@ -227,7 +202,7 @@ def run_sweep(params, out_dir, console, resume=False, build_report=True):
     status = 0
     interrupted = None
     start_index = len(results.read_runs(runs_path, dedup=False))
-    with _Signals():
+    with Guard():
         try:
             if params.trace and todo:
                 try:
@@ -273,7 +248,8 @@ def run_sweep(params, out_dir, console, resume=False, build_report=True):
                     run["traced"] = params.trace
                     run["machine"] = mach_short
                     run["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-                    results.append_run(runs_path, run)
+                    with critical():
+                        results.append_run(runs_path, run)
                     prog.end_run(label, run)
         except Interrupted as e:
             interrupted = e.signum
@@ -297,8 +273,18 @@ def run_sweep(params, out_dir, console, resume=False, build_report=True):
         from . import report
         t = time.monotonic()
         console.print("building the report …")
-        report.build(out_dir, console=console)
-        console.print(f"report built in {time.monotonic() - t:.1f} s")
+        try:
+            with Guard():
+                report.build(out_dir, console=console)
+            console.print(f"report built in {time.monotonic() - t:.1f} s")
+        except Interrupted as e:
+            console.print(f"[yellow]interrupted while building the report: every run is in "
+                          f"{runs_path}; rebuild it with: netio-trace report {out_dir}[/]")
+            return 128 + int(e.signum)
+        except Exception as e:      # the runs stand; say what failed and how to retry
+            console.print(f"[red]the report failed: {type(e).__name__}: {e}; every run is in "
+                          f"{runs_path}; retry with: netio-trace report {out_dir}[/]")
+            status = 1
     from . import summary
     summary.print_summary(all_runs, console)
     if bad:

@@ -27,6 +27,11 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+def _children_cpu():
+    t = os.times()
+    return t.children_user + t.children_system
+
+
 def machine():
     model = "unknown"
     try:
@@ -101,6 +106,7 @@ class Bench:
 
     # ---- runners: each returns {"recv_gbps", "send_gbps", "retrans", "cc"} ----------------
     def ours(self, topo, strategy, size, duration):
+        cpu0 = _children_cpu()
         srv = Proc([self.server, "--netns", topo.sender_ns, "--port", "0", "--strategy", strategy,
                     "--size", str(size), "--threads", "1", "--duration", str(duration)])
         try:
@@ -120,10 +126,12 @@ class Bench:
                                f"{cli.returncode} {cli.stderr.strip()}")
         s, c = json.loads(out), json.loads(cli.stdout)
         return {"recv_gbps": c["throughput_gbps"], "send_gbps": s["throughput_gbps"],
-                "retrans": s["tcp"]["retrans"], "cc": s["tcp"]["cc"]}
+                "retrans": s["tcp"]["retrans"], "cc": s["tcp"]["cc"],
+                "cpu_s_per_gb": _per_gb(_children_cpu() - cpu0, c["bytes"])}
 
     def iperf3(self, topo, size, duration):
         addr = VETH_RECEIVER_ADDR if topo.transport == "veth" else LOOPBACK_ADDR
+        cpu0 = _children_cpu()
         srv = Proc(["ip", "netns", "exec", topo.receiver_ns, "iperf3", "-s", "-1", "--forceflush",
                     "-p", str(IPERF3_PORT)])
         try:
@@ -142,11 +150,18 @@ class Bench:
         return {"recv_gbps": end["sum_received"]["bits_per_second"] / 1e9,
                 "send_gbps": end["sum_sent"]["bits_per_second"] / 1e9,
                 "retrans": end["sum_sent"].get("retransmits"),
-                "cc": end.get("sender_tcp_congestion")}
+                "cc": end.get("sender_tcp_congestion"),
+                "cpu_s_per_gb": _per_gb(_children_cpu() - cpu0, end["sum_received"]["bytes"])}
+
+
+def _per_gb(cpu_s, nbytes):
+    return cpu_s / (nbytes / 1e9) if nbytes else None
 
 
 def _fmt_run(r):
-    return f"{r['recv_gbps']:.2f} Gbit/s (retrans {r['retrans']}, {r['cc']})"
+    cpu = r.get("cpu_s_per_gb")
+    cpu = f", {cpu:.3f} CPU s/GB" if cpu is not None else ""
+    return f"{r['recv_gbps']:.2f} Gbit/s (retrans {r['retrans']}, {r['cc']}{cpu})"
 
 
 def section_iperf3(b):
@@ -156,34 +171,46 @@ def section_iperf3(b):
     lines = [
         "## Workloads beside iperf3",
         "",
-        f"64 KiB messages, 1 thread/stream, cubic, {dur:g} s per run, {rounds} interleaved rounds "
-        "(order flips every round). Throughput is the receiver's (netio-client: first byte to "
-        "EOF; iperf3: `sum_received`). Ratio = ours / iperf3 within the same round: "
-        "median (min, max).",
+        f"64 KiB messages, 1 thread/stream, cubic on both, {dur:g} s per run, {rounds} rounds. "
+        "Each round runs one-copy, iperf3, two-copy (reversed every other round), so iperf3 is "
+        "always next to both. Throughput is the receiver's (netio-client: first byte to EOF; "
+        "iperf3: `sum_received`); the ratio is ours / iperf3 within a round: median (min, max). "
+        "CPU s/GB: user + system time of sender and receiver per GB received (lower is better); "
+        "its ratio is ours / iperf3 within a round. Both senders write 64 KiB per call; "
+        "netio-client asks for up to 1 MiB per recv(), iperf3's receiver reads 64 KiB.",
         "",
-        "| transport | strategy | ours Gbit/s | iperf3 Gbit/s | ratio ours/iperf3 | sender-side ratio |",
-        "|-----------|----------|-------------|---------------|-------------------|-------------------|",
+        "| transport | strategy | ours Gbit/s | iperf3 Gbit/s | **ratio ours/iperf3** | "
+        "sender-side ratio | CPU s/GB ours | CPU s/GB iperf3 | CPU ratio ours/iperf3 |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     data = {}
     for transport in b.args.transports:
         with Topology(transport) as topo:
-            variants = [("iperf3", lambda t=topo: b.iperf3(t, size, dur))]
-            for st in strategies:
-                variants.append((st, lambda t=topo, st=st: b.ours(t, st, size, dur)))
+            variants = [
+                ("one-copy", lambda t=topo: b.ours(t, "one-copy", size, dur)),
+                ("iperf3", lambda t=topo: b.iperf3(t, size, dur)),
+                ("two-copy", lambda t=topo: b.ours(t, "two-copy", size, dur)),
+            ]
             res = pairs.run_interleaved(rounds, variants,
                                         log=lambda m, tr=transport: log(f"[{tr}] {m}"))
         data[transport] = res
-        ref = [r["recv_gbps"] for r in res["iperf3"]]
-        ref_s = [r["send_gbps"] for r in res["iperf3"]]
+        ref = {k: [r[k] for r in res["iperf3"]] for k in ("recv_gbps", "send_gbps", "cpu_s_per_gb")}
         for st in strategies:
-            ours = [r["recv_gbps"] for r in res[st]]
-            ours_s = [r["send_gbps"] for r in res[st]]
-            ratio = pairs.summary(pairs.paired_ratios(ours, ref))
-            ratio_s = pairs.summary(pairs.paired_ratios(ours_s, ref_s))
-            lines.append(f"| {transport} | {st} | {pairs.fmt(pairs.summary(ours))} | "
-                         f"{pairs.fmt(pairs.summary(ref))} | **{pairs.fmt(ratio)}** | "
-                         f"{pairs.fmt(ratio_s)} |")
-    lines += ["", "Every run (receiver Gbit/s, sender retransmits, congestion control):", ""]
+            ours = {k: [r[k] for r in res[st]] for k in ref}
+            cells = [
+                pairs.fmt(pairs.summary(ours["recv_gbps"])),
+                pairs.fmt(pairs.summary(ref["recv_gbps"])),
+                "**" + pairs.fmt(pairs.summary(pairs.paired_ratios(ours["recv_gbps"],
+                                                                   ref["recv_gbps"]))) + "**",
+                pairs.fmt(pairs.summary(pairs.paired_ratios(ours["send_gbps"], ref["send_gbps"]))),
+                pairs.fmt(pairs.summary(ours["cpu_s_per_gb"]), 3),
+                pairs.fmt(pairs.summary(ref["cpu_s_per_gb"]), 3),
+                pairs.fmt(pairs.summary(pairs.paired_ratios(ours["cpu_s_per_gb"],
+                                                            ref["cpu_s_per_gb"]))),
+            ]
+            lines.append(f"| {transport} | {st} | " + " | ".join(cells) + " |")
+    lines += ["", "Every run, in round order (receiver Gbit/s, sender retransmits, congestion "
+              "control, CPU s/GB):", ""]
     for transport, res in data.items():
         for name, runs in res.items():
             lines.append(f"- {transport} {name}: " + "; ".join(_fmt_run(r) for r in runs))

@@ -7,6 +7,8 @@
  *   fallback copy net:netif_receive_skb, a flagged skb delivered locally will be copied;
  *                 tcp:tcp_probe confirms the flag is gone when TCP sees the segment
  *   tx_copy       inferred in user space: tx_bytes - zc_tx_bytes
+ * The owner of a zerocopy socket is recorded at sys_enter of a MSG_ZEROCOPY send
+ * (syscalls.bpf.c), before its first skb leaves, and at every sock_send_length.
  * Arguments are typed kernel pointers: fields are read directly (CO-RE relocated loads), a
  * probe read is needed only for the computed skb_shinfo() pointer. */
 #include "vmlinux.h"
@@ -20,8 +22,15 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define NETIO_IPPROTO_TCP 6
 
-/* set once a zerocopy skb was received: until then tcp_probe has nothing to confirm */
-volatile unsigned int zc_seen;
+/* [0] = 1 once a zerocopy skb was received in a followed netns: the tracer then attaches
+ * tp_tcp_probe (until then it would run for every TCP segment with nothing to confirm), and
+ * detaches it again at `reset`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} zc_state SEC(".maps");
 
 /* skb_shinfo(skb)->flags & SKBFL_ZEROCOPY_ENABLE. skb->end is an offset from head on 64-bit
  * kernels (NET_SKBUFF_DATA_USES_OFFSET), a pointer elsewhere. */
@@ -96,19 +105,8 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 		return 0;
 	fresh = data_len;
 	key = (u64)skb->sk;
-	if (key) {
+	if (key)
 		si = bpf_map_lookup_elem(&sk_owner, &key);
-		if (!si) {
-			/* The first skbs of a socket leave before sock_send_length has named its
-			 * owner: they do so in the sender's own context (inside sendmsg), so a
-			 * followed current task is the owner. The next send corrects a mistake. */
-			u32 tgid = bpf_get_current_pid_tgid() >> 32;
-			if (tgid_followed(tgid)) {
-				note_zc_owner(key, tgid);
-				si = bpf_map_lookup_elem(&sk_owner, &key);
-			}
-		}
-	}
 	if (si) {
 		struct tcphdr th = {};
 		if (bpf_probe_read_kernel(&th, sizeof(th), skb->head + skb->transport_header) == 0) {
@@ -149,11 +147,12 @@ int BPF_PROG(tp_netif_receive, struct sk_buff *skb)
 
 	if (!skb_zc(skb))
 		return 0;
-	if (!zc_seen)
-		zc_seen = 1;
 	inum = skb->dev->nd_net.net->ns.inum;
 	if (!netns_followed(inum))
 		return 0;
+	u32 zero = 0, *seen = bpf_map_lookup_elem(&zc_state, &zero);
+	if (seen && !*seen)
+		*seen = 1;
 	ns = netns_get(inum);
 	if (ns) {
 		ns->fallback_copy_bytes += skb->data_len;
@@ -168,7 +167,7 @@ int BPF_PROG(tp_tcp_probe, struct sock *sk, struct sk_buff *skb)
 	u32 inum;
 	struct netns_stats *ns;
 
-	if (!zc_seen || !skb_zc(skb))
+	if (!skb_zc(skb))
 		return 0;
 	inum = sk->__sk_common.skc_net.net->ns.inum;
 	if (!netns_followed(inum))
@@ -176,5 +175,16 @@ int BPF_PROG(tp_tcp_probe, struct sock *sk, struct sk_buff *skb)
 	ns = netns_get(inum);
 	if (ns)
 		ns->zc_skbs_at_tcp++;
+	return 0;
+}
+
+/* A closed socket's memory may become another process's socket: forget its owner. */
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(tp_sock_state, const struct sock *sk, const int oldstate, const int newstate)
+{
+	u64 key = (u64)sk;
+
+	if (newstate == 7 /* TCP_CLOSE */)
+		bpf_map_delete_elem(&sk_owner, &key);
 	return 0;
 }

@@ -7,11 +7,15 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "filter.h"
+#include "maps.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 #define NETIO_MSG_ERRQUEUE 0x2000
+#define NETIO_MSG_ZEROCOPY 0x4000000
+
+#define NETIO_S_IFMT 00170000
+#define NETIO_S_IFSOCK 0140000
 
 struct sc_start {
 	u64 ts;		/* 0: not in a followed syscall */
@@ -83,16 +87,43 @@ static __always_inline u32 log2_slot(u64 v)
 	return r;
 }
 
-/* flags: the third argument (recvmsg's flags), read by the caller */
-static __always_inline int on_enter(int cls, u64 flags)
+/* A MSG_ZEROCOPY send of a followed process: name the owner of the socket behind fd before
+ * its first skb leaves (skbs leave in softirq context too, where current is anybody; the
+ * tp_btf rung attributes zerocopy bytes per process through this). Only zerocopy sends pay. */
+static __always_inline void note_zc_fd(u32 tgid, long fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct file **fds, *f = NULL;
+	struct socket *sock;
+	u64 sk;
+
+	if (fd < 0 || fd >= BPF_CORE_READ(task, files, fdt, max_fds))
+		return;
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return;
+	if ((BPF_CORE_READ(f, f_inode, i_mode) & NETIO_S_IFMT) != NETIO_S_IFSOCK)
+		return;		/* not a socket: the send fails with ENOTSOCK */
+	sock = BPF_CORE_READ(f, private_data);
+	sk = (u64)BPF_CORE_READ(sock, sk);
+	if (sk)
+		note_zc_owner(sk, tgid);
+}
+
+/* fd, arg3, arg4: syscall arguments, read by the caller (directly or by probe reads) */
+static __always_inline int on_enter(int cls, long fd, u64 arg3, u64 arg4)
 {
 	u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct sc_start *st;
 
 	if (!tgid_followed(pid_tgid >> 32))
 		return 0;
-	if (cls == SC_RECVMSG && (flags & NETIO_MSG_ERRQUEUE))
+	if (cls == SC_RECVMSG && (arg3 & NETIO_MSG_ERRQUEUE))
 		cls = SC_RECVMSG_ERRQUEUE;
+	else if (cls == SC_SENDMSG && (arg3 & NETIO_MSG_ZEROCOPY))
+		note_zc_fd(pid_tgid >> 32, fd);
+	else if (cls == SC_SENDTO && (arg4 & NETIO_MSG_ZEROCOPY))
+		note_zc_fd(pid_tgid >> 32, fd);
 	st = bpf_task_storage_get(&sc_start, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
@@ -142,6 +173,11 @@ static __always_inline int on_exit(long ret)
 	return 0;
 }
 
+static __always_inline bool needs_args(int cls)
+{
+	return cls == SC_RECVMSG || cls == SC_SENDMSG || cls == SC_SENDTO;
+}
+
 /* tp_btf: regs is a typed kernel pointer, read directly */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sc_enter, struct pt_regs *regs, long id)
@@ -150,7 +186,10 @@ int BPF_PROG(sc_enter, struct pt_regs *regs, long id)
 
 	if (cls < 0)
 		return 0;
-	return on_enter(cls, cls == SC_RECVMSG ? PT_REGS_PARM3(regs) : 0);
+	if (!needs_args(cls))
+		return on_enter(cls, -1, 0, 0);
+	return on_enter(cls, PT_REGS_PARM1(regs), PT_REGS_PARM3(regs),
+			PT_REGS_PARM4_SYSCALL(regs));
 }
 
 SEC("tp_btf/sys_exit")
@@ -167,7 +206,10 @@ int BPF_PROG(sc_enter_raw, struct pt_regs *regs, long id)
 
 	if (cls < 0)
 		return 0;
-	return on_enter(cls, cls == SC_RECVMSG ? PT_REGS_PARM3_CORE(regs) : 0);
+	if (!needs_args(cls))
+		return on_enter(cls, -1, 0, 0);
+	return on_enter(cls, PT_REGS_PARM1_CORE(regs), PT_REGS_PARM3_CORE(regs),
+			PT_REGS_PARM4_CORE_SYSCALL(regs));
 }
 
 SEC("raw_tp/sys_exit")

@@ -165,49 +165,51 @@ struct row {
 	bool required;		/* the probe point needs it at this rung */
 	int group;		/* optional rows of one group: at least one must attach */
 	bool fallback;		/* used only if no other row of its group resolves */
+	bool lazy;		/* loaded with its probe point, attached by tracer_bpf_poll() */
 };
 
 #define FUNCS(...) { __VA_ARGS__, NULL }
 
 static const struct row rows[] = {
 	/* fentry/fexit */
-	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_sendmsg_in", H_FENTRY, FUNCS("tcp_sendmsg"), true, 0, false },
-	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_sendmsg_out", H_FEXIT, FUNCS("tcp_sendmsg"), true, 0, false },
-	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_sendpage_out", H_FEXIT, FUNCS("tcp_sendpage"), false, 0, false },
-	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_copy_from_iter", H_FEXIT, FUNCS("_copy_from_iter"), false, 1, false },
-	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_copy_from_iter_nc", H_FEXIT, FUNCS("_copy_from_iter_nocache"), false, 1, false },
-	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_check_object_size", H_FENTRY, FUNCS("__check_object_size"), false, 1, true },
-	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_zc_stream", H_FEXIT, FUNCS("skb_zerocopy_iter_stream"), true, 0, false },
-	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_gup_fast", H_FEXIT, FUNCS("get_user_pages_fast"), false, 0, false },
-	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_pup_fast", H_FEXIT, FUNCS("pin_user_pages_fast"), false, 0, false },
-	{ RUNG_FENTRY, PP_FALLBACK_COPY, OBJ_FENTRY, "fx_copy_ubufs", H_FEXIT, FUNCS("skb_copy_ubufs"), true, 0, false },
-	{ RUNG_FENTRY, PP_ZC_COMPLETION, OBJ_FENTRY, "fx_zc_callback", H_FENTRY, FUNCS("__msg_zerocopy_callback"), true, 0, false },
-	{ RUNG_FENTRY, PP_RX_COPY, OBJ_FENTRY, "fx_rx_copy", H_FEXIT, FUNCS("skb_copy_datagram_iter"), true, 0, false },
+	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_sendmsg_in", H_FENTRY, FUNCS("tcp_sendmsg"), true, 0, false, false },
+	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_sendmsg_out", H_FEXIT, FUNCS("tcp_sendmsg"), true, 0, false, false },
+	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_sendpage_out", H_FEXIT, FUNCS("tcp_sendpage"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_copy_from_iter", H_FEXIT, FUNCS("_copy_from_iter"), false, 1, false, false },
+	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_copy_from_iter_nc", H_FEXIT, FUNCS("_copy_from_iter_nocache"), false, 1, false, false },
+	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_check_object_size", H_FENTRY, FUNCS("__check_object_size"), false, 1, true, false },
+	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_zc_stream", H_FEXIT, FUNCS("skb_zerocopy_iter_stream"), true, 0, false, false },
+	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_gup_fast", H_FEXIT, FUNCS("get_user_pages_fast"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_pup_fast", H_FEXIT, FUNCS("pin_user_pages_fast"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_FALLBACK_COPY, OBJ_FENTRY, "fx_copy_ubufs", H_FEXIT, FUNCS("skb_copy_ubufs"), true, 0, false, false },
+	{ RUNG_FENTRY, PP_ZC_COMPLETION, OBJ_FENTRY, "fx_zc_callback", H_FENTRY, FUNCS("__msg_zerocopy_callback"), true, 0, false, false },
+	{ RUNG_FENTRY, PP_RX_COPY, OBJ_FENTRY, "fx_rx_copy", H_FEXIT, FUNCS("skb_copy_datagram_iter"), true, 0, false, false },
 	/* kprobe/kretprobe */
-	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendmsg_in", H_KPROBE, FUNCS("tcp_sendmsg"), true, 0, false },
-	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendmsg_out", H_KRETPROBE, FUNCS("tcp_sendmsg"), true, 0, false },
-	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendpage_out", H_KRETPROBE, FUNCS("tcp_sendpage"), false, 0, false },
-	{ RUNG_KPROBE, PP_TX_COPY, OBJ_KPROBE, "kp_copy_from_iter", H_KRETPROBE, FUNCS("_copy_from_iter"), false, 1, false },
-	{ RUNG_KPROBE, PP_TX_COPY, OBJ_KPROBE, "kp_copy_from_iter_nc", H_KRETPROBE, FUNCS("_copy_from_iter_nocache"), false, 1, false },
-	{ RUNG_KPROBE, PP_TX_COPY, OBJ_KPROBE, "kp_check_object_size", H_KPROBE, FUNCS("__check_object_size"), false, 1, true },
-	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_zc_stream", H_KRETPROBE, FUNCS("skb_zerocopy_iter_stream"), true, 0, false },
-	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_pages_out", H_KRETPROBE, FUNCS("get_user_pages_fast"), false, 0, false },
-	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_pages_out", H_KRETPROBE, FUNCS("pin_user_pages_fast"), false, 0, false },
-	{ RUNG_KPROBE, PP_FALLBACK_COPY, OBJ_KPROBE, "kp_copy_ubufs", H_KPROBE, FUNCS("skb_copy_ubufs"), true, 0, false },
-	{ RUNG_KPROBE, PP_ZC_COMPLETION, OBJ_KPROBE, "kp_zc_callback", H_KPROBE, FUNCS("__msg_zerocopy_callback"), true, 0, false },
-	{ RUNG_KPROBE, PP_RX_COPY, OBJ_KPROBE, "kp_rx_copy_in", H_KPROBE, FUNCS("skb_copy_datagram_iter"), true, 0, false },
-	{ RUNG_KPROBE, PP_RX_COPY, OBJ_KPROBE, "kp_rx_copy_out", H_KRETPROBE, FUNCS("skb_copy_datagram_iter"), true, 0, false },
+	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendmsg_in", H_KPROBE, FUNCS("tcp_sendmsg"), true, 0, false, false },
+	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendmsg_out", H_KRETPROBE, FUNCS("tcp_sendmsg"), true, 0, false, false },
+	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendpage_out", H_KRETPROBE, FUNCS("tcp_sendpage"), false, 0, false, false },
+	{ RUNG_KPROBE, PP_TX_COPY, OBJ_KPROBE, "kp_copy_from_iter", H_KRETPROBE, FUNCS("_copy_from_iter"), false, 1, false, false },
+	{ RUNG_KPROBE, PP_TX_COPY, OBJ_KPROBE, "kp_copy_from_iter_nc", H_KRETPROBE, FUNCS("_copy_from_iter_nocache"), false, 1, false, false },
+	{ RUNG_KPROBE, PP_TX_COPY, OBJ_KPROBE, "kp_check_object_size", H_KPROBE, FUNCS("__check_object_size"), false, 1, true, false },
+	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_zc_stream", H_KRETPROBE, FUNCS("skb_zerocopy_iter_stream"), true, 0, false, false },
+	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_pages_out", H_KRETPROBE, FUNCS("get_user_pages_fast"), false, 0, false, false },
+	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_pages_out", H_KRETPROBE, FUNCS("pin_user_pages_fast"), false, 0, false, false },
+	{ RUNG_KPROBE, PP_FALLBACK_COPY, OBJ_KPROBE, "kp_copy_ubufs", H_KPROBE, FUNCS("skb_copy_ubufs"), true, 0, false, false },
+	{ RUNG_KPROBE, PP_ZC_COMPLETION, OBJ_KPROBE, "kp_zc_callback", H_KPROBE, FUNCS("__msg_zerocopy_callback"), true, 0, false, false },
+	{ RUNG_KPROBE, PP_RX_COPY, OBJ_KPROBE, "kp_rx_copy_in", H_KPROBE, FUNCS("skb_copy_datagram_iter"), true, 0, false, false },
+	{ RUNG_KPROBE, PP_RX_COPY, OBJ_KPROBE, "kp_rx_copy_out", H_KRETPROBE, FUNCS("skb_copy_datagram_iter"), true, 0, false, false },
 	/* BTF-typed tracepoints */
-	{ RUNG_TP_BTF, PP_TX_BYTES, OBJ_TP, "tp_send_length", H_TP_BTF, FUNCS("sock_send_length"), true, 0, false },
-	{ RUNG_TP_BTF, PP_PINNING, OBJ_TP, "tp_xmit", H_TP_BTF, FUNCS("net_dev_start_xmit"), true, 0, false },
-	{ RUNG_TP_BTF, PP_FALLBACK_COPY, OBJ_TP, "tp_netif_receive", H_TP_BTF, FUNCS("netif_receive_skb"), true, 0, false },
-	{ RUNG_TP_BTF, PP_FALLBACK_COPY, OBJ_TP, "tp_tcp_probe", H_TP_BTF, FUNCS("tcp_probe"), false, 0, false },
-	{ RUNG_TP_BTF, PP_RX_COPY, OBJ_TP, "tp_rx_copy", H_TP_BTF, FUNCS("skb_copy_datagram_iovec"), true, 0, false },
-	{ RUNG_TP_BTF, PP_SYSCALLS, OBJ_SYSCALLS, "sc_enter", H_TP_BTF, FUNCS("sys_enter"), true, 0, false },
-	{ RUNG_TP_BTF, PP_SYSCALLS, OBJ_SYSCALLS, "sc_exit", H_TP_BTF, FUNCS("sys_exit"), true, 0, false },
+	{ RUNG_TP_BTF, PP_TX_BYTES, OBJ_TP, "tp_send_length", H_TP_BTF, FUNCS("sock_send_length"), true, 0, false, false },
+	{ RUNG_TP_BTF, PP_PINNING, OBJ_TP, "tp_xmit", H_TP_BTF, FUNCS("net_dev_start_xmit"), true, 0, false, false },
+	{ RUNG_TP_BTF, PP_PINNING, OBJ_TP, "tp_sock_state", H_TP_BTF, FUNCS("inet_sock_set_state"), false, 0, false, false },
+	{ RUNG_TP_BTF, PP_FALLBACK_COPY, OBJ_TP, "tp_netif_receive", H_TP_BTF, FUNCS("netif_receive_skb"), true, 0, false, false },
+	{ RUNG_TP_BTF, PP_FALLBACK_COPY, OBJ_TP, "tp_tcp_probe", H_TP_BTF, FUNCS("tcp_probe"), false, 0, false, true },
+	{ RUNG_TP_BTF, PP_RX_COPY, OBJ_TP, "tp_rx_copy", H_TP_BTF, FUNCS("skb_copy_datagram_iovec"), true, 0, false, false },
+	{ RUNG_TP_BTF, PP_SYSCALLS, OBJ_SYSCALLS, "sc_enter", H_TP_BTF, FUNCS("sys_enter"), true, 0, false, false },
+	{ RUNG_TP_BTF, PP_SYSCALLS, OBJ_SYSCALLS, "sc_exit", H_TP_BTF, FUNCS("sys_exit"), true, 0, false, false },
 	/* raw tracepoints (no BTF needed) */
-	{ RUNG_TRACEPOINT, PP_SYSCALLS, OBJ_SYSCALLS, "sc_enter_raw", H_RAW_TP, FUNCS("sys_enter"), true, 0, false },
-	{ RUNG_TRACEPOINT, PP_SYSCALLS, OBJ_SYSCALLS, "sc_exit_raw", H_RAW_TP, FUNCS("sys_exit"), true, 0, false },
+	{ RUNG_TRACEPOINT, PP_SYSCALLS, OBJ_SYSCALLS, "sc_enter_raw", H_RAW_TP, FUNCS("sys_enter"), true, 0, false, false },
+	{ RUNG_TRACEPOINT, PP_SYSCALLS, OBJ_SYSCALLS, "sc_exit_raw", H_RAW_TP, FUNCS("sys_exit"), true, 0, false, false },
 };
 #define NROWS ((int)(sizeof(rows) / sizeof(rows[0])))
 
@@ -226,6 +228,10 @@ static bool is_traceable(const char *name)
 static const char *resolve_row(const struct row *r)
 {
 	const struct btf *btf = vmlinux_btf();
+	const char *skip = getenv("NETIO_TRACER_SKIP");	/* experiments: prog names to leave out */
+
+	if (skip && strstr(skip, r->prog))
+		return NULL;
 
 	for (int i = 0; r->targets[i]; i++) {
 		const char *t = r->targets[i];
@@ -383,6 +389,8 @@ static struct bpf_link *attach_row(struct bpf_object *obj, int i, int *errp)
 static void drop_pp_links(struct tracer_bpf *t, enum probe_point pp, int from)
 {
 	for (int j = from; j < t->nprogs; j++) {
+		if (t->progs[j].pp == pp && t->progs[j].lazy)
+			t->progs[j].lazy = false;	/* the point failed: never attach it */
 		if (t->progs[j].pp == pp && t->progs[j].link) {
 			bpf_link__destroy(t->progs[j].link);
 			t->progs[j].link = NULL;
@@ -418,6 +426,21 @@ static unsigned attach_rung(struct tracer_bpf *t, struct bpf_object *obj, enum r
 				continue;
 			if (rows[i].group)
 				group_seen[rows[i].group]++;
+			if (rows[i].lazy) {
+				struct bpf_program *lp = bpf_object__find_program_by_name(obj, rows[i].prog);
+				if (!lp || t->nprogs == MAX_ATTACHED)
+					continue;
+				struct attached_prog *ap = &t->progs[t->nprogs++];
+				snprintf(ap->name, sizeof(ap->name), "%s", rows[i].prog);
+				snprintf(ap->target, sizeof(ap->target), "%s:%s (on demand)",
+					 how_names[rows[i].how], resolved[i]);
+				ap->prog_fd = bpf_program__fd(lp);
+				ap->pp = pp;
+				ap->link = NULL;
+				ap->lazy = true;
+				t->lazy_bpf_prog = lp;
+				continue;
+			}
 			link = attach_row(obj, i, &err);
 			if (!link) {
 				if (rows[i].required) {
@@ -463,10 +486,10 @@ static unsigned attach_rung(struct tracer_bpf *t, struct bpf_object *obj, enum r
 					t->pinned_pages_counted = true;
 		}
 	}
-	/* compact: forget entries whose link was dropped */
+	/* compact: forget entries whose link was dropped (and lazy ones of failed points) */
 	int w = first;
 	for (int j = first; j < t->nprogs; j++)
-		if (t->progs[j].link)
+		if (t->progs[j].link || (t->progs[j].lazy && (ok & (1u << t->progs[j].pp))))
 			t->progs[w++] = t->progs[j];
 	t->nprogs = w;
 	return ok;
@@ -573,6 +596,7 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, c
 	unsigned assigned = 0;
 
 	memset(t, 0, sizeof(*t));
+	t->lazy_prog = -1;
 	for (int pp = 0; pp < PP_NR; pp++)
 		t->rung[pp] = RUNG_UNAVAILABLE;
 	libbpf_verbose = verbose;
@@ -703,7 +727,13 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, c
 	SHARED(sc_start, "sc_start");
 	SHARED(in_send, "in_send");
 	SHARED(sk_owner, "sk_owner");
+	SHARED(zc_state, "zc_state");
 #undef SHARED
+	for (int i = 0; i < t->nprogs; i++)
+		if (t->progs[i].lazy)
+			t->lazy_prog = i;
+	if (t->lazy_prog < 0)
+		t->lazy_bpf_prog = NULL;
 	return 0;
 }
 
@@ -718,6 +748,39 @@ void tracer_bpf_close(struct tracer_bpf *t)
 	for (int i = 0; i < nshared_maps; i++)
 		close(shared_maps[i].fd);
 	nshared_maps = 0;
+}
+
+void tracer_bpf_poll(struct tracer_bpf *t)
+{
+	uint32_t zero = 0, seen = 0;
+	struct attached_prog *ap;
+	struct bpf_link *link;
+
+	if (t->lazy_prog < 0 || !t->lazy_bpf_prog || t->zc_state < 0)
+		return;
+	ap = &t->progs[t->lazy_prog];
+	if (ap->link || bpf_map_lookup_elem(t->zc_state, &zero, &seen) || !seen)
+		return;
+	link = bpf_program__attach(t->lazy_bpf_prog);
+	if (libbpf_get_error(link)) {
+		t->lazy_prog = -1;	/* do not retry forever */
+		return;
+	}
+	ap->link = link;
+}
+
+void tracer_bpf_rearm(struct tracer_bpf *t)
+{
+	uint32_t zero = 0, val = 0;
+
+	if (t->lazy_prog < 0)
+		return;
+	if (t->progs[t->lazy_prog].link) {
+		bpf_link__destroy(t->progs[t->lazy_prog].link);
+		t->progs[t->lazy_prog].link = NULL;
+	}
+	if (t->zc_state >= 0)
+		bpf_map_update_elem(t->zc_state, &zero, &val, BPF_ANY);
 }
 
 const char *tracer_bpf_targets(const struct tracer_bpf *t, enum probe_point pp, char *buf,

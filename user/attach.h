@@ -45,7 +45,8 @@ struct attached_prog {
 	char target[96];	/* "fexit:tcp_sendmsg", "tp_btf:sock_send_length", ... */
 	int prog_fd;
 	enum probe_point pp;
-	struct bpf_link *link;
+	struct bpf_link *link;	/* NULL: loaded, attached on demand */
+	bool lazy;		/* attached on demand by tracer_bpf_poll() */
 };
 
 struct tracer_bpf {
@@ -58,7 +59,10 @@ struct tracer_bpf {
 	int nprogs;
 	/* fds of the shared maps (owned here) */
 	int followed_tgids, followed_netns, counters, proc_stats, netns_stats, sc_stats,
-	    sc_start, in_send, sk_owner;
+	    sc_start, in_send, sk_owner, zc_state;
+	/* attached on demand (tracer_bpf_poll): index in progs[], -1 if none */
+	int lazy_prog;
+	struct bpf_program *lazy_bpf_prog;
 };
 
 const char *rung_name(enum rung r);
@@ -72,6 +76,12 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose,
 void tracer_bpf_close(struct tracer_bpf *t);
 
 /* Targets attached for a probe point, comma separated, into buf. */
+/* Attach the programs that wait for a condition (tcp_probe: the first zerocopy skb received);
+ * cheap, call it every few tens of ms. */
+void tracer_bpf_poll(struct tracer_bpf *t);
+/* Detach them again and re-arm the condition (at `reset`). */
+void tracer_bpf_rearm(struct tracer_bpf *t);
+
 const char *tracer_bpf_targets(const struct tracer_bpf *t, enum probe_point pp, char *buf,
 			       size_t len);
 

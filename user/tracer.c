@@ -3,6 +3,7 @@
  * CLI and --control protocol: DEVELOPERS.md; probe points and the trace object: DESIGN.md. */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -39,7 +40,7 @@ struct tracer {
 	int nnetns_specs;
 	const char *json_path, *folded_path;
 	int freq;
-	bool no_sample, no_counters, control, verbose;
+	bool no_sample, no_counters, control, verbose, no_bpf_stats;
 	double duration;
 	char **cmd;
 	/* state */
@@ -56,7 +57,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: netio-tracer [--attach auto|fentry|kprobe|tracepoint] [--pid PID]... [--netns NAME|PATH]...\n"
 "                    [--json FILE] [--folded FILE] [--freq HZ] [--no-sample] [--no-counters]\n"
-"                    [--duration S] [--control] [--verbose] [-- CMD ARGS...]\n"
+"                    [--duration S] [--control] [--no-bpf-stats] [--verbose] [-- CMD ARGS...]\n"
 "       netio-tracer --probe\n"
 "\n"
 "Counts, per process, the bytes sent, copied from user space, sent zero-copy, copied back on\n"
@@ -69,6 +70,7 @@ static void usage(FILE *f)
 "  --folded FILE   folded on-CPU stacks of the followed processes\n"
 "  --freq HZ       stack sampling frequency (default 199)\n"
 "  --control       read commands on stdin (pid add, netns add, clear, reset, snapshot, quit)\n"
+"  --no-bpf-stats  leave kernel.bpf_stats_enabled alone (no self cost; what it costs itself)\n"
 "  --probe         print what this kernel allows as JSON and exit\n"
 "  -- CMD ARGS     run CMD, followed from its first instruction; stop when it exits\n");
 }
@@ -224,6 +226,7 @@ static void clear_all(struct tracer *tr)
 
 static void reset_all(struct tracer *tr)
 {
+	tracer_bpf_rearm(&tr->bpf);
 	stats_reset(&tr->bpf, &tr->base);
 	if (tr->prof)
 		profiler_reset(tr->prof);
@@ -347,26 +350,56 @@ static void print_ready(struct tracer *tr)
 	json_finish(&j);
 }
 
+/* One line from stdin (without its newline) into line; 1 if a line, 0 on EOF or a stop
+ * signal. While waiting, polls the attach-on-demand programs every 20 ms. */
+static int read_command(struct tracer *tr, char *line, size_t len)
+{
+	static char buf[8192];
+	static size_t have;
+	static bool eof;
+
+	for (;;) {
+		char *nl = memchr(buf, '\n', have);
+		if (nl || (eof && have)) {
+			size_t n = nl ? (size_t)(nl - buf) : have;
+			size_t c = n < len - 1 ? n : len - 1;
+			memcpy(line, buf, c);
+			line[c] = 0;
+			n += nl ? 1 : 0;
+			memmove(buf, buf + n, have - n);
+			have -= n;
+			return 1;
+		}
+		if (eof || stop_signal)
+			return 0;
+		if (have == sizeof(buf))
+			have = 0;	/* a line longer than the buffer: drop it */
+		struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+		int r = poll(&pfd, 1, 20);
+		tracer_bpf_poll(&tr->bpf);
+		if (r < 0 && errno != EINTR)
+			return 0;
+		if (r <= 0)
+			continue;
+		ssize_t got = read(STDIN_FILENO, buf + have, sizeof(buf) - have);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			eof = true;
+		else
+			have += got;
+	}
+}
+
 static int control_loop(struct tracer *tr)
 {
-	char *line = NULL, err[512];
-	size_t cap = 0;
-	ssize_t n;
+	char line[8192], err[512];
 
 	print_ready(tr);
-	while (!stop_signal) {
+	while (!stop_signal && read_command(tr, line, sizeof(line))) {
 		char *argv[8] = { 0 }, *save = NULL, *tok;
 		int argc = 0;
 
-		errno = 0;
-		n = getline(&line, &cap, stdin);
-		if (n < 0) {
-			if (errno == EINTR && !stop_signal) {
-				clearerr(stdin);
-				continue;
-			}
-			break;	/* EOF or a signal: quit */
-		}
 		for (tok = strtok_r(line, " \t\r\n", &save); tok && argc < 8;
 		     tok = strtok_r(NULL, " \t\r\n", &save))
 			argv[argc++] = tok;
@@ -406,7 +439,6 @@ static int control_loop(struct tracer *tr)
 			      "snapshot JSON [FOLDED] | quit)");
 		}
 	}
-	free(line);
 	return 0;
 }
 
@@ -509,7 +541,8 @@ static int run_oneshot(struct tracer *tr)
 			if (all_gone)
 				break;
 		}
-		sleep_ms(child > 0 ? 20 : 100);
+		tracer_bpf_poll(&tr->bpf);
+		sleep_ms(20);
 	}
 	if (child > 0) {
 		/* stopped by a signal or --duration: the command keeps running untraced */
@@ -534,7 +567,7 @@ static int run_oneshot(struct tracer *tr)
 /* ---- main ---------------------------------------------------------------------------- */
 
 enum { OPT_ATTACH = 256, OPT_PID, OPT_NETNS, OPT_JSON, OPT_FOLDED, OPT_FREQ, OPT_NO_SAMPLE,
-       OPT_NO_COUNTERS, OPT_DURATION, OPT_CONTROL, OPT_PROBE, OPT_VERBOSE };
+       OPT_NO_COUNTERS, OPT_DURATION, OPT_CONTROL, OPT_PROBE, OPT_VERBOSE, OPT_NO_BPF_STATS };
 
 static const struct option long_opts[] = {
 	{ "attach", required_argument, NULL, OPT_ATTACH },
@@ -549,6 +582,7 @@ static const struct option long_opts[] = {
 	{ "control", no_argument, NULL, OPT_CONTROL },
 	{ "probe", no_argument, NULL, OPT_PROBE },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
+	{ "no-bpf-stats", no_argument, NULL, OPT_NO_BPF_STATS },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -620,6 +654,9 @@ int main(int argc, char **argv)
 		case OPT_PROBE:
 			probe = true;
 			break;
+		case OPT_NO_BPF_STATS:
+			tr.no_bpf_stats = true;
+			break;
 		case 'v':
 		case OPT_VERBOSE:
 			tr.verbose = true;
@@ -653,7 +690,8 @@ int main(int argc, char **argv)
 			printf("error %s\n", err);
 		return tr.mode == ATTACH_AUTO ? 1 : 2;
 	}
-	stats_enable(&tr);
+	if (!tr.no_bpf_stats)
+		stats_enable(&tr);
 
 	/* network namespaces: given, or our own */
 	if (tr.nnetns_specs) {

@@ -12,7 +12,7 @@ static void copy_row(FILE *f, const char *site, const char *how, bool available,
 	char hb[32], per[32];
 
 	if (!available) {
-		fprintf(f, "  %-34s %-12s %16s %12s  %s\n", site, how, "-", "-", "(unavailable)");
+		fprintf(f, "  %-38s %-12s %16s %12s  %s\n", site, how, "-", "-", "(unavailable)");
 		return;
 	}
 	human_bytes((double)bytes, hb, sizeof(hb));
@@ -20,7 +20,7 @@ static void copy_row(FILE *f, const char *site, const char *how, bool available,
 		snprintf(per, sizeof(per), "%.1f", (double)bytes / msgs);
 	else
 		snprintf(per, sizeof(per), "-");
-	fprintf(f, "  %-34s %-12s %16llu %12s  %s%s\n", site, how, bytes, per, hb,
+	fprintf(f, "  %-38s %-12s %16llu %12s  %s%s\n", site, how, bytes, per, hb,
 		inferred ? "  (inferred)" : "");
 }
 
@@ -32,7 +32,7 @@ void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s)
 	fprintf(f, "\nnetio-tracer: %.2f s, %d process(es), %llu send calls with data\n",
 		s->duration_s, s->nprocs, msgs);
 	fprintf(f, "\nWhere the bytes were copied (bytes/msg = bytes per send call):\n");
-	fprintf(f, "  %-34s %-12s %16s %12s\n", "copy site", "rung", "bytes", "bytes/msg");
+	fprintf(f, "  %-38s %-12s %16s %12s\n", "copy site", "rung", "bytes", "bytes/msg");
 	copy_row(f, "tx: bytes sent (tcp_sendmsg)", rung_name(t->rung[PP_TX_BYTES]),
 		 t->rung[PP_TX_BYTES] != RUNG_UNAVAILABLE, s->tx_bytes, msgs, false);
 	copy_row(f, "tx: copy from user (kernel)", rung_name(t->rung[PP_TX_COPY]),
@@ -40,16 +40,19 @@ void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s)
 	copy_row(f, "tx: zero-copy (user pages)", rung_name(t->rung[PP_PINNING]),
 		 t->rung[PP_PINNING] != RUNG_UNAVAILABLE, s->zc_tx_bytes, msgs, false);
 	if (!s->pinned_pages_null)
-		fprintf(f, "  %-34s %-12s %16llu pages\n", "tx: pinned pages", rung_name(t->rung[PP_PINNING]),
+		fprintf(f, "  %-38s %-12s %16llu pages\n", "tx: pinned pages", rung_name(t->rung[PP_PINNING]),
 			s->pinned_pages);
 	copy_row(f, "fallback copy (zc delivered locally)", rung_name(t->rung[PP_FALLBACK_COPY]),
 		 t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE, s->fallback_copy_bytes, msgs, false);
 	copy_row(f, "rx: copy to user", rung_name(t->rung[PP_RX_COPY]),
 		 t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE, s->rx_copy_bytes, msgs, false);
-	if (s->zc_tx_skbs || s->fallback_copy_skbs || s->zc_completions)
+	if (s->zc_tx_skbs || s->fallback_copy_skbs)
 		fprintf(f, "  zerocopy skbs: %llu sent, %llu copied on local delivery, %llu still "
-			"zerocopy at TCP; completions %llu (%llu sends, %llu copied)\n",
-			s->zc_tx_skbs, s->fallback_copy_skbs, s->zc_skbs_at_tcp, s->zc_completions,
+			"zerocopy when TCP received them\n",
+			s->zc_tx_skbs, s->fallback_copy_skbs, s->zc_skbs_at_tcp);
+	if (t->rung[PP_ZC_COMPLETION] != RUNG_UNAVAILABLE && s->zc_completions)
+		fprintf(f, "  zerocopy completions (%s): %llu notifications for %llu sends, %llu "
+			"sends copied\n", rung_name(t->rung[PP_ZC_COMPLETION]), s->zc_completions,
 			s->zc_completed_sends, s->zc_copied_sends);
 
 	if (s->nprocs > 1) {
@@ -57,7 +60,8 @@ void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s)
 			"tx_bytes", "tx_copy", "zc_tx", "rx_copy");
 		for (int i = 0; i < s->nprocs; i++) {
 			const struct proc_snap *p = &s->procs[i];
-			fprintf(f, "  %8u %-16s %14llu %14llu %14llu %14llu\n", p->tgid, p->comm,
+			fprintf(f, "  %8u %-16s %14llu %14llu %14llu %14llu\n", p->tgid,
+				p->comm[0] ? p->comm : "?",
 				p->st.tx_bytes, p->st.tx_copy_bytes, p->st.zc_tx_bytes,
 				p->st.rx_copy_bytes);
 		}

@@ -24,8 +24,12 @@
 
 #define PROG "netio-server"
 
-#define ZC_RING_BYTES    (16u << 20)  /* aim for this much in flight per connection */
-#define ZC_RING_MIN      4u
+/* Zero-copy ring: this many bytes of messages per connection (at least 2 messages). Measured
+ * here (64 KiB, loopback and veth): a ring that stays in cache costs less CPU per byte than
+ * one that covers the whole send buffer (256 KiB: 0.76 s/GB, 16 MiB: 0.93 s/GB on loopback),
+ * and completions come back fast enough that the sender does not stall on it. */
+#define ZC_RING_BYTES    (256u << 10)
+#define ZC_RING_MIN      2u
 #define ZC_RING_MAX      1024u
 #define ZC_DRAIN_EVERY   32u          /* sends between two error-queue drains */
 #define ZC_STALL_S       10.0         /* no completion for this long while waiting: fail */

@@ -152,7 +152,8 @@ def test_samples_counted(busy_snapshot):
     # FREQ samples per second of CPU time the process got (the machine may be shared)
     cpu_s = snap["perf"]["task-clock"] / 1e9
     assert cpu_s > 0.1
-    assert 0.7 * FREQ * cpu_s <= s["total"] <= 1.3 * FREQ * cpu_s + 20, (s, cpu_s)
+    # (timer samples are delayed while interrupts are off, and a loaded VM jitters)
+    assert 0.5 * FREQ * cpu_s <= s["total"] <= 1.5 * FREQ * cpu_s + 20, (s, cpu_s)
     lines = read_folded(folded)
     assert lines
     total = sum(n for _, n in lines)
@@ -169,7 +170,7 @@ def test_folded_frames_named(busy_snapshot):
     assert all(frames[0] for frames, _ in lines)
     by_frames = {";".join(frames): n for frames, n in lines if frames[0] == "netio-busy"}
     total = sum(by_frames.values())
-    assert total >= 0.95 * sum(n for _, n in lines)
+    assert total >= 0.9 * sum(n for _, n in lines), lines
     spin = sum(n for k, n in by_frames.items() if re.search(r"(^|;)main;busy_spin$", k))
     copy = sum(n for k, n in by_frames.items()
                if re.search(r"(^|;)main;copy_loop;(__)?mem(move|cpy)[a-z0-9_]*$", k))

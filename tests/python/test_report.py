@@ -43,7 +43,8 @@ def test_report_answers_from_the_data(built):
     assert re.search(r"veth, 1 thread\(s\): one-copy overtakes two-copy between 256 and 4K", md)
     assert "veth, 1 thread(s): zero-copy does not overtake one-copy within the range 256–64K" in md
     # paired ratios with their spread
-    assert re.search(r"one-copy/two-copy = \d\.\d\d \(\d\.\d\d–\d\.\d\d\) over 2 paired round", md)
+    assert re.search(r"Paired one-copy/two-copy by size, median \(min–max\): 256 \d\.\d\d "
+                     r"\(\d\.\d\d–\d\.\d\d\), 4K 1\.\d\d", md)
     # why zero-copy loses: COPIED completions, fallback bytes, the fallback's share of cycles
     zsec = md.split("Why zero-copy loses")[1].split("### Threads")[0]
     assert "zero-copy loses to one-copy" in zsec

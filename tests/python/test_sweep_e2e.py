@@ -36,10 +36,13 @@ def _start(*args):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _left_behind(pid):
-    """Namespaces and processes that the driver with this pid started and left."""
-    ns = [n for n in os.listdir("/var/run/netns")] if os.path.isdir("/var/run/netns") else []
+def _left_behind(pid, out):
+    """Namespaces and processes that the driver with this pid started and left: namespaces and
+    workloads carry `netio-<pid>-` in their names and arguments, the tracer writes its stderr
+    to OUT/tracer.log."""
+    ns = os.listdir("/var/run/netns") if os.path.isdir("/var/run/netns") else []
     ns = [n for n in ns if n.startswith(f"netio-{pid}-")]
+    log = str(out / "tracer.log")
     procs = []
     for p in os.listdir("/proc"):
         if not p.isdigit():
@@ -47,19 +50,12 @@ def _left_behind(pid):
         try:
             with open(f"/proc/{p}/cmdline", "rb") as f:
                 args = f.read().split(b"\0")
+            if any(a.startswith(f"netio-{pid}-".encode()) for a in args):
+                procs.append(int(p))
+            elif os.readlink(f"/proc/{p}/fd/2") == log:
+                procs.append(int(p))
         except OSError:
             continue
-        if any(a.startswith(f"netio-{pid}-".encode()) for a in args):
-            procs.append(int(p))
-        # the tracer is the driver's child; after the driver is gone its ppid changes, so
-        # look for a tracer in --control mode whose parent is the driver
-        if args and args[0].endswith(b"netio-tracer") and b"--control" in args:
-            try:
-                with open(f"/proc/{p}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        procs.append(int(p))
-            except (OSError, ValueError):
-                pass
     return ns, procs
 
 
@@ -98,7 +94,7 @@ def test_quick_end_to_end(tmp_path):
     assert len(list((out / "plots").glob("*.png"))) >= 6
     assert list((out / "flamegraphs").glob("*.folded"))
     assert list((out / "flamegraphs").glob("*.svg"))
-    assert _left_behind(p.pid) == ([], [])
+    assert _left_behind(p.pid, out) == ([], [])
     md = (out / "report.md").read_text()
     assert os.uname().release in md and "zero-copy" in md
 
@@ -119,7 +115,7 @@ def test_interrupt_then_resume(tmp_path, sig):
     stdout, stderr = p.communicate(timeout=60)
     assert p.returncode == 128 + sig, stderr[-2000:]
     assert "--resume" in stderr
-    assert _left_behind(p.pid) == ([], [])
+    assert _left_behind(p.pid, out) == ([], [])
     done = _runs(out / "runs.jsonl")
     assert 2 <= len(done) < 8
     assert not (out / "report.md").exists()
@@ -132,4 +128,4 @@ def test_interrupt_then_resume(tmp_path, sig):
     assert len(keys) == 8 and len(runs) == 8
     assert all(x["status"] == "ok" for x in runs)
     assert (out / "report.html").exists()
-    assert _left_behind(r.pid) == ([], [])
+    assert _left_behind(r.pid, out) == ([], [])
