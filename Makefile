@@ -85,7 +85,7 @@ run: deps all
 	./netio-trace run
 
 bench: deps all
-	$(PYTHON) -m bench.run
+	NETIO_BUILD=$(abspath $(BUILD)) $(PYTHON) -m bench.run
 
 $(BUILD)/workloads $(BUILD)/bpf $(BUILD)/include $(BUILD)/user $(BUILD)/tests:
 	@mkdir -p $@

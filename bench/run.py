@@ -32,6 +32,16 @@ def _children_cpu():
     return t.children_user + t.children_system
 
 
+def bpf_programs():
+    """Number of BPF programs loaded (a tracer attached elsewhere slows every packet)."""
+    try:
+        r = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True,
+                           timeout=10)
+        return len(json.loads(r.stdout)) if r.returncode == 0 else None
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+
+
 def machine():
     model = "unknown"
     try:
@@ -176,8 +186,9 @@ def section_iperf3(b):
         "always next to both. Throughput is the receiver's (netio-client: first byte to EOF; "
         "iperf3: `sum_received`); the ratio is ours / iperf3 within a round: median (min, max). "
         "CPU s/GB: user + system time of sender and receiver per GB received (lower is better); "
-        "its ratio is ours / iperf3 within a round. Both senders write 64 KiB per call; "
-        "netio-client asks for up to 1 MiB per recv(), iperf3's receiver reads 64 KiB.",
+        "its ratio is ours / iperf3 within a round. Both senders write 64 KiB per call and both "
+        "receivers read up to 64 KiB per call. two-copy makes one more user-space copy per "
+        "message by design (its serialization memcpy), so it should sit a little below one-copy.",
         "",
         "| transport | strategy | ours Gbit/s | iperf3 Gbit/s | **ratio ours/iperf3** | "
         "sender-side ratio | CPU s/GB ours | CPU s/GB iperf3 | CPU ratio ours/iperf3 |",
@@ -225,13 +236,18 @@ SECTIONS = [
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=6, help="interleaved rounds (>= 5)")
-    ap.add_argument("--duration", type=float, default=2.0, help="seconds per run")
+    ap.add_argument("--duration", type=int, default=2,
+                    help="whole seconds per run (iperf3 -t takes whole seconds)")
     ap.add_argument("--transports", nargs="+", default=["loopback", "veth"],
                     choices=["loopback", "veth"], help="transports to measure")
     ap.add_argument("--only", action="append", choices=[n for n, _ in SECTIONS],
                     help="run only this section (repeatable)")
     ap.add_argument("--out", default=RESULTS, help="markdown file to write")
     args = ap.parse_args(argv)
+    if args.rounds < 1 or args.duration <= 0:
+        ap.error("--rounds and --duration must be positive")
+    if args.rounds < 5:
+        log(f"note: {args.rounds} rounds; comparisons on this machine want at least 5")
     if os.geteuid() != 0:
         ap.error("needs root (network namespaces)")
     for exe in ("netio-server", "netio-client"):
@@ -245,6 +261,7 @@ def main(argv=None):
             f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, load average at start: "
             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} (other work on the machine skews "
             "every number)",
+            f"- BPF programs loaded at start: {bpf_programs()}",
             f"- command: `python -m bench.run {' '.join(argv if argv is not None else sys.argv[1:])}`",
             ""]
     b = Bench(args)
@@ -256,7 +273,9 @@ def main(argv=None):
         log(f"== section {name}")
         body.append(fn(b))
     text = "\n".join(head) + "\n" + "\n".join(body)
-    text += f"\n_total bench time: {time.monotonic() - t0:.0f} s_\n"
+    text += (f"\n_total bench time: {time.monotonic() - t0:.0f} s; load average at the end: "
+             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; BPF programs loaded at the end: "
+             f"{bpf_programs()}_\n")
     print(text)
     with open(args.out, "w") as f:
         f.write(text)

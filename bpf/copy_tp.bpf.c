@@ -50,20 +50,29 @@ static __always_inline bool skb_zc(struct sk_buff *skb)
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 {
-	u32 tgid;
+	struct task_state *st;
 	struct proc_stats *ps;
+	u32 tgid;
 
 	if (ret <= 0)
 		return 0;
-	tgid = bpf_get_current_pid_tgid() >> 32;
-	if (!tgid_followed(tgid))
-		return 0;
-	if (sk->sk_protocol != NETIO_IPPROTO_TCP)
-		return 0;
-	ps = proc_get(tgid);
-	if (ps) {
-		ps->tx_bytes += ret;
-		ps->tx_calls++;
+	st = current_traced_syscall();
+	if (st) {
+		/* fast path: a followed thread inside send/sendmsg/write/sendfile */
+		if (sk->sk_protocol != NETIO_IPPROTO_TCP)
+			return 0;
+		st->pending_tx_bytes += ret;
+		st->pending_tx_calls++;
+		tgid = st->tgid;
+	} else {
+		tgid = bpf_get_current_pid_tgid() >> 32;
+		if (!tgid_followed(tgid) || sk->sk_protocol != NETIO_IPPROTO_TCP)
+			return 0;
+		ps = proc_get(tgid);
+		if (ps) {
+			ps->tx_bytes += ret;
+			ps->tx_calls++;
+		}
 	}
 	if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1)
 		note_zc_owner((u64)sk, tgid);
@@ -73,11 +82,18 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 SEC("tp_btf/skb_copy_datagram_iovec")
 int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 {
-	u32 tgid;
+	struct task_state *st;
 	struct proc_stats *ps;
+	u32 tgid;
 
 	if (len <= 0)
 		return 0;
+	st = current_traced_syscall();
+	if (st) {
+		st->pending_rx_bytes += len;
+		st->pending_rx_calls++;
+		return 0;
+	}
 	tgid = bpf_get_current_pid_tgid() >> 32;
 	if (!tgid_followed(tgid))
 		return 0;

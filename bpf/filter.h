@@ -24,6 +24,22 @@ struct {
 	__type(value, u8);
 } followed_netns SEC(".maps");
 
+/* [0]: generation of the filter, bumped by the tracer whenever followed_tgids changes, so
+ * that a thread's cached "followed" (task_state in maps.h) is checked again. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} filter_gen SEC(".maps");
+
+static __always_inline u32 current_filter_gen(void)
+{
+	u32 zero = 0, *g = bpf_map_lookup_elem(&filter_gen, &zero);
+
+	return g ? *g : 0;
+}
+
 /* Per-CPU counters of the tracer itself (drops etc., enum netio_counter). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -6,12 +6,38 @@
 
 #include "filter.h"
 
+/* allocated on first use: ~3.5 KiB per CPU per followed process */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, NETIO_MAX_PROCS);
 	__type(key, u32);	/* tgid */
-	__type(value, struct proc_stats);
-} proc_stats SEC(".maps");
+	__type(value, struct tgid_stats);
+} tgid_stats SEC(".maps");
+
+/* Per thread of a followed process (task-local storage: no hash lookup, and absent for
+ * threads never followed). The hot paths (syscall entry and exit, sock_send_length,
+ * skb_copy_datagram_iovec in process context) find everything they need here; bytes counted
+ * inside a traced syscall wait in pending_* until its exit, which has the process's
+ * statistics at hand anyway. */
+struct task_state {
+	u64 ts;			/* start of the traced syscall in progress, 0 if none */
+	u32 cls;		/* its class */
+	u32 gen;		/* filter generation "followed" was decided at */
+	u32 tgid;
+	u32 followed;
+	u64 pending_tx_bytes;
+	u64 pending_rx_bytes;
+	u32 pending_tx_calls;
+	u32 pending_rx_calls;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_state);
+} task_state SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -52,21 +78,37 @@ struct {
 	__type(value, struct sk_info);
 } sk_owner SEC(".maps");
 
-static const struct proc_stats zero_proc_stats;
+static const struct tgid_stats zero_tgid_stats;
 static const struct netns_stats zero_netns_stats;
+
+static __always_inline struct tgid_stats *tgid_stats_get(u32 tgid)
+{
+	struct tgid_stats *ts = bpf_map_lookup_elem(&tgid_stats, &tgid);
+
+	if (ts)
+		return ts;
+	count_update_error(bpf_map_update_elem(&tgid_stats, &tgid, &zero_tgid_stats, BPF_NOEXIST));
+	ts = bpf_map_lookup_elem(&tgid_stats, &tgid);
+	/* the comm of the process itself, not of whoever runs a softirq */
+	if (ts && (bpf_get_current_pid_tgid() >> 32) == tgid)
+		bpf_get_current_comm(ts->comm, sizeof(ts->comm));
+	return ts;
+}
 
 static __always_inline struct proc_stats *proc_get(u32 tgid)
 {
-	struct proc_stats *ps = bpf_map_lookup_elem(&proc_stats, &tgid);
+	struct tgid_stats *ts = tgid_stats_get(tgid);
 
-	if (ps)
-		return ps;
-	count_update_error(bpf_map_update_elem(&proc_stats, &tgid, &zero_proc_stats, BPF_NOEXIST));
-	ps = bpf_map_lookup_elem(&proc_stats, &tgid);
-	/* the comm of the process itself, not of whoever runs a softirq */
-	if (ps && (bpf_get_current_pid_tgid() >> 32) == tgid)
-		bpf_get_current_comm(ps->comm, sizeof(ps->comm));
-	return ps;
+	return ts ? &ts->p : NULL;
+}
+
+/* The current thread's state if it is inside a traced syscall of a followed process (then
+ * its bytes can wait in pending_*), else NULL. */
+static __always_inline struct task_state *current_traced_syscall(void)
+{
+	struct task_state *st = bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0, 0);
+
+	return st && st->ts ? st : NULL;
 }
 
 static __always_inline struct netns_stats *netns_get(u32 inum)

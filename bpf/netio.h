@@ -45,7 +45,6 @@ struct proc_stats {
 	u64 pinned_pages;	/* user pages pinned for those skbs */
 	u64 rx_copy_bytes;	/* skb -> user copies (skb_copy_datagram_iter) */
 	u64 rx_calls;		/* skb_copy_datagram_iter calls */
-	char comm[NETIO_COMM_LEN];	/* set when the entry is created */
 };
 
 /* Per network namespace (inode number), per CPU: softirq-side events. */
@@ -60,17 +59,20 @@ struct netns_stats {
 	u64 zc_copied_sends;	/* sends whose notification says "copied" */
 };
 
-struct sc_key {
-	u32 tgid;
-	u32 cls;
-};
-
 struct sc_stats {
 	u64 count;
 	u64 bytes;		/* sum of positive return values (data classes only) */
 	u64 errors;		/* negative return values */
 	u64 total_ns;
 	u64 hist[NETIO_HIST_SLOTS];
+};
+
+/* Everything counted per process (tgid), per CPU: one map lookup serves a syscall's exit, its
+ * class statistics and the copy counters. */
+struct tgid_stats {
+	struct proc_stats p;
+	struct sc_stats sc[SC_NR_CLASSES];
+	char comm[NETIO_COMM_LEN];	/* set when the entry is created (last: not summed) */
 };
 
 /* Per-CPU counters of the tracer itself (array indices). */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Per-process socket syscall counts, bytes and log2 latency histograms, from the raw_syscalls
  * tracepoints (tp_btf, or raw_tp where BTF-typed attach is refused). Every syscall of every
- * process passes here, so the order is: syscall id (a switch, no map access), then the
- * followed-tgid lookup, then the work. */
+ * process passes here, so the order is: syscall id (a switch, no map access), then whether
+ * the thread is followed (cached in its task storage), then the work: one clock read at each
+ * end and, at the exit, one lookup of the process's statistics. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -16,30 +17,6 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define NETIO_S_IFMT 00170000
 #define NETIO_S_IFSOCK 0140000
-
-struct sc_start {
-	u64 ts;		/* 0: not in a followed syscall */
-	u32 cls;
-	u32 pad;
-};
-
-/* per-thread start of the current followed syscall: task-local storage, cheaper than a hash
- * update and delete per call, and absent (one pointer test) for threads never followed */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct sc_start);
-} sc_start SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, NETIO_MAX_PROCS * 4);
-	__type(key, struct sc_key);
-	__type(value, struct sc_stats);
-} sc_stats SEC(".maps");
-
-static const struct sc_stats zero_sc_stats;
 
 /* syscall number -> class, -1 for syscalls we do not follow */
 static __always_inline int sc_class(long id)
@@ -110,26 +87,50 @@ static __always_inline void note_zc_fd(u32 tgid, long fd)
 		note_zc_owner(sk, tgid);
 }
 
+/* The thread's state if its process is followed, else NULL. "Followed" is cached in the
+ * task's storage and decided again when the filter generation changed. */
+static __always_inline struct task_state *followed_thread(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_state *st = bpf_task_storage_get(&task_state, task, 0, 0);
+	u32 gen = current_filter_gen(), tgid;
+
+	if (st && st->gen == gen)
+		return st->followed ? st : NULL;
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!tgid_followed(tgid)) {
+		if (st) {
+			st->gen = gen;
+			st->followed = 0;
+		}
+		return NULL;	/* no storage is created for threads never followed */
+	}
+	if (!st) {
+		st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!st) {
+			count_event(CNT_DROPS);
+			return NULL;
+		}
+	}
+	st->gen = gen;
+	st->followed = 1;
+	st->tgid = tgid;
+	return st;
+}
+
 /* fd, arg3, arg4: syscall arguments, read by the caller (directly or by probe reads) */
 static __always_inline int on_enter(int cls, long fd, u64 arg3, u64 arg4)
 {
-	u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct sc_start *st;
+	struct task_state *st = followed_thread();
 
-	if (!tgid_followed(pid_tgid >> 32))
+	if (!st)
 		return 0;
 	if (cls == SC_RECVMSG && (arg3 & NETIO_MSG_ERRQUEUE))
 		cls = SC_RECVMSG_ERRQUEUE;
 	else if (cls == SC_SENDMSG && (arg3 & NETIO_MSG_ZEROCOPY))
-		note_zc_fd(pid_tgid >> 32, fd);
+		note_zc_fd(st->tgid, fd);
 	else if (cls == SC_SENDTO && (arg4 & NETIO_MSG_ZEROCOPY))
-		note_zc_fd(pid_tgid >> 32, fd);
-	st = bpf_task_storage_get(&sc_start, bpf_get_current_task_btf(), 0,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!st) {
-		count_event(CNT_DROPS);
-		return 0;
-	}
+		note_zc_fd(st->tgid, fd);
 	st->cls = cls;
 	st->ts = bpf_ktime_get_ns();
 	return 0;
@@ -137,33 +138,43 @@ static __always_inline int on_enter(int cls, long fd, u64 arg3, u64 arg4)
 
 static __always_inline int on_exit(long ret)
 {
-	struct sc_start *st;
-	struct sc_key key;
+	struct task_state *st;
+	struct tgid_stats *ts;
 	struct sc_stats *s;
 	u64 now, delta;
-	u32 slot;
+	u32 slot, cls;
 
-	/* no storage: a thread never followed; ts 0: not in a followed syscall */
-	st = bpf_task_storage_get(&sc_start, bpf_get_current_task_btf(), 0, 0);
+	/* no storage: a thread never followed; ts 0: not in a traced syscall */
+	st = bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0, 0);
 	if (!st || !st->ts)
 		return 0;
 	now = bpf_ktime_get_ns();
 	delta = now > st->ts ? now - st->ts : 0;
 	st->ts = 0;
-	key.tgid = bpf_get_current_pid_tgid() >> 32;
-	key.cls = st->cls;
-
-	s = bpf_map_lookup_elem(&sc_stats, &key);
-	if (!s) {
-		count_update_error(bpf_map_update_elem(&sc_stats, &key, &zero_sc_stats, BPF_NOEXIST));
-		s = bpf_map_lookup_elem(&sc_stats, &key);
-		if (!s)
-			return 0;
+	cls = st->cls;
+	ts = tgid_stats_get(st->tgid);
+	if (!ts)
+		return 0;
+	/* bytes that sock_send_length / skb_copy_datagram_iovec counted during the call */
+	if (st->pending_tx_calls) {
+		ts->p.tx_bytes += st->pending_tx_bytes;
+		ts->p.tx_calls += st->pending_tx_calls;
+		st->pending_tx_bytes = 0;
+		st->pending_tx_calls = 0;
 	}
+	if (st->pending_rx_calls) {
+		ts->p.rx_copy_bytes += st->pending_rx_bytes;
+		ts->p.rx_calls += st->pending_rx_calls;
+		st->pending_rx_bytes = 0;
+		st->pending_rx_calls = 0;
+	}
+	if (cls >= SC_NR_CLASSES)
+		return 0;
+	s = &ts->sc[cls];
 	s->count++;
 	if (ret < 0)
 		s->errors++;
-	else if (key.cls != SC_POLL && key.cls != SC_EPOLL_WAIT)
+	else if (cls != SC_POLL && cls != SC_EPOLL_WAIT)
 		s->bytes += ret;
 	s->total_ns += delta;
 	slot = log2_slot(delta);

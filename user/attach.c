@@ -654,7 +654,7 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, c
 	/* syscalls: tracepoints only, BTF-typed first */
 	if (pp_resolvable(PP_SYSCALLS, RUNG_TP_BTF))
 		try_rung(t, RUNG_TP_BTF, 1u << PP_SYSCALLS);
-	if (t->rung[PP_SYSCALLS] == RUNG_UNAVAILABLE)
+	if (t->rung[PP_SYSCALLS] == RUNG_UNAVAILABLE && pp_resolvable(PP_SYSCALLS, RUNG_TRACEPOINT))
 		try_rung(t, RUNG_TRACEPOINT, 1u << PP_SYSCALLS);
 
 	/* what cannot be measured is inferred where it can be */
@@ -720,11 +720,10 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, c
 #define SHARED(field, name) t->field = shared_map_fd(name)
 	SHARED(followed_tgids, "followed_tgids");
 	SHARED(followed_netns, "followed_netns");
+	SHARED(filter_gen, "filter_gen");
 	SHARED(counters, "netio_counters");
-	SHARED(proc_stats, "proc_stats");
+	SHARED(tgid_stats, "tgid_stats");
 	SHARED(netns_stats, "netns_stats");
-	SHARED(sc_stats, "sc_stats");
-	SHARED(sc_start, "sc_start");
 	SHARED(in_send, "in_send");
 	SHARED(sk_owner, "sk_owner");
 	SHARED(zc_state, "zc_state");
@@ -748,6 +747,17 @@ void tracer_bpf_close(struct tracer_bpf *t)
 	for (int i = 0; i < nshared_maps; i++)
 		close(shared_maps[i].fd);
 	nshared_maps = 0;
+}
+
+void tracer_bpf_filter_changed(struct tracer_bpf *t)
+{
+	uint32_t zero = 0, gen = 0;
+
+	if (t->filter_gen < 0)
+		return;
+	bpf_map_lookup_elem(t->filter_gen, &zero, &gen);
+	gen++;
+	bpf_map_update_elem(t->filter_gen, &zero, &gen, BPF_ANY);
 }
 
 void tracer_bpf_poll(struct tracer_bpf *t)

@@ -58,8 +58,8 @@ struct tracer_bpf {
 	struct attached_prog progs[MAX_ATTACHED];
 	int nprogs;
 	/* fds of the shared maps (owned here) */
-	int followed_tgids, followed_netns, counters, proc_stats, netns_stats, sc_stats,
-	    sc_start, in_send, sk_owner, zc_state;
+	int followed_tgids, followed_netns, filter_gen, counters, tgid_stats, netns_stats,
+	    in_send, sk_owner, zc_state;
 	/* attached on demand (tracer_bpf_poll): index in progs[], -1 if none */
 	int lazy_prog;
 	struct bpf_program *lazy_bpf_prog;
@@ -74,6 +74,8 @@ int parse_attach_mode(const char *s, enum attach_mode *mode);
 int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose,
 		    char *err, size_t errlen);
 void tracer_bpf_close(struct tracer_bpf *t);
+/* The followed set changed: threads decide again whether they are followed. */
+void tracer_bpf_filter_changed(struct tracer_bpf *t);
 
 /* Targets attached for a probe point, comma separated, into buf. */
 /* Attach the programs that wait for a condition (tcp_probe: the first zerocopy skb received);

@@ -89,9 +89,8 @@ int stats_reset(const struct tracer_bpf *t, struct stats_baseline *base)
 	size_t vsz = (sizeof(u64)) * ncpus();
 	u64 *zero = calloc(1, vsz);
 
-	delete_all(t->proc_stats, sizeof(u32));
+	delete_all(t->tgid_stats, sizeof(u32));
 	delete_all(t->netns_stats, sizeof(u32));
-	delete_all(t->sc_stats, sizeof(struct sc_key));
 	if (zero && t->counters >= 0)
 		for (u32 i = 0; i < CNT_NR; i++)
 			bpf_map_update_elem(t->counters, &i, zero, BPF_ANY);
@@ -107,7 +106,6 @@ void stats_clear_state(const struct tracer_bpf *t)
 {
 	delete_all(t->sk_owner, sizeof(u64));
 	delete_all(t->in_send, sizeof(u32));
-	delete_all(t->sc_start, sizeof(u32));
 }
 
 static struct proc_snap *find_proc(struct snapshot *s, u32 tgid, bool create)
@@ -152,48 +150,44 @@ static int cmp_proc(const void *a, const void *b)
 int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 	       const unsigned int *extra, int nextra, struct snapshot *s)
 {
-	size_t psz = ((sizeof(struct proc_stats) + 7) & ~7UL) * ncpus();
-	size_t nsz = ((sizeof(struct netns_stats) + 7) & ~7UL) * ncpus();
-	size_t ssz = ((sizeof(struct sc_stats) + 7) & ~7UL) * ncpus();
-	void *buf = malloc(psz > nsz ? (psz > ssz ? psz : ssz) : (nsz > ssz ? nsz : ssz));
+	const size_t tstride = (sizeof(struct tgid_stats) + 7) & ~7UL;
+	const size_t nstride = (sizeof(struct netns_stats) + 7) & ~7UL;
+	size_t tsz = tstride * ncpus(), nsz = nstride * ncpus();
+	void *buf = malloc(tsz > nsz ? tsz : nsz);
+	struct tgid_stats *sum = malloc(sizeof(*sum));
 	u32 key, next;
-	struct sc_key skey, snext;
 	void *prev;
 
 	memset(s, 0, sizeof(*s));
-	if (!buf)
+	if (!buf || !sum) {
+		free(buf);
+		free(sum);
 		return -ENOMEM;
+	}
 
-	/* per process copy counters */
-	for (prev = NULL; t->proc_stats >= 0 && bpf_map_get_next_key(t->proc_stats, prev, &next) == 0;
+	/* per process: copy counters and syscalls */
+	for (prev = NULL; t->tgid_stats >= 0 && bpf_map_get_next_key(t->tgid_stats, prev, &next) == 0;
 	     prev = &key) {
 		key = next;
-		if (bpf_map_lookup_elem(t->proc_stats, &key, buf))
+		if (bpf_map_lookup_elem(t->tgid_stats, &key, buf))
 			continue;
 		struct proc_snap *p = find_proc(s, key, true);
 		if (!p)
 			continue;
-		sum_percpu(buf, sizeof(struct proc_stats), offsetof(struct proc_stats, comm) / 8, &p->st);
+		sum_percpu(buf, sizeof(struct tgid_stats), offsetof(struct tgid_stats, comm) / 8, sum);
+		p->st = sum->p;
+		for (int c = 0; c < SC_NR_CLASSES; c++) {
+			p->sc[c] = sum->sc[c];
+			p->has_sc[c] = sum->sc[c].count > 0;
+		}
 		/* comm: the first CPU copy that has one */
 		for (int c = 0; c < ncpus() && !p->comm[0]; c++) {
-			const struct proc_stats *v = (const void *)((char *)buf +
-				c * ((sizeof(struct proc_stats) + 7) & ~7UL));
+			const struct tgid_stats *v = (const void *)((char *)buf + c * tstride);
 			memcpy(p->comm, v->comm, sizeof(p->comm));
 			p->comm[sizeof(p->comm) - 1] = 0;
 		}
 	}
-	/* per process syscalls */
-	for (prev = NULL; t->sc_stats >= 0 && bpf_map_get_next_key(t->sc_stats, prev, &snext) == 0;
-	     prev = &skey) {
-		skey = snext;
-		if (skey.cls >= SC_NR_CLASSES || bpf_map_lookup_elem(t->sc_stats, &skey, buf))
-			continue;
-		struct proc_snap *p = find_proc(s, skey.tgid, true);
-		if (!p)
-			continue;
-		sum_percpu(buf, sizeof(struct sc_stats), sizeof(struct sc_stats) / 8, &p->sc[skey.cls]);
-		p->has_sc[skey.cls] = true;
-	}
+	free(sum);
 	for (int i = 0; i < nextra; i++)
 		find_proc(s, extra[i], true);
 	/* per netns */
@@ -209,6 +203,7 @@ int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 		n = &s->netns[s->nnetns++];
 		n->inum = key;
 		sum_percpu(buf, sizeof(struct netns_stats), sizeof(struct netns_stats) / 8, &n->st);
+		(void)nsz;
 	}
 	/* counters */
 	if (t->counters >= 0) {
@@ -298,22 +293,17 @@ int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 		snprintf(ps->target, sizeof(ps->target), "%s", t->progs[i].target);
 		ps->ns = ns >= base->ns[i] ? ns - base->ns[i] : ns;
 		ps->runs = runs >= base->runs[i] ? runs - base->runs[i] : runs;
+		if (base->share > 0 && base->share < 1) {
+			/* measured during the sampling windows only */
+			ps->ns = (unsigned long long)(ps->ns / base->share + 0.5);
+			ps->runs = (unsigned long long)(ps->runs / base->share + 0.5);
+		}
 		s->bpf_ns += ps->ns;
 		s->bpf_runs += ps->runs;
 	}
 	s->stats_how = base->stats_how;
-	s->stats_enabled = base->stats_how != NULL;
-	if (!s->stats_enabled) {
-		FILE *f = fopen("/proc/sys/kernel/bpf_stats_enabled", "r");
-		int v = 0;
-		if (f) {
-			if (fscanf(f, "%d", &v) == 1 && v) {
-				s->stats_enabled = true;
-				s->stats_how = "sysctl";
-			}
-			fclose(f);
-		}
-	}
+	s->stats_share = base->share;
+	s->stats_enabled = base->stats_how != NULL && base->share > 0;
 	s->duration_s = monotonic_s() - base->t0;
 	return 0;
 }
@@ -474,12 +464,14 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 	json_kv_uint(j, "bpf_ns", s->bpf_ns);
 	json_kv_uint(j, "bpf_runs", s->bpf_runs);
 	unsigned long long msgs = s->tx_calls;
-	if (msgs)
+	if (msgs && s->stats_enabled)
 		json_kv_double(j, "ns_per_message", (double)s->bpf_ns / msgs);
 	else
 		json_kv_null(j, "ns_per_message");
 	json_kv_bool(j, "stats_enabled", s->stats_enabled);
 	json_kv_string(j, "stats_via", s->stats_how);
+	json_kv_double(j, "sampled_share", s->stats_share);
+	json_kv_bool(j, "estimated", s->stats_share > 0 && s->stats_share < 1);
 	json_key(j, "programs");
 	json_begin_object(j);
 	for (int i = 0; i < s->nprogs; i++) {

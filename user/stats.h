@@ -50,6 +50,7 @@ struct snapshot {
 	unsigned long long bpf_ns, bpf_runs;
 	bool stats_enabled;
 	const char *stats_how;
+	double stats_share;	/* measured run times are scaled by 1/share */
 	double duration_s;
 };
 
@@ -57,6 +58,7 @@ struct stats_baseline {
 	unsigned long long ns[MAX_ATTACHED], runs[MAX_ATTACHED];
 	double t0;		/* CLOCK_MONOTONIC seconds at reset */
 	const char *stats_how;	/* how run-time stats are on: "BPF_ENABLE_STATS", "sysctl", NULL */
+	double share;		/* share of the time they were on since the reset (0..1) */
 };
 
 extern const char *sc_class_names[SC_NR_CLASSES];

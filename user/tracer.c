@@ -40,7 +40,8 @@ struct tracer {
 	int nnetns_specs;
 	const char *json_path, *folded_path;
 	int freq;
-	bool no_sample, no_counters, control, verbose, no_bpf_stats;
+	bool no_sample, no_counters, control, verbose;
+	enum { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
 	double duration;
 	char **cmd;
 	/* state */
@@ -50,6 +51,8 @@ struct tracer {
 	struct stats_baseline base;
 	int stats_fd;		/* BPF_ENABLE_STATS: run-time stats on while it is open */
 	int sysctl_prev;	/* previous kernel.bpf_stats_enabled if we wrote it, else -1 */
+	bool stats_on;		/* sampled mode: inside an on-window */
+	double stats_on_since, stats_off_since, stats_on_total;
 };
 
 static void usage(FILE *f)
@@ -57,7 +60,8 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: netio-tracer [--attach auto|fentry|kprobe|tracepoint] [--pid PID]... [--netns NAME|PATH]...\n"
 "                    [--json FILE] [--folded FILE] [--freq HZ] [--no-sample] [--no-counters]\n"
-"                    [--duration S] [--control] [--no-bpf-stats] [--verbose] [-- CMD ARGS...]\n"
+"                    [--duration S] [--control] [--bpf-stats sampled|always|off]\n"
+"                    [--verbose] [-- CMD ARGS...]\n"
 "       netio-tracer --probe\n"
 "\n"
 "Counts, per process, the bytes sent, copied from user space, sent zero-copy, copied back on\n"
@@ -70,7 +74,8 @@ static void usage(FILE *f)
 "  --folded FILE   folded on-CPU stacks of the followed processes\n"
 "  --freq HZ       stack sampling frequency (default 199)\n"
 "  --control       read commands on stdin (pid add, netns add, clear, reset, snapshot, quit)\n"
-"  --no-bpf-stats  leave kernel.bpf_stats_enabled alone (no self cost; what it costs itself)\n"
+"  --bpf-stats M   BPF run-time stats for the self cost: sampled (default: on 10%% of the\n"
+"                  time, scaled), always (exact, costs ~2 clock reads per program run), off\n"
 "  --probe         print what this kernel allows as JSON and exit\n"
 "  -- CMD ARGS     run CMD, followed from its first instruction; stop when it exits\n");
 }
@@ -117,16 +122,49 @@ static void write_sysctl_stats(int v)
 	}
 }
 
-/* BPF_ENABLE_STATS keeps run-time stats on while its fd is open: the kernel restores the
- * previous state when we exit, however we exit. The sysctl is the fallback. */
+/* Run-time stats cost every BPF program run two sched_clock() reads (~40 ns per run on this
+ * VM, several runs per message), so by default they are on for 20 ms of every 200 ms, from
+ * the start of each run (reset), and the program run times are scaled by the share of time
+ * they were on (self.sampled_share). --bpf-stats always keeps them on for the whole run.
+ * BPF_ENABLE_STATS keeps them on while its fd is open: the kernel restores the previous state
+ * when we close it or exit, however we exit. The sysctl is the fallback (kernels < 5.8). */
+#define STATS_ON_S 0.020
+#define STATS_PERIOD_S 0.200
+
+static void stats_window(struct tracer *tr, bool on)
+{
+	double now = monotonic_s();
+
+	if (on == tr->stats_on)
+		return;
+	if (on) {
+		tr->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (tr->stats_fd < 0)
+			return;
+		tr->stats_on = true;
+		tr->stats_on_since = now;
+	} else {
+		close(tr->stats_fd);
+		tr->stats_fd = -1;
+		tr->stats_on = false;
+		tr->stats_on_total += now - tr->stats_on_since;
+		tr->stats_off_since = now;
+	}
+}
+
 static void stats_enable(struct tracer *tr)
 {
 	tr->sysctl_prev = -1;
-	tr->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	if (tr->stats_fd >= 0) {
-		tr->base.stats_how = "BPF_ENABLE_STATS";
+	if (tr->stats_mode == STATS_OFF)
+		return;
+	stats_window(tr, true);
+	if (tr->stats_on) {
+		tr->base.stats_how = tr->stats_mode == STATS_SAMPLED ? "BPF_ENABLE_STATS, sampled" :
+				     "BPF_ENABLE_STATS";
 		return;
 	}
+	/* no BPF_ENABLE_STATS: the sysctl, for the whole run */
+	tr->stats_mode = STATS_ALWAYS;
 	int prev = read_sysctl_stats();
 	if (prev == 0) {
 		write_sysctl_stats(1);
@@ -136,14 +174,59 @@ static void stats_enable(struct tracer *tr)
 		tr->base.stats_how = "sysctl";
 }
 
+/* every ~10 ms: open and close the sampling windows */
+static void stats_tick(struct tracer *tr)
+{
+	double now;
+
+	if (tr->stats_mode != STATS_SAMPLED)
+		return;
+	now = monotonic_s();
+	if (tr->stats_on && now - tr->stats_on_since >= STATS_ON_S)
+		stats_window(tr, false);
+	else if (!tr->stats_on && now - tr->stats_off_since >= STATS_PERIOD_S - STATS_ON_S)
+		stats_window(tr, true);
+}
+
+/* a run starts: a window opens now */
+static void stats_restart(struct tracer *tr)
+{
+	if (tr->stats_mode != STATS_SAMPLED)
+		return;
+	stats_window(tr, false);
+	tr->stats_on_total = 0;
+	stats_window(tr, true);
+}
+
+/* share of the time since the last reset that the stats were on */
+static double stats_share(struct tracer *tr)
+{
+	double now = monotonic_s(), on, all;
+
+	if (tr->stats_mode == STATS_OFF || !tr->base.stats_how)
+		return 0;
+	if (tr->stats_mode == STATS_ALWAYS)
+		return 1;
+	on = tr->stats_on_total + (tr->stats_on ? now - tr->stats_on_since : 0);
+	all = now - tr->base.t0;
+	return all > 0 && on > 0 ? (on < all ? on / all : 1) : 0;
+}
+
 static void stats_restore(struct tracer *tr)
 {
 	if (tr->stats_fd >= 0)
 		close(tr->stats_fd);
 	tr->stats_fd = -1;
+	tr->stats_on = false;
 	if (tr->sysctl_prev >= 0)
 		write_sysctl_stats(tr->sysctl_prev);
 	tr->sysctl_prev = -1;
+}
+
+static void periodic(struct tracer *tr)
+{
+	stats_tick(tr);
+	tracer_bpf_poll(&tr->bpf);
 }
 
 /* ---- following ----------------------------------------------------------------------- */
@@ -180,6 +263,7 @@ static int follow_pid(struct tracer *tr, unsigned int pid, char *err, size_t err
 		snprintf(err, errlen, "cannot follow %u: %s", tgid, strerror(errno));
 		return -1;
 	}
+	tracer_bpf_filter_changed(&tr->bpf);
 	bool known = false;
 	for (int i = 0; i < tr->npids; i++)
 		known |= tr->pids[i] == tgid;
@@ -218,6 +302,7 @@ static void clear_all(struct tracer *tr)
 {
 	clear_map(tr->bpf.followed_tgids, sizeof(u32));
 	clear_map(tr->bpf.followed_netns, sizeof(u32));
+	tracer_bpf_filter_changed(&tr->bpf);
 	stats_clear_state(&tr->bpf);
 	if (tr->pc)
 		perf_counters_clear(tr->pc);
@@ -227,6 +312,7 @@ static void clear_all(struct tracer *tr)
 static void reset_all(struct tracer *tr)
 {
 	tracer_bpf_rearm(&tr->bpf);
+	stats_restart(tr);
 	stats_reset(&tr->bpf, &tr->base);
 	if (tr->prof)
 		profiler_reset(tr->prof);
@@ -293,6 +379,7 @@ static int snapshot_to(struct tracer *tr, const char *path, const char *folded, 
 	char tmp[4096];
 	FILE *f;
 
+	tr->base.share = stats_share(tr);
 	if (stats_read(&tr->bpf, &tr->base, tr->pids, tr->npids, &s)) {
 		snprintf(err, errlen, "cannot read the maps");
 		return -1;
@@ -375,8 +462,8 @@ static int read_command(struct tracer *tr, char *line, size_t len)
 		if (have == sizeof(buf))
 			have = 0;	/* a line longer than the buffer: drop it */
 		struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
-		int r = poll(&pfd, 1, 20);
-		tracer_bpf_poll(&tr->bpf);
+		int r = poll(&pfd, 1, 10);
+		periodic(tr);
 		if (r < 0 && errno != EINTR)
 			return 0;
 		if (r <= 0)
@@ -541,8 +628,8 @@ static int run_oneshot(struct tracer *tr)
 			if (all_gone)
 				break;
 		}
-		tracer_bpf_poll(&tr->bpf);
-		sleep_ms(20);
+		periodic(tr);
+		sleep_ms(10);
 	}
 	if (child > 0) {
 		/* stopped by a signal or --duration: the command keeps running untraced */
@@ -556,6 +643,7 @@ static int run_oneshot(struct tracer *tr)
 	if (isatty(STDOUT_FILENO) && !tr->json_path) {
 		/* JSON went to the terminal: add the human view after it */
 		struct snapshot s;
+		tr->base.share = stats_share(tr);
 		if (!stats_read(&tr->bpf, &tr->base, tr->pids, tr->npids, &s)) {
 			view_print(stdout, &tr->bpf, &s);
 			stats_free(&s);
@@ -582,7 +670,7 @@ static const struct option long_opts[] = {
 	{ "control", no_argument, NULL, OPT_CONTROL },
 	{ "probe", no_argument, NULL, OPT_PROBE },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
-	{ "no-bpf-stats", no_argument, NULL, OPT_NO_BPF_STATS },
+	{ "bpf-stats", required_argument, NULL, OPT_NO_BPF_STATS },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -655,7 +743,17 @@ int main(int argc, char **argv)
 			probe = true;
 			break;
 		case OPT_NO_BPF_STATS:
-			tr.no_bpf_stats = true;
+			if (!strcmp(optarg, "sampled"))
+				tr.stats_mode = STATS_SAMPLED;
+			else if (!strcmp(optarg, "always"))
+				tr.stats_mode = STATS_ALWAYS;
+			else if (!strcmp(optarg, "off"))
+				tr.stats_mode = STATS_OFF;
+			else {
+				fprintf(stderr, "netio-tracer: --bpf-stats %s: choose sampled, always or off\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'v':
 		case OPT_VERBOSE:
@@ -690,8 +788,7 @@ int main(int argc, char **argv)
 			printf("error %s\n", err);
 		return tr.mode == ATTACH_AUTO ? 1 : 2;
 	}
-	if (!tr.no_bpf_stats)
-		stats_enable(&tr);
+	stats_enable(&tr);
 
 	/* network namespaces: given, or our own */
 	if (tr.nnetns_specs) {

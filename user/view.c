@@ -87,6 +87,9 @@ void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s)
 	fprintf(f, "\nTracer cost: %llu ns in %llu BPF program runs", s->bpf_ns, s->bpf_runs);
 	if (msgs)
 		fprintf(f, " = %.1f ns per send call", (double)s->bpf_ns / msgs);
-	fprintf(f, "%s; %llu drops\n", s->stats_enabled ? "" : " (kernel.bpf_stats_enabled is off)",
-		s->drops);
+	if (!s->stats_enabled)
+		fprintf(f, " (BPF run-time stats were off)");
+	else if (s->stats_share < 1)
+		fprintf(f, " (measured %.0f%% of the time, scaled)", 100 * s->stats_share);
+	fprintf(f, "; %llu drops\n", s->drops);
 }

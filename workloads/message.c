@@ -153,6 +153,19 @@ void wl_message_iov(const struct wl_message *m, struct iovec iov[WL_FIELDS])
 	}
 }
 
+void wl_iov_advance(struct iovec **iov, size_t *cnt, size_t n)
+{
+	while (*cnt && n >= (*iov)->iov_len) {
+		n -= (*iov)->iov_len;
+		(*iov)++;
+		(*cnt)--;
+	}
+	if (*cnt && n) {
+		(*iov)->iov_base = (uint8_t *)(*iov)->iov_base + n;
+		(*iov)->iov_len -= n;
+	}
+}
+
 void wl_verifier_init(struct wl_verifier *v, size_t size, uint32_t conn)
 {
 	memset(v, 0, sizeof(*v));

@@ -50,6 +50,11 @@ void wl_message_serialize(const struct wl_message *m, uint8_t *buf);
 /* Points iov[0..7] at the fields. */
 void wl_message_iov(const struct wl_message *m, struct iovec iov[WL_FIELDS]);
 
+/* Drops the first n bytes (less than their total) from the iovec array *iov of *cnt entries,
+ * for resuming a partial sendmsg(): *iov and *cnt move past whole entries, and the first
+ * remaining entry is shortened in place (so *iov must be a writable copy). */
+void wl_iov_advance(struct iovec **iov, size_t *cnt, size_t n);
+
 /* Checks a byte stream of consecutive messages (0, 1, 2, ...) of one connection, fed in
  * pieces of any length. */
 struct wl_verifier {

@@ -63,7 +63,9 @@ struct conn {
 
 static pthread_barrier_t g_barrier;
 static atomic_int g_stop;
-static atomic_int g_running;
+static int g_running;                   /* threads still sending, under g_lock */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_done;           /* signalled when g_running drops to 0 */
 
 static int conn_fail(struct conn *c, const char *fmt, ...)
 {
@@ -100,7 +102,7 @@ static int conn_setup(struct conn *c)
 		return 0;
 	}
 
-	c->nring = ZC_RING_BYTES / o->size;
+	c->nring = (uint32_t)(ZC_RING_BYTES / o->size);   /* size >= 8: fits */
 	if (c->nring < ZC_RING_MIN)
 		c->nring = ZC_RING_MIN;
 	if (c->nring > ZC_RING_MAX)
@@ -215,6 +217,7 @@ static int send_iov(struct conn *c, const struct iovec *base, size_t len, int zc
 	struct iovec scratch[WL_FIELDS];
 	struct msghdr mh = { .msg_iov = (struct iovec *)base, .msg_iovlen = WL_FIELDS };
 	int flags = MSG_NOSIGNAL | (zc_slot >= 0 ? MSG_ZEROCOPY : 0);
+	int in_scratch = 0;
 
 	while (len) {
 		ssize_t r;
@@ -242,18 +245,13 @@ static int send_iov(struct conn *c, const struct iovec *base, size_t len, int zc
 		if (!len)
 			break;
 		c->partial_retries++;
-		/* Skip the r bytes sent. */
-		if (mh.msg_iov != scratch) {
-			memcpy(scratch, mh.msg_iov, sizeof(scratch[0]) * mh.msg_iovlen);
+		/* Skip the r bytes sent, in a copy: base is the message's own iovec. */
+		if (!in_scratch) {
+			memcpy(scratch, base, sizeof(scratch));
 			mh.msg_iov = scratch;
+			in_scratch = 1;
 		}
-		while ((size_t)r >= mh.msg_iov->iov_len) {
-			r -= (ssize_t)mh.msg_iov->iov_len;
-			mh.msg_iov++;
-			mh.msg_iovlen--;
-		}
-		mh.msg_iov->iov_base = (uint8_t *)mh.msg_iov->iov_base + r;
-		mh.msg_iov->iov_len -= (size_t)r;
+		wl_iov_advance(&mh.msg_iov, &mh.msg_iovlen, (size_t)r);
 	}
 	return 0;
 }
@@ -397,7 +395,10 @@ static void *conn_thread(void *arg)
 	close(c->fd);
 	c->fd = -1;
 	conn_free(c);
-	atomic_fetch_sub(&g_running, 1);
+	pthread_mutex_lock(&g_lock);
+	if (--g_running == 0)
+		pthread_cond_signal(&g_done);
+	pthread_mutex_unlock(&g_lock);
 	return NULL;
 }
 
@@ -643,7 +644,14 @@ int main(int argc, char **argv)
 	close(lfd);
 
 	pthread_barrier_init(&g_barrier, NULL, (unsigned)o.threads + 1);
-	atomic_store(&g_running, o.threads);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&g_done, &ca);
+	}
+	g_running = o.threads;
 	for (i = 0; i < o.threads; i++) {
 		conns[i].idx = (uint32_t)i;
 		conns[i].o = &o;
@@ -654,20 +662,21 @@ int main(int argc, char **argv)
 	}
 	pthread_barrier_wait(&g_barrier);
 	if (o.duration) {
-		double end = wl_now() + o.duration;
+		/* Sleep until the deadline (or until every thread has given up), without waking
+		 * in between: a periodic wakeup here moves the senders between CPUs. */
+		struct timespec end;
 
-		while (atomic_load(&g_running) > 0) {
-			double left = end - wl_now();
-			struct timespec ts;
-
-			if (left <= 0)
-				break;
-			if (left > 0.01)
-				left = 0.01;
-			ts.tv_sec = 0;
-			ts.tv_nsec = (long)(left * 1e9);
-			nanosleep(&ts, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &end);
+		end.tv_sec += (time_t)o.duration;
+		end.tv_nsec += (long)((o.duration - (double)(time_t)o.duration) * 1e9);
+		if (end.tv_nsec >= 1000000000L) {
+			end.tv_sec++;
+			end.tv_nsec -= 1000000000L;
 		}
+		pthread_mutex_lock(&g_lock);
+		while (g_running > 0 && pthread_cond_timedwait(&g_done, &g_lock, &end) != ETIMEDOUT)
+			;
+		pthread_mutex_unlock(&g_lock);
 		atomic_store(&g_stop, 1);
 	}
 	for (i = 0; i < o.threads; i++)

@@ -147,6 +147,21 @@ def test_strategy_verify(topo, strategy, size):
         assert s["send_calls"] == 8 * s["messages"] + s["partial_retries"]
 
 
+@pytest.mark.parametrize("size,count", [(8, 3000), (1031, 500), ((1 << 20) + 7, 20)])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_odd_sizes(lo_topo, strategy, size, count):
+    """Smallest message, fields with a remainder, a message larger than any socket buffer."""
+    s, c = run_pair(lo_topo,
+                    ["--strategy", strategy, "--size", str(size), "--threads", "3",
+                     "--count", str(count), "--verify"],
+                    ["--threads", "3", "--size", str(size), "--verify"])
+    assert s["bytes"] == c["bytes"] == 3 * count * size
+    assert c["verify_errors"] == 0 and c["messages"] == 3 * count
+    if strategy == "zero-copy":
+        zc = s["zerocopy"]
+        assert zc["completions"] == zc["sends"] >= 3 * count and zc["unexpected"] == 0
+
+
 def test_duration(lo_topo):
     s, c = run_pair(lo_topo,
                     ["--strategy", "one-copy", "--size", "64K", "--threads", "1",

@@ -199,6 +199,48 @@ static void test_serialize_iov(void)
 	}
 }
 
+/* Resuming partial sends: every split point of a message, in one or many steps, gathers
+ * exactly the bytes not yet sent, in order. */
+static void test_iov_advance(void)
+{
+	static const size_t sizes[] = { 8, 15, 1031 };
+	size_t k;
+
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t size = sizes[k], cut, step;
+		struct wl_message m;
+		uint8_t *flat = malloc(size);
+		int ok = 1;
+
+		CHECK(wl_message_init(&m, size) == 0 && flat, "init");
+		wl_message_fill(&m, 1, 2);
+		wl_message_serialize(&m, flat);
+		for (step = 1; step <= size; step = step * 2 + 1) {
+			for (cut = 0; cut < size; cut += step) {
+				struct iovec base[WL_FIELDS], *iov = base;
+				size_t cnt = WL_FIELDS, pos = cut, i, total = 0;
+
+				wl_message_iov(&m, base);
+				/* advance in two pieces: cut/2, then the rest */
+				wl_iov_advance(&iov, &cnt, cut / 2);
+				wl_iov_advance(&iov, &cnt, cut - cut / 2);
+				for (i = 0; i < cnt; i++) {
+					if (iov[i].iov_len == 0 ||
+					    memcmp(iov[i].iov_base, flat + pos, iov[i].iov_len) != 0)
+						ok = 0;
+					pos += iov[i].iov_len;
+					total += iov[i].iov_len;
+				}
+				if (total != size - cut || pos != size || cnt > WL_FIELDS)
+					ok = 0;
+			}
+		}
+		CHECK(ok, "size %zu: advanced iovec does not hold the unsent bytes", size);
+		wl_message_free(&m);
+		free(flat);
+	}
+}
+
 static void test_verifier_stream(void)
 {
 	const size_t size = 1000, nmsg = 20;
@@ -499,6 +541,7 @@ int main(void)
 	test_pattern();
 	test_message_fill_check();
 	test_serialize_iov();
+	test_iov_advance();
 	test_verifier_stream();
 	test_zc_ranges();
 	test_zc_tracker();
