@@ -196,21 +196,27 @@ def resolve_run(a):
             diffs = [d for d in stored.differences(asked) if d.split()[0] in given]
             if diffs:
                 raise UsageError(f"--resume {a.resume} is a different sweep ({'; '.join(diffs)})")
+        check_privileges(stored)
         why = _probe_writable(rdir)
         if why:
             raise UsageError(f"--resume {a.resume} is not writable ({why})")
         return stored, rdir, True
     params = sweep_params(a)
+    check_privileges(params)      # before the directory: "not writable" would hide "not root"
     out = check_out_dir(a.out if a.out is not None else default_out_dir())
     return params, out, False
 
 
-def preflight(params):
-    """What must be on the machine for this sweep: one line per missing thing (UsageError)."""
+def check_privileges(params):
     from .privileges import privilege_error
     err = privilege_error("run", need_bpf=params.trace)
     if err:
         raise UsageError(err)
+
+
+def preflight(params):
+    """What must be on the machine for this sweep: one line per missing thing (UsageError)."""
+    check_privileges(params)
     if not paths.find_tool("ip"):
         raise UsageError("netio-trace run: `ip` (iproute2) not found; install it: apt-get install iproute2")
     need = ["netio-server", "netio-client"] + (["netio-tracer"] if params.trace else [])
@@ -242,10 +248,10 @@ def preflight(params):
 
 
 def cmd_run(a):
-    from rich.console import Console
     params, out, resume = resolve_run(a)
     preflight(params)
     make_out_dir(out, "--resume" if resume else "--out")
+    from rich.console import Console
     from .sweep import run_sweep
     console = Console(stderr=True)
     if not console.is_terminal:       # a log: one line per run, no wrapping at 80 columns
@@ -293,9 +299,94 @@ def cmd_trace(a, cmd):
     argv = trace_argv(pid=pid, cmd=cmd, attach=attach, freq=freq, json_path=a.json,
                       folded=a.folded, netns=a.netns, duration=duration,
                       no_sample=a.no_sample, no_counters=a.no_counters)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execv(argv[0], argv)   # the tracer owns the terminal and the signals from here
+    return run_tracer(argv, own_command=bool(cmd))
+
+
+def _children():
+    """Pids of this process's children (every thread's list)."""
+    out = set()
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/children") as f:
+                out.update(int(x) for x in f.read().split())
+    except OSError:
+        pass
+    return out
+
+
+def _end_children(grace=2.0):
+    """SIGTERM, then SIGKILL, what was reparented to us (the traced command and what it
+    forked: only our own descendants can be reparented to a subreaper), reaped by pid."""
+    import signal
+    kids = _children()
+    for pid in kids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    while kids and time.monotonic() < deadline:
+        for pid in list(kids):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    kids.discard(pid)
+            except ChildProcessError:
+                kids.discard(pid)
+        kids |= _children()
+        time.sleep(0.02)
+    for pid in kids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+def run_tracer(argv, own_command):
+    """Run the tracer's own mode as our child, in our process group (Ctrl-C reaches it).
+    SIGINT/SIGTERM/SIGHUP sent to this process are passed on to the tracer, which detaches and
+    writes its JSON. With `-- CMD` the command is ours: as a child subreaper we get it back if
+    the tracer stops first, and end it when the trace was interrupted. Exit status: the
+    tracer's, or 128+signal when interrupted."""
+    import signal
+    import subprocess
+    if own_command:
+        try:
+            import ctypes
+            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        except Exception:
+            pass
+    got = []
+    proc = None
+
+    def forward(signum, frame):
+        if not got:
+            got.append(signum)
+        if proc is not None and proc.poll() is None:
+            try:
+                os.kill(proc.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    old = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM,
+                                                          signal.SIGHUP)}
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        proc = subprocess.Popen(argv)
+        if got:                     # a signal before the tracer existed
+            os.kill(proc.pid, got[0])
+        rc = proc.wait()
+        if own_command and got:
+            _end_children()
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+    if got:
+        print(f"{PROG} trace: interrupted ({signal.Signals(got[0]).name}); tracer detached"
+              + ("; the command was ended" if own_command else ""), file=sys.stderr)
+        return 128 + int(got[0])
+    return rc if rc >= 0 else 128 - rc
 
 
 # ---- report / doctor -------------------------------------------------------------------------
@@ -339,11 +430,16 @@ def main(argv=None):
         i = argv.index("--")
         argv, cmd = argv[:i], argv[i + 1:]
     parser = build_parser()
+    from .signals import Guard, Interrupted
+    guard = None
     try:
         a = parser.parse_args(argv)
         if a.command is None:
             parser.print_help()
             return 2
+        if a.command in ("run", "doctor"):
+            # from the first step: a signal during the checks ends with 128+N, never a traceback
+            guard = Guard().__enter__()
         if a.command == "run":
             return cmd_run(a)
         if a.command == "trace":
@@ -352,6 +448,12 @@ def main(argv=None):
             return cmd_report(a)
         if a.command == "doctor":
             return cmd_doctor(a)
+    except (Interrupted, KeyboardInterrupt) as e:
+        import signal
+        signum = getattr(e, "signum", signal.SIGINT)
+        print(f"{PROG} {argv[0] if argv else ''}: interrupted ({signal.Signals(signum).name})"
+              .replace("  ", " "), file=sys.stderr)
+        return 128 + int(signum)
     except UsageError as e:
         msg = str(e)
         if not msg.startswith(PROG):
@@ -360,6 +462,9 @@ def main(argv=None):
         return 2
     except BrokenPipeError:
         return 1
+    finally:
+        if guard is not None:
+            guard.__exit__(None, None, None)
     return 2
 
 

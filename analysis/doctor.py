@@ -20,12 +20,14 @@ def probe_netns():
     """Create a namespace with a veth pair, then delete it. (ok, error)."""
     if not paths.find_tool("ip"):
         return False, "ip (iproute2) not found"
+    from .signals import critical
     try:
-        with netns.Topology("veth") as topo:
-            names = topo.namespaces
-            listed = os.listdir(netns.NETNS_DIR)
-            if not all(n in listed for n in names):
-                return False, "namespace created but not listed"
+        with critical():      # a Ctrl-C here lands after the namespaces are gone again
+            with netns.Topology("veth") as topo:
+                names = topo.namespaces
+                listed = os.listdir(netns.NETNS_DIR)
+                if not all(n in listed for n in names):
+                    return False, "namespace created but not listed"
         left = [n for n in names if os.path.exists(os.path.join(netns.NETNS_DIR, n))]
         if left:
             return False, f"could not delete {', '.join(left)}"
@@ -81,7 +83,24 @@ def collect():
     for k, v in tp.items():
         if k not in out:
             out[k] = v
+    errors.extend(problems(out, tracer_error))
     return out, errors
+
+
+def problems(d, tracer_error=None):
+    """One line per thing that keeps `run` from working here (what is missing, what to do)."""
+    out = []
+    if tracer_error is None and d.get("btf") is False:
+        out.append("this kernel has no BTF (/sys/kernel/btf/vmlinux); the tracer needs "
+                   "CONFIG_DEBUG_INFO_BTF=y (or use `run --no-trace`)")
+    if not (d.get("tools") or {}).get("ip"):
+        out.append("`ip` (iproute2) not found; install it: apt-get install iproute2")
+    elif d.get("netns") is False:
+        out.append(f"cannot create network namespaces: {d.get('netns_error')}")
+    if d.get("msg_zerocopy") is False:
+        out.append("this kernel refuses MSG_ZEROCOPY (SO_ZEROCOPY, 4.14+); leave zero-copy out "
+                   "of `run --strategies`")
+    return out
 
 
 def _mark(v):

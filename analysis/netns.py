@@ -90,11 +90,13 @@ def list_own_namespaces():
     return out
 
 
-def remove_stale_namespaces():
-    """Remove namespaces left by dead netio-trace runs (their owner pid no longer alive)."""
+def remove_stale_namespaces(dead_owners=()):
+    """Remove namespaces left by dead netio-trace runs: their owner pid is no longer alive, or
+    is in dead_owners (a state file proved that the pid now belongs to another process)."""
     removed = []
+    dead_owners = set(dead_owners)
     for name, pid in list_own_namespaces():
-        if pid != os.getpid() and not os.path.exists(f"/proc/{pid}"):
+        if pid != os.getpid() and (pid in dead_owners or not os.path.exists(f"/proc/{pid}")):
             _ip("netns", "delete", name, check=False)
             removed.append(name)
     return removed

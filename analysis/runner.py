@@ -9,7 +9,7 @@ import shutil
 import tempfile
 import time
 
-from . import netns, paths, record
+from . import netns, paths, record, state
 from .procs import GatedProcess
 from .signals import critical
 from .sizes import format_size
@@ -161,6 +161,7 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
              "--size", str(cfg.msg_size), "--threads", str(cfg.threads),
              "--port", str(port), "--addr", topo.server_addr, "--netns", topo.sender_ns,
              "--duration", f"{duration:g}", "--cc", "cubic"], s_out, s_err)
+        state.note_child(server.pid, paths.binary("netio-server"))
         if tracer is not None:
             tracer.pid_add(server.pid)
         server.release()
@@ -169,6 +170,7 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
             [paths.binary("netio-client"), "--addr", topo.server_addr, "--port", str(port),
              "--threads", str(cfg.threads), "--size", str(cfg.msg_size),
              "--netns", topo.receiver_ns], c_out, c_err)
+        state.note_child(client.pid, paths.binary("netio-client"))
         if tracer is not None:
             tracer.pid_add(client.pid)
         client.release()
@@ -206,6 +208,8 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
                         p.wait(timeout=5)
                     except Exception:
                         pass
+                if p is not None and p.returncode is not None:
+                    state.forget_child(p.pid)
             if topo is not None:
                 _remove_namespaces(topo)
     run["wall_s"] = round(time.monotonic() - t0, 3)

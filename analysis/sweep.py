@@ -9,7 +9,7 @@ import os
 import signal
 import time
 
-from . import machine, netns, results
+from . import machine, netns, results, state
 from .params import run_key
 from .runner import run_one
 from .signals import Guard, Interrupted, critical
@@ -176,17 +176,39 @@ def _start_tracer(params, out_dir):
     return t
 
 
+def cleanup_dead_runs(console=None):
+    """What dead drivers of ours left: their recorded processes (state.py), then their
+    namespaces (by name and a dead owner pid). Never anything else."""
+    killed, dead = state.reap_dead_runs()
+    stale = netns.remove_stale_namespaces(dead)
+    if console is not None:
+        if killed:
+            console.print(f"ended {len(killed)} process(es) left by dead runs: "
+                          f"{', '.join(map(str, killed))}")
+        if stale:
+            console.print(f"removed {len(stale)} namespace(s) left by dead runs: "
+                          f"{', '.join(stale)}")
+    return killed, stale
+
+
 def run_sweep(params, out_dir, console, resume=False, build_report=True):
     """Run (or finish) the sweep into out_dir. Returns the exit status."""
+    cleanup_dead_runs(console)
+    st = state.open_state()
+    try:
+        return _run_sweep(params, out_dir, console, resume, build_report)
+    finally:
+        if not st.data["children"]:      # else a later start ends what is left
+            state.close_state()
+
+
+def _run_sweep(params, out_dir, console, resume, build_report):
     runs_path = os.path.join(out_dir, results.RUNS)
     if not resume:
         write_sweep_file(out_dir, params, {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                             "machine": machine.info()})
     todo = _pending(params, out_dir)
     total_sched = len(params.schedule())
-    stale = netns.remove_stale_namespaces()
-    if stale:
-        console.print(f"removed {len(stale)} namespace(s) left by dead runs: {', '.join(stale)}")
     console.print(f"sweep: {params.describe()}")
     console.print(f"{len(todo)} run(s) to do" + (f" of {total_sched}" if len(todo) != total_sched
                                                   else "") + f" → {out_dir}")

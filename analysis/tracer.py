@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from . import paths
+from . import paths, state
 
 READY_TIMEOUT = 90.0     # loading and attaching every program, BTF parsing included
 COMMAND_TIMEOUT = 30.0   # a snapshot symbolizes stacks: give it time
@@ -55,6 +55,7 @@ class ControlTracer:
         finally:
             if stderr is not subprocess.DEVNULL:
                 stderr.close()
+        state.note_child(self.proc.pid, self.binary)
         line = self._read_line(timeout, what="ready")
         while not line.startswith("ready"):
             if line.startswith("error"):
@@ -184,6 +185,8 @@ class ControlTracer:
                     s.close()
             except (OSError, ValueError):
                 pass
+        if p.returncode is not None:
+            state.forget_child(p.pid)
         return p.returncode
 
     def __enter__(self):

@@ -8,7 +8,8 @@
 # "N passed, N failed" and exits non-zero on any failure.
 #
 # Environment: NETIO_BUILD (binaries, default <repo>/build), NETIO_VM_KERNEL (default: the
-# newest /boot/vmlinuz-*), NETIO_VM_TIMEOUT (seconds, default 420).
+# newest /boot/vmlinuz-*), NETIO_VM_TIMEOUT (seconds, default 420), NETIO_VM_KEEP=1 (keep the
+# guest's logs).
 set -uo pipefail
 
 root="$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)"
@@ -35,7 +36,11 @@ kver="$(basename "$kernel" | sed 's/^vmlinuz-//')"
 [ -d "/lib/modules/$kver" ] || echo "vmtest: warning: no /lib/modules/$kver (veth may be missing)" >&2
 
 scratch="$(mktemp -d /tmp/netio-vmtest.XXXXXX)"
-trap 'rm -rf "$scratch"' EXIT
+if [ -n "${NETIO_VM_KEEP:-}" ]; then
+    echo "vmtest: logs kept in $scratch" >&2
+else
+    trap 'rm -rf "$scratch"' EXIT
+fi
 
 # What runs inside the guest. The root file system is the host's, read-only; /tmp is a
 # writable overlay and $scratch the host directory shared read-write.
