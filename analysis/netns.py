@@ -90,13 +90,18 @@ def list_own_namespaces():
     return out
 
 
-def remove_stale_namespaces(dead_owners=()):
-    """Remove namespaces left by dead netio-trace runs: their owner pid is no longer alive, or
-    is in dead_owners (a state file proved that the pid now belongs to another process)."""
+def remove_stale_namespaces(include_own=False):
+    """Remove namespaces left by dead netio-trace runs (their owner pid no longer alive; a pid
+    that now belongs to another process keeps them: doctor makes such names too, and it keeps
+    no state file). include_own: also the names carrying this process's pid, which only a dead
+    predecessor with the same pid can have made (call it before this process creates any)."""
     removed = []
-    dead_owners = set(dead_owners)
     for name, pid in list_own_namespaces():
-        if pid != os.getpid() and (pid in dead_owners or not os.path.exists(f"/proc/{pid}")):
+        if pid == os.getpid():
+            stale = include_own
+        else:
+            stale = not os.path.exists(f"/proc/{pid}")
+        if stale:
             _ip("netns", "delete", name, check=False)
             removed.append(name)
     return removed

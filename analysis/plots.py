@@ -52,8 +52,14 @@ def _size_axis(ax, sizes):
 
 def _save(fig, out_dir, name):
     path = os.path.join(out_dir, name)
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
+    tmp = os.path.join(out_dir, f".{name}.tmp")
+    try:         # whole files only: an interrupted report leaves no truncated PNG
+        fig.savefig(tmp, dpi=DPI, bbox_inches="tight", format="png")
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
     return name
 
 

@@ -179,8 +179,9 @@ def _start_tracer(params, out_dir):
 def cleanup_dead_runs(console=None):
     """What dead drivers of ours left: their recorded processes (state.py), then their
     namespaces (by name and a dead owner pid). Never anything else."""
-    killed, dead = state.reap_dead_runs()
-    stale = netns.remove_stale_namespaces(dead)
+    killed, _dead = state.reap_dead_runs()
+    # before this driver creates any: a name with its own pid is a dead predecessor's
+    stale = netns.remove_stale_namespaces(include_own=True)
     if console is not None:
         if killed:
             console.print(f"ended {len(killed)} process(es) left by dead runs: "
@@ -189,6 +190,18 @@ def cleanup_dead_runs(console=None):
             console.print(f"removed {len(stale)} namespace(s) left by dead runs: "
                           f"{', '.join(stale)}")
     return killed, stale
+
+
+def _remove_partial(out_dir):
+    """The report writes every file as NAME.tmp, then renames it: an interruption can leave
+    only such temporaries, never a half-written file under its real name."""
+    for d, _, files in os.walk(out_dir):
+        for f in files:
+            if f.endswith(".tmp"):
+                try:
+                    os.unlink(os.path.join(d, f))
+                except OSError:
+                    pass
 
 
 def run_sweep(params, out_dir, console, resume=False, build_report=True):
@@ -300,6 +313,7 @@ def _run_sweep(params, out_dir, console, resume, build_report):
                 report.build(out_dir, console=console)
             console.print(f"report built in {time.monotonic() - t:.1f} s")
         except Interrupted as e:
+            _remove_partial(out_dir)
             console.print(f"[yellow]interrupted while building the report: every run is in "
                           f"{runs_path}; rebuild it with: netio-trace report {out_dir}[/]")
             return 128 + int(e.signum)

@@ -335,6 +335,9 @@ def test_run_interrupted(tmp_path, point, sig):
     runs = strict_runs(out / "runs.jsonl")
     if point == "report":
         assert len(runs) == 2 and "netio-trace report" in err
+        for f in (out / "plots").glob("*") if (out / "plots").exists() else []:
+            assert f.suffix == ".png" and f.read_bytes().endswith(b"IEND\xaeB`\x82"), f
+        assert not [f for f in out.rglob("*") if ".tmp" in f.name]
     if point in ("mid-run", "namespaces-up", "tracer-loading"):
         assert len(runs) < 2
     if point in ("mid-run", "namespaces-up"):
@@ -474,6 +477,24 @@ def test_sigkill_then_next_start(tmp_path):
                 p.kill()
             p.wait()
         for ns in made_ns:
+            subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+
+
+def test_stale_namespace_with_own_pid():
+    """A name with this process's pid can only be a dead predecessor's (same pid): the start
+    removes it (else `ip netns add` of the first run fails); a foreign name stays."""
+    from analysis import netns
+    mine, decoy = f"netio-{os.getpid()}-987-snd", "netio-decoy-own"
+    for ns in (mine, decoy):
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        assert mine not in netns.remove_stale_namespaces()
+        assert mine in _namespaces()
+        removed = netns.remove_stale_namespaces(include_own=True)
+        assert mine in removed and decoy not in removed
+        assert mine not in _namespaces() and decoy in _namespaces()
+    finally:
+        for ns in (mine, decoy):
             subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
 
 

@@ -51,8 +51,10 @@ mountpoint -q /sys/fs/bpf || mount -t bpf bpffs /sys/fs/bpf
 mkdir -p /var/run/netns
 cd "$root"
 echo "guest kernel \$(uname -r)" >"$scratch/pytest.log"
+# if the tests hang, leave a trace of why before the host's timeout kills the guest
+( sleep $((timeout_s - 90)); { ps aux; dmesg | tail -n 50; } >"$scratch/hang.log" 2>&1 ) &
 NETIO_BUILD="$build" NETIO_VMTEST=1 PYTHONPATH="$root" PYTHONDONTWRITEBYTECODE=1 \\
-    timeout $((timeout_s - 60)) "$python" -m pytest -p no:cacheprovider -q -rfE \\
+    timeout $((timeout_s - 60)) "$python" -m pytest -p no:cacheprovider -v -rfE \\
     --junitxml="$scratch/junit.xml" tests/integration/test_tracer.py >>"$scratch/pytest.log" 2>&1
 echo \$? >"$scratch/rc"
 INNER
@@ -67,7 +69,7 @@ echo "vmtest: guest done in $(( $(date +%s) - start )) s" >&2
 
 if [ ! -s "$scratch/junit.xml" ]; then
     echo "vmtest: no test results from the guest (vng status $vm_rc)" >&2
-    tail -n 30 "$scratch/vm.log" "$scratch/pytest.log" 2>/dev/null >&2
+    tail -n 30 "$scratch/vm.log" "$scratch/pytest.log" "$scratch/hang.log" 2>/dev/null >&2
     echo "0 passed, 1 failed"
     exit 1
 fi
