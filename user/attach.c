@@ -228,7 +228,8 @@ static bool is_traceable(const char *name)
 static const char *resolve_row(const struct row *r)
 {
 	const struct btf *btf = vmlinux_btf();
-	const char *skip = getenv("NETIO_TRACER_SKIP");	/* experiments: prog names to leave out */
+	/* experiments (overhead of one program, a lower rung): program names to leave out */
+	const char *skip = getenv("NETIO_TRACER_SKIP");
 
 	if (skip && strstr(skip, r->prog))
 		return NULL;
@@ -279,32 +280,22 @@ static bool scope_available(const struct tracer_bpf *t)
  * least one row resolves. */
 static bool pp_resolvable(enum probe_point pp, enum rung r)
 {
-	bool any = false, group_ok[4] = { true, true, true, true }, group_seen[4] = { 0 };
+	bool any = false, group_seen[4] = { 0 }, group_hit[4] = { 0 };
 
 	for (int i = 0; i < NROWS; i++) {
 		if (rows[i].pp != pp || rows[i].rung != r)
 			continue;
-		if (rows[i].group) {
-			group_seen[rows[i].group] = true;
-			if (!resolved[i] && group_ok[rows[i].group])
-				group_ok[rows[i].group] = false;
-		}
 		if (rows[i].required && !resolved[i])
 			return false;
-		if (resolved[i])
+		group_seen[rows[i].group] = true;
+		if (resolved[i]) {
+			group_hit[rows[i].group] = true;
 			any = true;
+		}
 	}
-	for (int g = 1; g < 4; g++) {
-		if (!group_seen[g])
-			continue;
-		/* at least one member resolved */
-		bool one = false;
-		for (int i = 0; i < NROWS; i++)
-			if (rows[i].pp == pp && rows[i].rung == r && rows[i].group == g && resolved[i])
-				one = true;
-		if (!one)
-			return false;
-	}
+	for (int g = 1; g < 4; g++)
+		if (group_seen[g] && !group_hit[g])
+			return false;	/* no member of the group resolved */
 	return any;
 }
 
@@ -658,8 +649,7 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, c
 		try_rung(t, RUNG_TRACEPOINT, 1u << PP_SYSCALLS);
 
 	/* what cannot be measured is inferred where it can be */
-	if (t->rung[PP_TX_BYTES] == RUNG_UNAVAILABLE && t->rung[PP_SYSCALLS] != RUNG_UNAVAILABLE)
-	{
+	if (t->rung[PP_TX_BYTES] == RUNG_UNAVAILABLE && t->rung[PP_SYSCALLS] != RUNG_UNAVAILABLE) {
 		t->rung[PP_TX_BYTES] = RUNG_TRACEPOINT;	/* sys_exit of sendto/sendmsg/write */
 		t->tx_from_syscalls = true;
 	}

@@ -123,13 +123,16 @@ static void write_sysctl_stats(int v)
 }
 
 /* Run-time stats cost every BPF program run two sched_clock() reads (~40 ns per run on this
- * VM, several runs per message), so by default they are on for 20 ms of every 200 ms, from
+ * VM, several runs per message), so by default they are on for 100 ms of every second, from
  * the start of each run (reset), and the program run times are scaled by the share of time
  * they were on (self.sampled_share). --bpf-stats always keeps them on for the whole run.
+ * Each switch patches the kernel's text (a static key in every BPF program run): twice a
+ * second is nothing on hardware, but QEMU/TCG guests can livelock on frequent patching of
+ * so hot a site, which is why the VM tests use --bpf-stats always.
  * BPF_ENABLE_STATS keeps them on while its fd is open: the kernel restores the previous state
  * when we close it or exit, however we exit. The sysctl is the fallback (kernels < 5.8). */
-#define STATS_ON_S 0.020
-#define STATS_PERIOD_S 0.200
+#define STATS_ON_S 0.100
+#define STATS_PERIOD_S 1.000
 
 static void stats_window(struct tracer *tr, bool on)
 {
@@ -267,7 +270,9 @@ static int follow_pid(struct tracer *tr, unsigned int pid, char *err, size_t err
 	bool known = false;
 	for (int i = 0; i < tr->npids; i++)
 		known |= tr->pids[i] == tgid;
-	if (!known && tr->npids < MAX_PIDS)
+	if (known)
+		return 0;
+	if (tr->npids < MAX_PIDS)
 		tr->pids[tr->npids++] = tgid;
 	if (tr->pc && perf_counters_add_pid(tr->pc, tgid) < 0 && tr->verbose)
 		fprintf(stderr, "netio-tracer: perf counters for %u: %s\n", tgid, strerror(errno));
@@ -366,6 +371,12 @@ static void write_trace_json(struct tracer *tr, FILE *out, const char *folded, s
 		json_end(&j);
 	} else {
 		json_null(&j);
+		if (folded) {
+			/* no sampling: an empty stack file rather than none */
+			FILE *ff = fopen(folded, "w");
+			if (ff)
+				fclose(ff);
+		}
 	}
 	json_end(&j);
 	json_finish(&j);

@@ -57,7 +57,9 @@ class Tracer:
     """`netio-tracer --control`, ended by quit, else by the pid we started."""
 
     def __init__(self, *args, log=None):
-        self.argv = [TRACER, "--control", *(() if os.environ.get("NETIO_TEST_SAMPLE") else ("--no-sample",)), *args]
+        self.argv = [TRACER, "--control", *(() if os.environ.get("NETIO_TEST_SAMPLE") else ("--no-sample",)),
+                     # QEMU/TCG can livelock on the text patching of sampled BPF stats
+                     *(("--bpf-stats", "always") if VMTEST else ()), *args]
         self.log = log
         err = open(log, "wb") if log else subprocess.DEVNULL
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
