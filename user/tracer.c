@@ -53,6 +53,10 @@ struct tracer {
 	int sysctl_prev;	/* previous kernel.bpf_stats_enabled if we wrote it, else -1 */
 	bool stats_on;		/* sampled mode: inside an on-window */
 	double stats_on_since, stats_off_since, stats_on_total;
+	/* sampled mode: our programs' run count some time after a window closed; if it grew by
+	 * the next window, someone else holds the stats on (then nothing is scaled) */
+	unsigned long long stats_off_runs;
+	bool stats_off_runs_taken, stats_external;
 };
 
 static void usage(FILE *f)
@@ -177,7 +181,20 @@ static void stats_enable(struct tracer *tr)
 		tr->base.stats_how = "sysctl";
 }
 
-/* every ~10 ms: open and close the sampling windows */
+static unsigned long long our_runs(struct tracer *tr)
+{
+	unsigned long long sum = 0;
+
+	for (int i = 0; i < tr->bpf.nprogs; i++) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		if (!bpf_obj_get_info_by_fd(tr->bpf.progs[i].prog_fd, &info, &len))
+			sum += info.run_cnt;
+	}
+	return sum;
+}
+
+/* every ~50 ms: open and close the sampling windows (their real length is measured) */
 static void stats_tick(struct tracer *tr)
 {
 	double now;
@@ -185,10 +202,23 @@ static void stats_tick(struct tracer *tr)
 	if (tr->stats_mode != STATS_SAMPLED)
 		return;
 	now = monotonic_s();
-	if (tr->stats_on && now - tr->stats_on_since >= STATS_ON_S)
-		stats_window(tr, false);
-	else if (!tr->stats_on && now - tr->stats_off_since >= STATS_PERIOD_S - STATS_ON_S)
+	if (tr->stats_on) {
+		if (now - tr->stats_on_since >= STATS_ON_S) {
+			stats_window(tr, false);
+			tr->stats_off_runs_taken = false;
+		}
+		return;
+	}
+	if (!tr->stats_off_runs_taken && now - tr->stats_off_since >= 0.04) {
+		/* a little after closing: runs that started inside the window are counted */
+		tr->stats_off_runs = our_runs(tr);
+		tr->stats_off_runs_taken = true;
+	}
+	if (now - tr->stats_off_since >= STATS_PERIOD_S - STATS_ON_S) {
+		if (tr->stats_off_runs_taken && our_runs(tr) > tr->stats_off_runs)
+			tr->stats_external = true;	/* counted while our window was closed */
 		stats_window(tr, true);
+	}
 }
 
 /* a run starts: a window opens now */
@@ -198,18 +228,24 @@ static void stats_restart(struct tracer *tr)
 		return;
 	stats_window(tr, false);
 	tr->stats_on_total = 0;
+	tr->stats_external = false;
+	tr->stats_off_runs_taken = false;
 	stats_window(tr, true);
 }
 
 /* share of the time since the last reset that the stats were on */
 static double stats_share(struct tracer *tr)
 {
+	if (tr->stats_mode == STATS_SAMPLED && tr->base.stats_how)
+		tr->base.stats_how = tr->stats_external ?
+			"BPF_ENABLE_STATS, sampled; also on outside our windows (another holder): not scaled" :
+			"BPF_ENABLE_STATS, sampled";
 	double now = monotonic_s(), on, all;
 
 	if (tr->stats_mode == STATS_OFF || !tr->base.stats_how)
 		return 0;
-	if (tr->stats_mode == STATS_ALWAYS)
-		return 1;
+	if (tr->stats_mode == STATS_ALWAYS || tr->stats_external)
+		return 1;	/* always on (ours or someone else's): nothing to scale */
 	on = tr->stats_on_total + (tr->stats_on ? now - tr->stats_on_since : 0);
 	all = now - tr->base.t0;
 	return all > 0 && on > 0 ? (on < all ? on / all : 1) : 0;
@@ -473,7 +509,7 @@ static int read_command(struct tracer *tr, char *line, size_t len)
 		if (have == sizeof(buf))
 			have = 0;	/* a line longer than the buffer: drop it */
 		struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
-		int r = poll(&pfd, 1, 10);
+		int r = poll(&pfd, 1, 50);
 		periodic(tr);
 		if (r < 0 && errno != EINTR)
 			return 0;
@@ -640,7 +676,7 @@ static int run_oneshot(struct tracer *tr)
 				break;
 		}
 		periodic(tr);
-		sleep_ms(10);
+		sleep_ms(child > 0 ? 20 : 50);
 	}
 	if (child > 0) {
 		/* stopped by a signal or --duration: the command keeps running untraced */
