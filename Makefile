@@ -26,6 +26,8 @@ endif
 
 .PHONY: all deps run test unittest pytest vmtest bench clean
 .DELETE_ON_ERROR:
+# keep the BPF objects and skeletons (intermediates) so a second make has nothing to do
+.SECONDARY:
 
 all: $(TARGETS) $(UNIT_BINS)
 

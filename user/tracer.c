@@ -76,7 +76,7 @@ static void usage(FILE *f)
 "  --netns NS      network namespaces whose devices' softirq events count (default: ours)\n"
 "  --json FILE     write the trace JSON there (default stdout)\n"
 "  --folded FILE   folded on-CPU stacks of the followed processes\n"
-"  --freq HZ       stack sampling frequency (default 199)\n"
+"  --freq HZ       stack sampling frequency (default 999)\n"
 "  --control       read commands on stdin (pid add, netns add, clear, reset, snapshot, quit)\n"
 "  --bpf-stats M   BPF run-time stats for the self cost: sampled (default: on 10%% of the\n"
 "                  time, scaled), always (exact, costs ~2 clock reads per program run), off\n"
@@ -724,7 +724,7 @@ static const struct option long_opts[] = {
 
 int main(int argc, char **argv)
 {
-	struct tracer tr = { .mode = ATTACH_AUTO, .freq = 199, .stats_fd = -1, .sysctl_prev = -1 };
+	struct tracer tr = { .mode = ATTACH_AUTO, .freq = 999, .stats_fd = -1, .sysctl_prev = -1 };
 	bool probe = false;
 	char err[1024];
 	int opt, ret = 0;
