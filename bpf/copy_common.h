@@ -53,18 +53,23 @@ static __always_inline struct send_scope *current_send_scope(void)
 	return bpf_map_lookup_elem(&in_send, &tid);
 }
 
+/* The counters of the process whose send the current thread is inside, for a probe whose
+ * positive return value is what it adds; NULL outside a followed send or on ret <= 0. */
+static __always_inline struct proc_stats *send_scope_stats(long ret)
+{
+	struct send_scope *sc;
+
+	if (ret <= 0)
+		return NULL;
+	sc = current_send_scope();
+	return sc ? proc_get(sc->tgid) : NULL;
+}
+
 /* _copy_from_iter() and friends return the bytes copied from the user's iov. */
 static __always_inline void on_copy_from_user(long ret)
 {
-	struct send_scope *sc;
-	struct proc_stats *ps;
+	struct proc_stats *ps = send_scope_stats(ret);
 
-	if (ret <= 0)
-		return;
-	sc = current_send_scope();
-	if (!sc)
-		return;
-	ps = proc_get(sc->tgid);
 	if (ps)
 		ps->tx_copy_bytes += ret;
 }
@@ -72,15 +77,8 @@ static __always_inline void on_copy_from_user(long ret)
 /* skb_zerocopy_iter_stream() returns the bytes it attached as user pages. */
 static __always_inline void on_zerocopy_stream(long ret)
 {
-	struct send_scope *sc;
-	struct proc_stats *ps;
+	struct proc_stats *ps = send_scope_stats(ret);
 
-	if (ret <= 0)
-		return;
-	sc = current_send_scope();
-	if (!sc)
-		return;
-	ps = proc_get(sc->tgid);
 	if (ps)
 		ps->zc_tx_bytes += ret;
 }
@@ -89,15 +87,8 @@ static __always_inline void on_zerocopy_stream(long ret)
  * (called by iov_iter_get_pages2()/iov_iter_extract_pages() for MSG_ZEROCOPY). */
 static __always_inline void on_pages_pinned(long ret)
 {
-	struct send_scope *sc;
-	struct proc_stats *ps;
+	struct proc_stats *ps = send_scope_stats(ret);
 
-	if (ret <= 0)
-		return;
-	sc = current_send_scope();
-	if (!sc)
-		return;
-	ps = proc_get(sc->tgid);
 	if (ps)
 		ps->pinned_pages += ret;
 }

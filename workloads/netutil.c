@@ -94,3 +94,8 @@ void wl_format_addr(const struct sockaddr *sa, char *buf, size_t len)
 		snprintf(buf, len, "%s:%d", host, ntohs(s4->sin_port));
 	}
 }
+
+double wl_gbps(uint64_t bytes, double seconds)
+{
+	return seconds > 0 ? (double)bytes * 8 / seconds / 1e9 : 0.0;
+}

@@ -3,10 +3,13 @@
 #define NETIO_NETUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 /* CLOCK_MONOTONIC in seconds. */
 double wl_now(void);
+/* Gbit/s of bytes over seconds (0 when no time passed). */
+double wl_gbps(uint64_t bytes, double seconds);
 
 /* setns(CLONE_NEWNET) into /var/run/netns/NAME. 0, or -1 with a reason in err. */
 int wl_enter_netns(const char *name, char *err, size_t errlen);

@@ -404,28 +404,6 @@ static void *conn_thread(void *arg)
 
 /* ---- output --------------------------------------------------------------- */
 
-static double gbps(uint64_t bytes, double seconds)
-{
-	return seconds > 0 ? (double)bytes * 8 / seconds / 1e9 : 0.0;
-}
-
-static void put_tcp(struct jw *w, const struct wl_tcp_stats *t)
-{
-	jw_obj_begin(w, "tcp");
-	if (t->valid) {
-		jw_str(w, "cc", t->cc[0] ? t->cc : NULL);
-		jw_u64(w, "retrans", t->retrans);
-		jw_u64(w, "rtt_us", t->rtt_us);
-		jw_u64(w, "segs_out", t->segs_out);
-	} else {
-		jw_null(w, "cc");
-		jw_null(w, "retrans");
-		jw_null(w, "rtt_us");
-		jw_null(w, "segs_out");
-	}
-	jw_obj_end(w);
-}
-
 static void put_zc(struct jw *w, const struct wl_zc_counters *z)
 {
 	jw_obj_begin(w, "zerocopy");
@@ -495,11 +473,11 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	jw_u64(&w, "bytes", bytes);
 	jw_u64(&w, "messages", messages);
 	jw_double(&w, "seconds", t1 > t0 ? t1 - t0 : 0);
-	jw_double(&w, "throughput_gbps", gbps(bytes, t1 > t0 ? t1 - t0 : 0));
+	jw_double(&w, "throughput_gbps", wl_gbps(bytes, t1 > t0 ? t1 - t0 : 0));
 	jw_u64(&w, "send_calls", calls);
 	jw_u64(&w, "partial_retries", partial);
 	jw_u64(&w, "enobufs_retries", enobufs);
-	put_tcp(&w, &tt);
+	wl_tcp_stats_json(&w, &tt);
 	put_zc(&w, &zt);
 	jw_arr_begin(&w, "per_thread");
 	for (i = 0; i < nconns; i++) {
@@ -511,11 +489,11 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 		jw_u64(&w, "bytes", c->bytes);
 		jw_u64(&w, "messages", c->messages);
 		jw_double(&w, "seconds", s);
-		jw_double(&w, "throughput_gbps", gbps(c->bytes, s));
+		jw_double(&w, "throughput_gbps", wl_gbps(c->bytes, s));
 		jw_u64(&w, "send_calls", c->send_calls);
 		jw_u64(&w, "partial_retries", c->partial_retries);
 		jw_u64(&w, "enobufs_retries", c->enobufs_retries);
-		put_tcp(&w, &c->tcp);
+		wl_tcp_stats_json(&w, &c->tcp);
 		put_zc(&w, &c->zc.c);
 		jw_str(&w, "error", c->error[0] ? c->error : NULL);
 		jw_obj_end(&w);

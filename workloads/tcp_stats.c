@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "json.h"
 #include "tcp_stats.h"
 
 int wl_tcp_set_cc(int fd, const char *name)
@@ -54,4 +55,21 @@ int wl_tcp_stats_read(int fd, struct wl_tcp_stats *s)
 		s->segs_out = ti.tcpi_segs_out;
 	s->valid = 1;
 	return 0;
+}
+
+void wl_tcp_stats_json(struct jw *w, const struct wl_tcp_stats *t)
+{
+	jw_obj_begin(w, "tcp");
+	if (t->valid) {
+		jw_str(w, "cc", t->cc[0] ? t->cc : NULL);
+		jw_u64(w, "retrans", t->retrans);
+		jw_u64(w, "rtt_us", t->rtt_us);
+		jw_u64(w, "segs_out", t->segs_out);
+	} else {
+		jw_null(w, "cc");
+		jw_null(w, "retrans");
+		jw_null(w, "rtt_us");
+		jw_null(w, "segs_out");
+	}
+	jw_obj_end(w);
 }

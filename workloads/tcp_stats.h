@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+struct jw;
+
 #define WL_CC_NAME_MAX 16   /* TCP_CA_NAME_MAX */
 
 struct wl_tcp_stats {
@@ -23,5 +25,7 @@ int wl_tcp_get_cc(int fd, char *buf, size_t len);
 int wl_tcp_apply_cc(int fd, const char *name);
 /* TCP_INFO + TCP_CONGESTION. 0 or -1 with errno (s->valid says which). */
 int wl_tcp_stats_read(int fd, struct wl_tcp_stats *s);
+/* Writes "tcp": {cc, retrans, rtt_us, segs_out} (nulls where TCP_INFO was not read). */
+void wl_tcp_stats_json(struct jw *w, const struct wl_tcp_stats *s);
 
 #endif
