@@ -73,7 +73,7 @@ unittest: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do $$t; done
 
 pytest: all
-	NETIO_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/python tests/integration
+	NETIO_FULL_TEST=1 NETIO_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -rs tests/python tests/integration
 
 vmtest: all
 	NETIO_BUILD=$(abspath $(BUILD)) ./tests/vm/run-vmtest.sh
