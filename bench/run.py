@@ -750,7 +750,7 @@ def section_overhead(b):
         "two clock reads per program run.",
         "",
         "Run time of all our BPF programs over the traced run (`self.bpf_ns` of the snapshot: "
-        "`BPF_ENABLE_STATS`, on for 20 ms of every 200 ms and scaled, so it is an estimate), "
+        "`BPF_ENABLE_STATS`, on for 100 ms of every second and scaled, so it is an estimate), "
         "per message sent and as a share of the workloads' CPU time (user + system of "
         "netio-server and netio-client, from their rusage). Noise in throughput does not blur "
         "these. CPU s/GB of the workloads with and without the tracer beside them (less noisy "
