@@ -68,17 +68,11 @@ static int pmu_type(const char *name)
 	return type;
 }
 
-static bool probe_fentry(void)
+/* A trivial BPF_PROG_TYPE_TRACING program of that attach type on BTF id loads and attaches. */
+static bool tracing_prog_attaches(enum bpf_attach_type type, int btf_id)
 {
-	const struct btf *btf = vmlinux_btf();
-	int id, prog, link;
+	int prog = load_trivial(BPF_PROG_TYPE_TRACING, type, btf_id), link;
 
-	if (!btf)
-		return false;
-	id = btf__find_by_name_kind(btf, "tcp_sendmsg", BTF_KIND_FUNC);
-	if (id <= 0)
-		return false;
-	prog = load_trivial(BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, id);
 	if (prog < 0)
 		return false;
 	link = bpf_raw_tracepoint_open(NULL, prog);
@@ -89,25 +83,30 @@ static bool probe_fentry(void)
 	return true;
 }
 
+static bool probe_fentry(void)
+{
+	const struct btf *btf = vmlinux_btf();
+	int id;
+
+	if (!btf)
+		return false;
+	id = btf__find_by_name_kind(btf, "tcp_sendmsg", BTF_KIND_FUNC);
+	if (id <= 0)
+		return false;
+	return tracing_prog_attaches(BPF_TRACE_FENTRY, id);
+}
+
 static bool probe_tp_btf(void)
 {
 	const struct btf *btf = vmlinux_btf();
-	int id, prog, link;
+	int id;
 
 	if (!btf)
 		return false;
 	id = btf__find_by_name_kind(btf, "btf_trace_sched_process_fork", BTF_KIND_TYPEDEF);
 	if (id <= 0)
 		return false;
-	prog = load_trivial(BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP, id);
-	if (prog < 0)
-		return false;
-	link = bpf_raw_tracepoint_open(NULL, prog);
-	close(prog);
-	if (link < 0)
-		return false;
-	close(link);
-	return true;
+	return tracing_prog_attaches(BPF_TRACE_RAW_TP, id);
 }
 
 static bool probe_kprobe(void)

@@ -49,13 +49,10 @@ struct conn {
 static int conn_fail(struct conn *c, const char *fmt, ...)
 {
 	va_list ap;
-	char msg[200];
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	wl_conn_error(c->error, sizeof(c->error), c->idx, fmt, ap);
 	va_end(ap);
-	if (!c->error[0])
-		snprintf(c->error, sizeof(c->error), "connection %u: %s", c->idx, msg);
 	return -1;
 }
 

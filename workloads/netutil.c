@@ -99,3 +99,13 @@ double wl_gbps(uint64_t bytes, double seconds)
 {
 	return seconds > 0 ? (double)bytes * 8 / seconds / 1e9 : 0.0;
 }
+
+void wl_conn_error(char *buf, size_t len, unsigned idx, const char *fmt, va_list ap)
+{
+	char msg[200];
+
+	if (buf[0])
+		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	snprintf(buf, len, "connection %u: %s", idx, msg);
+}

@@ -2,6 +2,7 @@
 #ifndef NETIO_NETUTIL_H
 #define NETIO_NETUTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -21,5 +22,8 @@ int wl_resolve(const char *addr, int port, int passive, struct sockaddr_storage 
 
 /* "a.b.c.d:port" or "[v6]:port". */
 void wl_format_addr(const struct sockaddr *sa, char *buf, size_t len);
+/* Records "connection IDX: <message>" in buf unless an earlier error is already there (the
+ * first error of a connection is the one worth reporting). */
+void wl_conn_error(char *buf, size_t len, unsigned idx, const char *fmt, va_list ap);
 
 #endif
