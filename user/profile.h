@@ -5,12 +5,18 @@
 #define NETIO_PROFILE_H
 #include <stdio.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct profiler;
 
 /* filter_map_fd: the tracer's map of followed tgids (bpf/filter.h), shared so that one
  * `pid add` covers tracing and sampling. Returns NULL and fills err on failure. */
 struct profiler *profiler_open(int freq_hz, int filter_map_fd, char *err, size_t errlen);
+/* Sample pid (every thread it has now, and inherited by the ones it makes later): call at
+ * `pid add`, before the process starts its threads. 0, or -1 with errno. */
+int profiler_add_pid(struct profiler *p, pid_t pid);
+/* Stop sampling every pid added (ksoftirqd stays sampled). */
+void profiler_clear_pids(struct profiler *p);
 /* "cycles" or "cpu-clock": what the samples are taken on. */
 const char *profiler_source(const struct profiler *p);
 int profiler_freq(const struct profiler *p);

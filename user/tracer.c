@@ -312,6 +312,8 @@ static int follow_pid(struct tracer *tr, unsigned int pid, char *err, size_t err
 		tr->pids[tr->npids++] = tgid;
 	if (tr->pc && perf_counters_add_pid(tr->pc, tgid) < 0 && tr->verbose)
 		fprintf(stderr, "netio-tracer: perf counters for %u: %s\n", tgid, strerror(errno));
+	if (tr->prof && profiler_add_pid(tr->prof, tgid) < 0 && tr->verbose)
+		fprintf(stderr, "netio-tracer: sampling %u: %s\n", tgid, strerror(errno));
 	return 0;
 }
 
@@ -347,6 +349,8 @@ static void clear_all(struct tracer *tr)
 	stats_clear_state(&tr->bpf);
 	if (tr->pc)
 		perf_counters_clear(tr->pc);
+	if (tr->prof)
+		profiler_clear_pids(tr->prof);
 	tr->npids = 0;
 }
 
