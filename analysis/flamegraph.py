@@ -13,6 +13,8 @@ import os
 import shutil
 import subprocess
 
+from . import paths
+
 INSTALL_HINT = "install it with `make deps` (cargo install inferno)"
 PALETTE = "java"   # "_[k]" kernel frames orange, the rest by name
 TIMEOUT = 300
@@ -64,10 +66,8 @@ def _empty_svg(svg_path, title, message):
 
 
 def _write_atomic(path, data):
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
+    with paths.atomic_open(path, "wb") as f:
         f.write(data)
-    os.replace(tmp, path)
 
 
 def _run(argv, stdin=None):

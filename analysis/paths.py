@@ -1,4 +1,5 @@
 """Where things are: the repository, the build tree (NETIO_BUILD), external tools."""
+import contextlib
 import os
 import shutil
 
@@ -42,3 +43,20 @@ def find_tool(name):
         if os.path.isfile(c) and os.access(c, os.X_OK):
             return c
     return None
+
+
+@contextlib.contextmanager
+def atomic_open(path, mode="w", **kw):
+    """Write path whole or not at all: into path.tmp, synced, then renamed over path (an
+    interrupted report or sweep never leaves a truncated file). The .tmp is removed on error."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, mode, **kw) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -9,7 +9,7 @@ import os
 import time
 
 from . import doc as docmod
-from . import record, results, stats, summary
+from . import paths, record, results, stats, summary
 from .params import STRATEGIES, TRANSPORTS
 from .sizes import format_bytes, format_size
 
@@ -282,11 +282,9 @@ def _read_folded(path):
 
 
 def _write_folded(path, counts):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
+    with paths.atomic_open(path) as f:
         for stack, n in sorted(counts.items()):
             f.write(f"{stack} {n}\n")
-    os.replace(tmp, path)
 
 
 def flame_graphs(out_dir, ok):
@@ -582,10 +580,8 @@ def _all_rows(ok):
 
 
 def _write(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
+    with paths.atomic_open(path) as f:
         f.write(text)
-    os.replace(tmp, path)
 
 
 def build(out_dir, console=None):

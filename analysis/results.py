@@ -3,6 +3,7 @@ import csv
 import json
 import os
 
+from . import paths
 from .params import run_key
 
 RUNS = "runs.jsonl"
@@ -194,13 +195,11 @@ def _cell(v):
 
 
 def write_csv(path, runs):
-    tmp = path + ".tmp"
-    with open(tmp, "w", newline="") as f:
+    with paths.atomic_open(path, newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
         w.writeheader()
         for r in sort_runs(runs):
             w.writerow({k: _cell(v) for k, v in csv_row(r).items()})
-    os.replace(tmp, path)
 
 
 def sort_runs(runs):

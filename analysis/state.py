@@ -14,6 +14,8 @@ import os
 import signal
 import time
 
+from . import paths
+
 STATE_DIR = "/run/netio-trace"
 
 
@@ -59,10 +61,8 @@ class RunState:
             return
         try:
             os.makedirs(self.directory, mode=0o700, exist_ok=True)
-            tmp = self.path + ".tmp"
-            with open(tmp, "w") as f:
+            with paths.atomic_open(self.path) as f:
                 json.dump(self.data, f)
-            os.replace(tmp, self.path)
         except OSError:
             self.enabled = False      # not root: nothing of ours can outlive us anyway
 

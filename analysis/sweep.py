@@ -9,7 +9,7 @@ import os
 import signal
 import time
 
-from . import machine, netns, results, state
+from . import machine, netns, paths, results, state
 from .params import run_key
 from .runner import run_one
 from .signals import Guard, Interrupted, critical
@@ -45,13 +45,9 @@ def _attributor():
 def write_sweep_file(out_dir, params, extra=None):
     d = params.to_dict()
     d.update(extra or {})
-    tmp = os.path.join(out_dir, SWEEP_FILE + ".tmp")
-    with open(tmp, "w") as f:
+    with paths.atomic_open(os.path.join(out_dir, SWEEP_FILE)) as f:
         json.dump(d, f, indent=2)
         f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, os.path.join(out_dir, SWEEP_FILE))
 
 
 def _short(run):
