@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Copy accounting from tracepoints only (tp_btf): the rung every kernel since 5.5 allows.
  *   tx_bytes      sock:sock_send_length (6.3+), TCP sockets, ret > 0
- *   rx_copy       skb:skb_copy_datagram_iovec (len about to be copied to the user)
+ *   rx_copy       sock:sock_recv_length (6.3+), ret > 0 unless MSG_TRUNC (a receive returns
+ *                 what it copied to the user); else skb:skb_copy_datagram_iovec (len about to
+ *                 be copied), one event per skb instead of one per call
+ *   sock_send_length and sock_recv_length also end the traced send or receive call of the
+ *   current thread (syscalls.bpf.c): its latency runs from sys_enter to there.
  *   zc_tx_bytes   net:net_dev_start_xmit, skbs flagged SKBFL_ZEROCOPY_ENABLE: data_len
  *                 (their user pages), per device netns and per owning socket
  *   fallback copy net:netif_receive_skb, a flagged skb delivered locally will be copied;
@@ -50,52 +54,83 @@ static __always_inline bool skb_zc(struct sk_buff *skb)
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 {
-	struct task_state *st;
-	struct proc_stats *ps;
+	bool counts = ret > 0 && sk->sk_protocol == NETIO_IPPROTO_TCP;
+	struct task_state *st = socket_call_ending(true);
+	struct tgid_stats *ts;
 	u32 tgid;
 
-	if (ret <= 0)
+	if (!st && !counts)
 		return 0;
-	st = current_traced_syscall();
 	if (st) {
-		/* fast path: a followed thread inside send/sendmsg/write/sendfile */
-		if (sk->sk_protocol != NETIO_IPPROTO_TCP)
-			return 0;
-		st->pending_tx_bytes += ret;
-		st->pending_tx_calls++;
+		/* fast path: a followed thread's traced send ends here */
 		tgid = st->tgid;
 	} else {
 		tgid = bpf_get_current_pid_tgid() >> 32;
-		if (!tgid_followed(tgid) || sk->sk_protocol != NETIO_IPPROTO_TCP)
+		if (!tgid_followed(tgid))
 			return 0;
-		ps = proc_get(tgid);
-		if (ps) {
-			ps->tx_bytes += ret;
-			ps->tx_calls++;
-		}
 	}
-	if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1)
+	ts = tgid_stats_get(tgid);
+	if (!ts) {
+		if (st)
+			st->ts = 0;
+		return 0;
+	}
+	if (counts) {
+		ts->p.tx_bytes += ret;
+		ts->p.tx_calls++;
+	}
+	if (st)
+		sc_finish(st, ts, ret);
+	if (counts && ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1))
 		note_zc_owner((u64)sk, tgid);
 	return 0;
 }
 
+#define NETIO_MSG_TRUNC 0x20
+
+/* A receive returns at the socket layer: what it copied to the user, and the end of the
+ * followed thread's traced receive call. With MSG_TRUNC a stream socket discards instead of
+ * copying (and a datagram socket reports the full length): not counted as copied. */
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
+{
+	u32 copied = ret > 0 && !(flags & NETIO_MSG_TRUNC) ? ret : 0;
+	struct task_state *st = socket_call_ending(false);
+	struct tgid_stats *ts;
+	u32 tgid;
+
+	if (!st && !copied)
+		return 0;
+	if (st) {
+		tgid = st->tgid;
+	} else {
+		tgid = bpf_get_current_pid_tgid() >> 32;
+		if (!tgid_followed(tgid))
+			return 0;
+	}
+	ts = tgid_stats_get(tgid);
+	if (!ts) {
+		if (st)
+			st->ts = 0;
+		return 0;
+	}
+	if (copied) {
+		ts->p.rx_copy_bytes += copied;
+		ts->p.rx_calls++;
+	}
+	if (st)
+		sc_finish(st, ts, ret);
+	return 0;
+}
+
+/* Kernels before sock_recv_length: every skb -> user copy. */
 SEC("tp_btf/skb_copy_datagram_iovec")
 int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 {
-	struct task_state *st;
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct proc_stats *ps;
-	u32 tgid;
 
-	if (len <= 0)
-		return 0;
-	st = current_traced_syscall();
-	if (st) {
-		st->pending_rx_bytes += len;
-		st->pending_rx_calls++;
-		return 0;
-	}
-	tgid = bpf_get_current_pid_tgid() >> 32;
-	if (!tgid_followed(tgid))
+	if (len <= 0 || !tgid_followed(tgid))
 		return 0;
 	ps = proc_get(tgid);
 	if (ps) {

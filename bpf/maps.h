@@ -16,20 +16,19 @@ struct {
 } tgid_stats SEC(".maps");
 
 /* Per thread of a followed process (task-local storage: no hash lookup, and absent for
- * threads never followed). The hot paths (syscall entry and exit, sock_send_length,
- * skb_copy_datagram_iovec in process context) find everything they need here; bytes counted
- * inside a traced syscall wait in pending_* until its exit, which has the process's
- * statistics at hand anyway. */
+ * threads never followed). sys_enter opens a traced call here; it ends where the kernel
+ * marks its end: the socket layer's sock_send_length / sock_recv_length for send and receive
+ * calls (one hook per call instead of sys_exit, which every syscall of the machine would pay),
+ * sys_exit for the rest (poll, epoll_wait, sendfile), or for all of them on kernels without
+ * those tracepoints. */
 struct task_state {
 	u64 ts;			/* start of the traced syscall in progress, 0 if none */
 	u32 cls;		/* its class */
+	s32 nr;			/* its syscall number (a socket event of an untraced syscall,
+				 * sendmmsg or io_uring, must not end it) */
 	u32 gen;		/* filter generation "followed" was decided at */
 	u32 tgid;
 	u32 followed;
-	u64 pending_tx_bytes;
-	u64 pending_rx_bytes;
-	u32 pending_tx_calls;
-	u32 pending_rx_calls;
 };
 
 struct {
@@ -102,13 +101,97 @@ static __always_inline struct proc_stats *proc_get(u32 tgid)
 	return ts ? &ts->p : NULL;
 }
 
-/* The current thread's state if it is inside a traced syscall of a followed process (then
- * its bytes can wait in pending_*), else NULL. */
+/* The current thread's state if it is inside a traced syscall of a followed process, else
+ * NULL. */
 static __always_inline struct task_state *current_traced_syscall(void)
 {
 	struct task_state *st = bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0, 0);
 
 	return st && st->ts ? st : NULL;
+}
+
+/* The number of the syscall the current thread is in. */
+static __always_inline long current_syscall_nr(void)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	if (!regs)
+		return -1;
+	/* a trusted pointer (tp_btf): a direct, CO-RE relocated load, no probe read */
+#if defined(__TARGET_ARCH_x86)
+	return regs->orig_ax;
+#elif defined(__TARGET_ARCH_arm64)
+	return regs->syscallno;
+#else
+	return -1;
+#endif
+}
+
+/* Classes whose end the socket layer marks; the others end at sys_exit and are counted at
+ * sys_enter (so that their count is exact even before sys_exit is attached). */
+static __always_inline bool sc_is_send(u32 cls)
+{
+	return cls == SC_SENDTO || cls == SC_SENDMSG || cls == SC_WRITE;
+}
+
+static __always_inline bool sc_is_recv(u32 cls)
+{
+	return cls == SC_RECVFROM || cls == SC_RECVMSG || cls == SC_RECVMSG_ERRQUEUE ||
+	       cls == SC_READ;
+}
+
+static __always_inline bool sc_counted_at_enter(u32 cls)
+{
+	return cls == SC_SENDFILE || cls == SC_POLL || cls == SC_EPOLL_WAIT;
+}
+
+/* The current thread's traced call if the socket event of direction `send` ends it: a call of
+ * that direction, and the syscall the thread is really in (not a stale call). */
+static __always_inline struct task_state *socket_call_ending(bool send)
+{
+	struct task_state *st = current_traced_syscall();
+
+	if (!st || !(send ? sc_is_send(st->cls) : sc_is_recv(st->cls)))
+		return NULL;
+	return current_syscall_nr() == st->nr ? st : NULL;
+}
+
+static __always_inline u32 log2_slot(u64 v)
+{
+	u32 r = 0, shift;
+
+	shift = (v > 0xFFFFFFFF) << 5; v >>= shift; r = shift;
+	shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
+	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
+	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
+	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+	r |= (v >> 1);
+	return r;
+}
+
+/* The traced call of st ends with return value ret: its class statistics go to ts (the
+ * statistics of st->tgid). */
+static __always_inline void sc_finish(struct task_state *st, struct tgid_stats *ts, long ret)
+{
+	u64 now = bpf_ktime_get_ns(), delta = now > st->ts ? now - st->ts : 0;
+	u32 cls = st->cls, slot;
+	struct sc_stats *s;
+
+	st->ts = 0;
+	if (cls >= SC_NR_CLASSES)
+		return;
+	s = &ts->sc[cls];
+	if (!sc_counted_at_enter(cls))
+		s->count++;
+	if (ret < 0)
+		s->errors++;
+	else if (cls != SC_POLL && cls != SC_EPOLL_WAIT)
+		s->bytes += ret;
+	s->total_ns += delta;
+	slot = log2_slot(delta);
+	if (slot >= NETIO_HIST_SLOTS)
+		slot = NETIO_HIST_SLOTS - 1;
+	s->hist[slot]++;
 }
 
 static __always_inline struct netns_stats *netns_get(u32 inum)

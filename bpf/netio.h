@@ -44,7 +44,7 @@ struct proc_stats {
 	u64 zc_tx_bytes;	/* bytes attached to skbs as user pages (MSG_ZEROCOPY) */
 	u64 pinned_pages;	/* user pages pinned for those skbs */
 	u64 rx_copy_bytes;	/* skb -> user copies (skb_copy_datagram_iter) */
-	u64 rx_calls;		/* skb_copy_datagram_iter calls */
+	u64 rx_calls;		/* receives that copied (sock_recv_length), or skb copies */
 };
 
 /* Per network namespace (inode number), per CPU: softirq-side events. */
@@ -59,11 +59,14 @@ struct netns_stats {
 	u64 zc_copied_sends;	/* sends whose notification says "copied" */
 };
 
+/* One class of syscalls of one process. count: calls (send and receive classes: counted when
+ * they end; poll, epoll_wait, sendfile: when they start); bytes, errors, total_ns and hist:
+ * calls that ended (the timed calls: the sum of hist). */
 struct sc_stats {
 	u64 count;
 	u64 bytes;		/* sum of positive return values (data classes only) */
 	u64 errors;		/* negative return values */
-	u64 total_ns;
+	u64 total_ns;		/* summed latency of the timed calls */
 	u64 hist[NETIO_HIST_SLOTS];
 };
 

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Per-process socket syscall counts, bytes and log2 latency histograms, from the raw_syscalls
- * tracepoints (tp_btf, or raw_tp where BTF-typed attach is refused). Every syscall of every
- * process passes here, so the order is: syscall id (a switch, no map access), then whether
- * the thread is followed (cached in its task storage), then the work: one clock read at each
- * end and, at the exit, one lookup of the process's statistics. */
+/* Per-process socket syscall counts, bytes and log2 latency histograms. A call starts at the
+ * raw_syscalls sys_enter tracepoint (tp_btf, or raw_tp where BTF-typed attach is refused) and
+ * ends where the kernel marks it (maps.h, sc_finish): send and receive calls at the socket
+ * layer's sock_send_length / sock_recv_length (copy_tp.bpf.c), the others (poll, epoll_wait,
+ * sendfile) at sys_exit. Where those socket tracepoints exist, the tracer attaches sys_exit
+ * only once a followed thread made such a call (exit_wanted below): measured here, a program
+ * on sys_exit costs as much as one on sys_enter, and every syscall of the machine pays both.
+ * Every syscall of every process passes sys_enter, so the order is: syscall id (a switch, no
+ * map access), then whether the thread is followed (cached in its task storage), then one
+ * clock read. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -51,18 +56,15 @@ static __always_inline int sc_class(long id)
 	}
 }
 
-static __always_inline u32 log2_slot(u64 v)
-{
-	u32 r = 0, shift;
-
-	shift = (v > 0xFFFFFFFF) << 5; v >>= shift; r = shift;
-	shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
-	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
-	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
-	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
-	r |= (v >> 1);
-	return r;
-}
+/* [0] = 1 once a followed thread entered a call that ends at sys_exit: the tracer then
+ * attaches sc_exit if it left it out (until then such calls are counted, not timed), and
+ * detaches it again at `reset`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} exit_wanted SEC(".maps");
 
 /* A MSG_ZEROCOPY send of a followed process: name the owner of the socket behind fd before
  * its first skb leaves (skbs leave in softirq context too, where current is anybody; the
@@ -118,8 +120,9 @@ static __always_inline struct task_state *followed_thread(void)
 	return st;
 }
 
-/* fd, arg3, arg4: syscall arguments, read by the caller (directly or by probe reads) */
-static __always_inline int on_enter(int cls, long fd, u64 arg3, u64 arg4)
+/* id: syscall number; fd, arg3, arg4: its arguments, read by the caller (directly or by
+ * probe reads) */
+static __always_inline int on_enter(int cls, long id, long fd, u64 arg3, u64 arg4)
 {
 	struct task_state *st = followed_thread();
 
@@ -131,7 +134,17 @@ static __always_inline int on_enter(int cls, long fd, u64 arg3, u64 arg4)
 		note_zc_fd(st->tgid, fd);
 	else if (cls == SC_SENDTO && (arg4 & NETIO_MSG_ZEROCOPY))
 		note_zc_fd(st->tgid, fd);
+	if (sc_counted_at_enter(cls)) {
+		struct tgid_stats *ts = tgid_stats_get(st->tgid);
+		u32 zero = 0, *wanted = bpf_map_lookup_elem(&exit_wanted, &zero);
+
+		if (ts)
+			ts->sc[cls].count++;
+		if (wanted && !*wanted)
+			*wanted = 1;
+	}
 	st->cls = cls;
+	st->nr = id;
 	st->ts = bpf_ktime_get_ns();
 	return 0;
 }
@@ -140,47 +153,18 @@ static __always_inline int on_exit(long ret)
 {
 	struct task_state *st;
 	struct tgid_stats *ts;
-	struct sc_stats *s;
-	u64 now, delta;
-	u32 slot, cls;
 
-	/* no storage: a thread never followed; ts 0: not in a traced syscall */
+	/* no storage: a thread never followed; ts 0: not in a traced call (or the socket
+	 * layer ended it) */
 	st = bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0, 0);
 	if (!st || !st->ts)
 		return 0;
-	now = bpf_ktime_get_ns();
-	delta = now > st->ts ? now - st->ts : 0;
-	st->ts = 0;
-	cls = st->cls;
 	ts = tgid_stats_get(st->tgid);
-	if (!ts)
+	if (!ts) {
+		st->ts = 0;
 		return 0;
-	/* bytes that sock_send_length / skb_copy_datagram_iovec counted during the call */
-	if (st->pending_tx_calls) {
-		ts->p.tx_bytes += st->pending_tx_bytes;
-		ts->p.tx_calls += st->pending_tx_calls;
-		st->pending_tx_bytes = 0;
-		st->pending_tx_calls = 0;
 	}
-	if (st->pending_rx_calls) {
-		ts->p.rx_copy_bytes += st->pending_rx_bytes;
-		ts->p.rx_calls += st->pending_rx_calls;
-		st->pending_rx_bytes = 0;
-		st->pending_rx_calls = 0;
-	}
-	if (cls >= SC_NR_CLASSES)
-		return 0;
-	s = &ts->sc[cls];
-	s->count++;
-	if (ret < 0)
-		s->errors++;
-	else if (cls != SC_POLL && cls != SC_EPOLL_WAIT)
-		s->bytes += ret;
-	s->total_ns += delta;
-	slot = log2_slot(delta);
-	if (slot >= NETIO_HIST_SLOTS)
-		slot = NETIO_HIST_SLOTS - 1;
-	s->hist[slot]++;
+	sc_finish(st, ts, ret);
 	return 0;
 }
 
@@ -198,8 +182,8 @@ int BPF_PROG(sc_enter, struct pt_regs *regs, long id)
 	if (cls < 0)
 		return 0;
 	if (!needs_args(cls))
-		return on_enter(cls, -1, 0, 0);
-	return on_enter(cls, PT_REGS_PARM1(regs), PT_REGS_PARM3(regs),
+		return on_enter(cls, id, -1, 0, 0);
+	return on_enter(cls, id, PT_REGS_PARM1(regs), PT_REGS_PARM3(regs),
 			PT_REGS_PARM4_SYSCALL(regs));
 }
 
@@ -218,8 +202,8 @@ int BPF_PROG(sc_enter_raw, struct pt_regs *regs, long id)
 	if (cls < 0)
 		return 0;
 	if (!needs_args(cls))
-		return on_enter(cls, -1, 0, 0);
-	return on_enter(cls, PT_REGS_PARM1_CORE(regs), PT_REGS_PARM3_CORE(regs),
+		return on_enter(cls, id, -1, 0, 0);
+	return on_enter(cls, id, PT_REGS_PARM1_CORE(regs), PT_REGS_PARM3_CORE(regs),
 			PT_REGS_PARM4_CORE_SYSCALL(regs));
 }
 

@@ -204,7 +204,8 @@ static const struct row rows[] = {
 	{ RUNG_TP_BTF, PP_PINNING, OBJ_TP, "tp_sock_state", H_TP_BTF, FUNCS("inet_sock_set_state"), false, 0, false, false },
 	{ RUNG_TP_BTF, PP_FALLBACK_COPY, OBJ_TP, "tp_netif_receive", H_TP_BTF, FUNCS("netif_receive_skb"), true, 0, false, false },
 	{ RUNG_TP_BTF, PP_FALLBACK_COPY, OBJ_TP, "tp_tcp_probe", H_TP_BTF, FUNCS("tcp_probe"), false, 0, false, true },
-	{ RUNG_TP_BTF, PP_RX_COPY, OBJ_TP, "tp_rx_copy", H_TP_BTF, FUNCS("skb_copy_datagram_iovec"), true, 0, false, false },
+	{ RUNG_TP_BTF, PP_RX_COPY, OBJ_TP, "tp_recv_length", H_TP_BTF, FUNCS("sock_recv_length"), false, 1, false, false },
+	{ RUNG_TP_BTF, PP_RX_COPY, OBJ_TP, "tp_rx_copy", H_TP_BTF, FUNCS("skb_copy_datagram_iovec"), false, 1, true, false },
 	{ RUNG_TP_BTF, PP_SYSCALLS, OBJ_SYSCALLS, "sc_enter", H_TP_BTF, FUNCS("sys_enter"), true, 0, false, false },
 	{ RUNG_TP_BTF, PP_SYSCALLS, OBJ_SYSCALLS, "sc_exit", H_TP_BTF, FUNCS("sys_exit"), true, 0, false, false },
 	/* raw tracepoints (no BTF needed) */
@@ -429,7 +430,8 @@ static unsigned attach_rung(struct tracer_bpf *t, struct bpf_object *obj, enum r
 				ap->pp = pp;
 				ap->link = NULL;
 				ap->lazy = true;
-				t->lazy_bpf_prog = lp;
+				ap->bpf_prog = lp;
+				ap->wanted_fd = -1;	/* set once the shared maps are known */
 				continue;
 			}
 			link = attach_row(obj, i, &err);
@@ -576,6 +578,8 @@ static int open_follow(struct tracer_bpf *t, char *err, size_t errlen)
 	return -1;
 }
 
+static void defer_sys_exit(struct tracer_bpf *t);
+
 int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, char *err,
 		    size_t errlen)
 {
@@ -587,7 +591,6 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, c
 	unsigned assigned = 0;
 
 	memset(t, 0, sizeof(*t));
-	t->lazy_prog = -1;
 	for (int pp = 0; pp < PP_NR; pp++)
 		t->rung[pp] = RUNG_UNAVAILABLE;
 	libbpf_verbose = verbose;
@@ -717,13 +720,49 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, c
 	SHARED(in_send, "in_send");
 	SHARED(sk_owner, "sk_owner");
 	SHARED(zc_state, "zc_state");
+	SHARED(exit_wanted, "exit_wanted");
 #undef SHARED
 	for (int i = 0; i < t->nprogs; i++)
-		if (t->progs[i].lazy)
-			t->lazy_prog = i;
-	if (t->lazy_prog < 0)
-		t->lazy_bpf_prog = NULL;
+		if (t->progs[i].lazy && !strcmp(t->progs[i].name, "tp_tcp_probe"))
+			t->progs[i].wanted_fd = t->zc_state;
+	defer_sys_exit(t);
 	return 0;
+}
+
+static struct attached_prog *find_attached(struct tracer_bpf *t, const char *name)
+{
+	for (int i = 0; i < t->nprogs; i++)
+		if (!strcmp(t->progs[i].name, name) && (t->progs[i].link || t->progs[i].lazy))
+			return &t->progs[i];
+	return NULL;
+}
+
+/* Where the socket layer marks the end of send and receive calls (sock_send_length and
+ * sock_recv_length attached), sys_exit is only needed for poll, epoll_wait and sendfile:
+ * detach it until a followed thread makes such a call (syscalls.bpf.c, exit_wanted). */
+static void defer_sys_exit(struct tracer_bpf *t)
+{
+	struct attached_prog *ap;
+
+	if (t->exit_wanted < 0 || !find_attached(t, "tp_send_length") ||
+	    !find_attached(t, "tp_recv_length"))
+		return;
+	ap = find_attached(t, "sc_exit");
+	if (!ap)
+		ap = find_attached(t, "sc_exit_raw");
+	if (!ap || !ap->link)
+		return;
+	for (int i = 0; i < t->nobjs && !ap->bpf_prog; i++)
+		ap->bpf_prog = bpf_object__find_program_by_name(t->objs[i], ap->name);
+	if (!ap->bpf_prog)
+		return;
+	bpf_link__destroy(ap->link);
+	ap->link = NULL;
+	ap->lazy = true;
+	ap->wanted_fd = t->exit_wanted;
+	snprintf(ap->target + strlen(ap->target), sizeof(ap->target) - strlen(ap->target),
+		 " (on demand)");
+	t->sc_end_at_socket = true;
 }
 
 void tracer_bpf_close(struct tracer_bpf *t)
@@ -752,35 +791,38 @@ void tracer_bpf_filter_changed(struct tracer_bpf *t)
 
 void tracer_bpf_poll(struct tracer_bpf *t)
 {
-	uint32_t zero = 0, seen = 0;
-	struct attached_prog *ap;
-	struct bpf_link *link;
+	for (int i = 0; i < t->nprogs; i++) {
+		struct attached_prog *ap = &t->progs[i];
+		uint32_t zero = 0, wanted = 0;
+		struct bpf_link *link;
 
-	if (t->lazy_prog < 0 || !t->lazy_bpf_prog || t->zc_state < 0)
-		return;
-	ap = &t->progs[t->lazy_prog];
-	if (ap->link || bpf_map_lookup_elem(t->zc_state, &zero, &seen) || !seen)
-		return;
-	link = bpf_program__attach(t->lazy_bpf_prog);
-	if (libbpf_get_error(link)) {
-		t->lazy_prog = -1;	/* do not retry forever */
-		return;
+		if (!ap->lazy || ap->link || !ap->bpf_prog || ap->wanted_fd < 0 ||
+		    bpf_map_lookup_elem(ap->wanted_fd, &zero, &wanted) || !wanted)
+			continue;
+		link = bpf_program__attach(ap->bpf_prog);
+		if (libbpf_get_error(link)) {
+			ap->bpf_prog = NULL;	/* do not retry forever */
+			continue;
+		}
+		ap->link = link;
 	}
-	ap->link = link;
 }
 
 void tracer_bpf_rearm(struct tracer_bpf *t)
 {
-	uint32_t zero = 0, val = 0;
+	for (int i = 0; i < t->nprogs; i++) {
+		struct attached_prog *ap = &t->progs[i];
+		uint32_t zero = 0, val = 0;
 
-	if (t->lazy_prog < 0)
-		return;
-	if (t->progs[t->lazy_prog].link) {
-		bpf_link__destroy(t->progs[t->lazy_prog].link);
-		t->progs[t->lazy_prog].link = NULL;
+		if (!ap->lazy)
+			continue;
+		if (ap->link) {
+			bpf_link__destroy(ap->link);
+			ap->link = NULL;
+		}
+		if (ap->wanted_fd >= 0)
+			bpf_map_update_elem(ap->wanted_fd, &zero, &val, BPF_ANY);
 	}
-	if (t->zc_state >= 0)
-		bpf_map_update_elem(t->zc_state, &zero, &val, BPF_ANY);
 }
 
 const char *tracer_bpf_targets(const struct tracer_bpf *t, enum probe_point pp, char *buf,

@@ -47,6 +47,8 @@ struct attached_prog {
 	enum probe_point pp;
 	struct bpf_link *link;	/* NULL: loaded, attached on demand */
 	bool lazy;		/* attached on demand by tracer_bpf_poll() */
+	struct bpf_program *bpf_prog;	/* lazy: the program to attach */
+	int wanted_fd;		/* lazy: array map whose [0] != 0 asks for the attach */
 };
 
 struct tracer_bpf {
@@ -59,10 +61,9 @@ struct tracer_bpf {
 	int nprogs;
 	/* fds of the shared maps (owned here) */
 	int followed_tgids, followed_netns, filter_gen, counters, tgid_stats, netns_stats,
-	    in_send, sk_owner, zc_state;
-	/* attached on demand (tracer_bpf_poll): index in progs[], -1 if none */
-	int lazy_prog;
-	struct bpf_program *lazy_bpf_prog;
+	    in_send, sk_owner, zc_state, exit_wanted;
+	/* send and receive calls end at the socket layer; sys_exit is attached on demand */
+	bool sc_end_at_socket;
 };
 
 const char *rung_name(enum rung r);
@@ -78,8 +79,9 @@ void tracer_bpf_close(struct tracer_bpf *t);
 void tracer_bpf_filter_changed(struct tracer_bpf *t);
 
 /* Targets attached for a probe point, comma separated, into buf. */
-/* Attach the programs that wait for a condition (tcp_probe: the first zerocopy skb received);
- * cheap, call it every few tens of ms. */
+/* Attach the programs that wait for a condition (tcp_probe: the first zerocopy skb received;
+ * sys_exit: the first poll, epoll_wait or sendfile of a followed thread, where send and
+ * receive calls end at the socket layer); cheap, call it every few tens of ms. */
 void tracer_bpf_poll(struct tracer_bpf *t);
 /* Detach them again and re-arm the condition (at `reset`). */
 void tracer_bpf_rearm(struct tracer_bpf *t);

@@ -318,15 +318,20 @@ void stats_free(struct snapshot *s)
 
 static void write_sc(struct json *j, const struct sc_stats *sc)
 {
-	unsigned long long h[NETIO_HIST_SLOTS];
+	unsigned long long h[NETIO_HIST_SLOTS], timed = 0;
 
-	for (int k = 0; k < NETIO_HIST_SLOTS; k++)
+	for (int k = 0; k < NETIO_HIST_SLOTS; k++) {
 		h[k] = sc->hist[k];
+		timed += h[k];
+	}
 	json_begin_object(j);
 	json_kv_uint(j, "count", sc->count);
+	/* calls whose end was seen: the histogram's sum (poll, epoll_wait and sendfile are
+	 * counted from their start, timed once sys_exit is attached) */
+	json_kv_uint(j, "timed", timed);
 	json_kv_uint(j, "bytes", sc->bytes);
 	json_kv_uint(j, "errors", sc->errors);
-	json_kv_double(j, "mean_us", sc->count ? sc->total_ns / 1e3 / sc->count : NAN);
+	json_kv_double(j, "mean_us", timed ? sc->total_ns / 1e3 / timed : NAN);
 	json_kv_double(j, "p50_us", log2_hist_percentile(h, NETIO_HIST_SLOTS, 0.50) / 1e3);
 	json_kv_double(j, "p99_us", log2_hist_percentile(h, NETIO_HIST_SLOTS, 0.99) / 1e3);
 	json_key(j, "hist_log2_ns");
@@ -409,6 +414,9 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 	json_key(j, "syscalls");
 	write_syscalls(j, s->sc, s->has_sc);
 	json_kv_string(j, "percentiles", "p50_us/p99_us are interpolated inside log2 histogram buckets");
+	/* where a call's latency ends: "socket" (send/receive calls at sock_send_length /
+	 * sock_recv_length, the rest at sys_exit) or "sys_exit" */
+	json_kv_string(j, "syscalls_end", t->sc_end_at_socket ? "socket" : "sys_exit");
 	json_kv_uint(j, "drops", s->drops);
 	json_kv_uint(j, "forks_followed", s->forks_followed);
 	json_kv_double(j, "duration_s", s->duration_s);

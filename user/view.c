@@ -67,18 +67,22 @@ void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s)
 		}
 	}
 
-	fprintf(f, "\nSocket syscalls (%s; p50/p99 interpolated inside log2 buckets):\n",
-		rung_name(t->rung[PP_SYSCALLS]));
+	fprintf(f, "\nSocket syscalls (%s, %s; p50/p99 interpolated inside log2 buckets):\n",
+		rung_name(t->rung[PP_SYSCALLS]), t->sc_end_at_socket ?
+		"send/receive timed from sys_enter to the socket layer's return" :
+		"timed from sys_enter to sys_exit");
 	for (int c = 0; c < SC_NR_CLASSES; c++) {
-		unsigned long long h[NETIO_HIST_SLOTS];
+		unsigned long long h[NETIO_HIST_SLOTS], timed = 0;
 		const struct sc_stats *sc = &s->sc[c];
 		if (!s->has_sc[c] || !sc->count)
 			continue;
-		for (int k = 0; k < NETIO_HIST_SLOTS; k++)
+		for (int k = 0; k < NETIO_HIST_SLOTS; k++) {
 			h[k] = sc->hist[k];
+			timed += h[k];
+		}
 		fprintf(f, "\n%s: %llu calls, %s, %llu errors, mean %.2f us, p50 %.2f us, p99 %.2f us\n",
 			sc_class_name(c), sc->count, human_bytes((double)sc->bytes, hb, sizeof(hb)),
-			sc->errors, sc->total_ns / 1e3 / sc->count,
+			sc->errors, timed ? sc->total_ns / 1e3 / timed : 0.0,
 			log2_hist_percentile(h, NETIO_HIST_SLOTS, 0.5) / 1e3,
 			log2_hist_percentile(h, NETIO_HIST_SLOTS, 0.99) / 1e3);
 		print_log2_hist(f, h, NETIO_HIST_SLOTS, "nsecs");
