@@ -56,12 +56,16 @@ static __always_inline int sc_class(long id)
 	}
 }
 
-/* [0] = 1 once a followed thread entered a call that ends at sys_exit: the tracer then
- * attaches sc_exit if it left it out (until then such calls are counted, not timed), and
- * detaches it again at `reset`. */
+/* [EXIT_WANTED] = 1 once a followed thread entered a call that ends at sys_exit: the tracer
+ * then attaches sc_exit if it left it out (until then such calls are counted, not timed), and
+ * detaches it again at `reset`. [EXIT_SOCKET_END] = 1 (set by the tracer) when send and
+ * receive calls end at the socket layer: sys_exit then leaves them alone (one that did not
+ * reach a socket, a write to a file, is not a socket call). */
+enum { EXIT_WANTED, EXIT_SOCKET_END, EXIT_NR };
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, EXIT_NR);
 	__type(key, u32);
 	__type(value, u32);
 } exit_wanted SEC(".maps");
@@ -136,7 +140,7 @@ static __always_inline int on_enter(int cls, long id, long fd, u64 arg3, u64 arg
 		note_zc_fd(st->tgid, fd);
 	if (sc_counted_at_enter(cls)) {
 		struct tgid_stats *ts = tgid_stats_get(st->tgid);
-		u32 zero = 0, *wanted = bpf_map_lookup_elem(&exit_wanted, &zero);
+		u32 key = EXIT_WANTED, *wanted = bpf_map_lookup_elem(&exit_wanted, &key);
 
 		if (ts)
 			ts->sc[cls].count++;
@@ -159,6 +163,14 @@ static __always_inline int on_exit(long ret)
 	st = bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0, 0);
 	if (!st || !st->ts)
 		return 0;
+	if (!sc_counted_at_enter(st->cls)) {
+		u32 key = EXIT_SOCKET_END, *socket_end = bpf_map_lookup_elem(&exit_wanted, &key);
+
+		if (socket_end && *socket_end) {
+			st->ts = 0;	/* never reached a socket */
+			return 0;
+		}
+	}
 	ts = tgid_stats_get(st->tgid);
 	if (!ts) {
 		st->ts = 0;

@@ -355,6 +355,59 @@ def test_command_mode_follows_forks(topologies, tmp_path):
     assert {"netio-server", "netio-client"} <= comms
 
 
+# A process that polls, writes to a file and sends and receives over a socket pair: on a
+# kernel with sock_send_length/sock_recv_length, send and receive calls end at the socket
+# layer, writes to a file are not socket calls, and sys_exit (needed for poll only) is
+# attached once the first poll is seen: polls are counted from the first, timed from then on.
+SOCKET_END_SCRIPT = """
+import os, select, socket, sys, tempfile, time
+a, b = socket.socketpair()
+p = select.poll()
+p.register(a, select.POLLIN)
+for _ in range(1000):
+    p.poll(0)
+time.sleep(0.5)
+for _ in range(1000):
+    p.poll(0)
+with tempfile.TemporaryFile() as f:
+    for _ in range(7):
+        os.write(f.fileno(), b"x" * 100)
+for _ in range(10):
+    os.write(b.fileno(), b"y" * 1000)
+    a.recv(4096)
+for _ in range(5):
+    b.send(b"z" * 3000)
+    a.recv(4096)
+"""
+
+
+@host_only
+def test_socket_layer_ends_calls_and_sys_exit_on_demand(tmp_path):
+    out = tmp_path / "trace.json"
+    cp = subprocess.run([TRACER, "--no-sample", "--json", str(out), "--", sys.executable, "-B",
+                         "-c", SOCKET_END_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    snap = json.loads(out.read_text())
+    assert snap["syscalls_end"] == "socket"
+    assert snap["probes"]["syscalls"].endswith("sys_exit (on demand)")
+    assert "sock_recv_length" in snap["probes"]["rx_copy"]
+    sc = next(iter(snap["processes"].values()))["syscalls"]
+    # every poll counted; timed (the histogram) only once sys_exit was attached, which the
+    # half-second pause leaves time for
+    assert sc["poll"]["count"] == 2000
+    assert 1000 <= sc["poll"]["timed"] < 2000
+    assert sum(sc["poll"]["hist_log2_ns"].values()) == sc["poll"]["timed"]
+    # the 7 writes to a file are not socket calls; the 10 to the socket are, every byte
+    assert sc["write"]["count"] == sc["write"]["timed"] == 10
+    assert sc["write"]["bytes"] == 10 * 1000
+    assert sc["sendto"]["count"] == sc["sendto"]["timed"] == 5
+    assert sc["sendto"]["bytes"] == 5 * 3000
+    assert sc["recvfrom"]["count"] == 15 and sc["recvfrom"]["bytes"] == 10 * 1000 + 5 * 3000
+    # a Unix socket pair: no TCP bytes, but every byte received was copied to the user
+    assert snap["tx_bytes"] == 0
+    assert snap["rx_copy_bytes"] == 10 * 1000 + 5 * 3000
+
+
 def bpf_links(pid):
     n = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
