@@ -624,13 +624,29 @@ def profile_miss(name, res, key_traced, key_ref, what):
 
 
 # ---- section 1 and 2: tracer overhead, and bpftrace doing the same counting -----------------
+# the variants of section 1's "where the cost goes" table, fewest parts first
+DECOMPOSITION = ("programs", "no-sample", "full", "tick")
+
+
+def _tracer_has(option):
+    try:
+        out = subprocess.run([os.path.join(BUILD, "netio-tracer"), "--help"], capture_output=True,
+                             text=True, timeout=10)
+    except OSError:
+        return False
+    return option in out.stdout + out.stderr
+
+
+TICK_SOURCE = _tracer_has("--sample-source")
+
+
 def section_overhead(b):
     """Full tracer / untraced and bpftrace / untraced, interleaved in the same rounds."""
     dur, rounds = b.args.duration, b.args.rounds
     strategies = ("two-copy", "one-copy", "zero-copy")
     sizes = (16 * KiB, 64 * KiB)
     rows, peer_rows, self_rows, misses, every = [], [], [], [], []
-    sampling = {}
+    sampling, parts = {}, []
     headline = None
     for transport in b.args.transports:
         with Topology(transport) as topo:
@@ -641,9 +657,14 @@ def section_overhead(b):
                     variants = [("untraced", mk(Untraced)),
                                 ("full", mk(OurTracer)),
                                 ("bpftrace", mk(Bpftrace))]
-                    if strategy == "one-copy":   # sampling's own share (issue 4)
+                    if strategy == "one-copy":   # where the cost goes (issues 3 and 4)
                         variants.append(("no-sample",
                                          mk(lambda: OurTracer(["--no-sample"], label="no-sample"))))
+                        variants.append(("programs", mk(lambda: OurTracer(
+                            ["--no-sample", "--no-counters"], label="programs"))))
+                        if TICK_SOURCE:
+                            variants.append(("tick", mk(lambda: OurTracer(
+                                ["--sample-source", "tick"], label="tick"))))
                     tag = f"{transport} {strategy} {size_name(size)}"
                     res = pairs.run_interleaved(rounds, variants,
                                                 log=lambda m, tg=tag: log(f"[{tg}] {m}"))
@@ -687,6 +708,7 @@ def section_overhead(b):
                                                f"{tag}: ours {full['median']:.3f} < bpftrace "
                                                f"{peer['median']:.3f}")
                     if strategy == "one-copy":
+                        parts.append((transport, size, res))
                         sampling[(transport, size)] = _ratio(res, "full", "no-sample")
                         b.record("issue 4: sampling at 999 Hz, full / no-sample", tag,
                                  sampling[(transport, size)], TARGET_SAMPLING)
@@ -735,10 +757,31 @@ def section_overhead(b):
         "",
         f"**Issue 4, sampling at 999 Hz** (full / no-sample, one-copy, ≥ {TARGET_SAMPLING}):",
         "",
-        "| transport | size | full / no-sample | verdict |",
-        "|---|---|---|---|",
-        *[f"| {t} | {size_name(s)} | {pairs.fmt(v, 3)} | {verdict(v['median'], TARGET_SAMPLING)} |"
-          for (t, s), v in sampling.items()],
+        "| transport | size | full / no-sample | verdict |"
+        + (" tick / no-sample (sampling at CONFIG_HZ, for comparison) |" if TICK_SOURCE else ""),
+        "|---|---|---|---|" + ("---|" if TICK_SOURCE else ""),
+        *[f"| {t} | {size_name(sz)} | {pairs.fmt(v, 3)} | {verdict(v['median'], TARGET_SAMPLING)} |"
+          + (f" {pairs.fmt(_ratio(res, 'tick', 'no-sample'), 3)} |" if TICK_SOURCE else "")
+          for (t, sz, res), v in zip(parts, sampling.values())],
+        "",
+        "### Where the cost goes (one-copy)",
+        "",
+        "The same rounds with parts of the tracer: **programs** = `--no-sample --no-counters` "
+        "(the BPF programs alone: copy accounting and syscall histograms); **no-sample** adds "
+        "the perf counters; **full** adds stack sampling on per-task cpu-clock events at "
+        "999 Hz (the default where there is no PMU)"
+        + ("; **tick** is full with `--sample-source tick` (samples on the scheduler tick, "
+           "CONFIG_HZ per busy CPU, no timer of its own)" if TICK_SOURCE else "")
+        + ". Each cell: throughput / untraced, then CPU s/GB / untraced.",
+        "",
+        "| transport | size | " + " | ".join(v for v in DECOMPOSITION if v != "tick" or TICK_SOURCE)
+        + " |",
+        "|---|---|" + "---|" * len([v for v in DECOMPOSITION if v != "tick" or TICK_SOURCE]),
+        *[f"| {t} | {size_name(sz)} | " + " | ".join(
+            f"{pairs.fmt(_ratio(res, v, 'untraced'), 3)}; CPU/GB "
+            f"{pairs.fmt(_ratio(res, v, 'untraced', 'cpu_s_per_gb'), 2)}"
+            for v in DECOMPOSITION if v in res) + " |"
+          for t, sz, res in parts],
         "",
         "### The tracer's own cost, from BPF run-time stats",
         "",
