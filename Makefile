@@ -66,6 +66,9 @@ $(BUILD)/netio-tracer: $(USER_OBJS)
 $(BUILD)/tests/test_symbolize: tests/unit/test_symbolize.c $(BUILD)/user/symbolize.o | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Iuser $^ -o $@ -lelf -ldl
 
+$(BUILD)/tests/test_irqframes: tests/unit/test_irqframes.c $(BUILD)/user/irqframes.o | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Iuser $^ -o $@
+
 $(BUILD)/tests/%: tests/unit/%.c $(WL_LIB_OBJS) | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Iworkloads -Iuser $^ -o $@ -lpthread
 

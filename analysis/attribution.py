@@ -20,13 +20,16 @@ What the samples can and cannot see (checked with perf on the host, issue 4):
   ``_copy_from_iter`` / ``_copy_to_iter``: there is no ``rep_movs_alternative`` frame, so
   those functions themselves are copy frames (and ``rep_movs_alternative`` / ``copy_user_*``
   still are, for CPUs without FSRM).
-- With no PMU (``source == "cpu-clock"``) samples come from a timer interrupt, which cannot
+- With no PMU (``source == "cpu-clock"``), and with samples on the scheduler tick
+  (``source == "tick"``), samples come from a timer interrupt, which cannot
   land while interrupts are disabled: that time shows up where they are enabled again,
   mostly ``_raw_spin_unlock_irqrestore`` and ``handle_softirqs``. Those samples are
   classified by the frames around them like any other (under ``skb_copy_ubufs`` they are the
   fallback copy's; under ``tcp_write_xmit`` they are ``other``), and their share is reported
   as ``irqs_off_share`` with a note, so a report can say how much of the profile is such
-  shadow time.
+  shadow time. Tick samples reach here without the interrupt's own frames (the tracer strips
+  everything up to the interrupt entry), like perf samples; cycles are estimated from
+  task-clock either way when no cycles counter exists.
 
 ``user_copy`` is the workload's serialization memcpy: a user-space memcpy variant (libc's
 ``__memmove_avx_unaligned_erms`` and friends, ``memcpy@plt``, or an unresolved libc frame)
@@ -98,12 +101,15 @@ RULES = (
 IRQ_ENTRY = ("asm_sysvec_*", "asm_common_interrupt", "asm_spurious_interrupt",
              "asm_exc_nmi", "common_interrupt", "sysvec_*", "__sysvec_*", "irq_exit_rcu",
              "__irq_exit_rcu")
-# Where interrupts are enabled again: with a timer-based source (cpu-clock) the samples of
-# an irqs-off section land here.
+# Where interrupts are enabled again: with a timer-based source (cpu-clock, tick) the samples
+# of an irqs-off section land here.
 IRQ_ENABLE_POINTS = ("_raw_spin_unlock_irqrestore", "_raw_spin_unlock_irq", "handle_softirqs",
                      "__do_softirq", "__local_bh_enable_ip", "do_softirq*", "_raw_read_unlock_irqrestore",
                      "_raw_write_unlock_irqrestore", "finish_task_switch*")
 # ---- end of the table -----------------------------------------------------------------
+
+# Sample sources driven by a timer interrupt (see the module doc), as the notes name them.
+TIMER_SOURCES = {"cpu-clock": "cpu-clock (no PMU)", "tick": "the scheduler tick"}
 
 _SUFFIX = re.compile(r"(\.(isra|constprop|part|cold|llvm|lto_priv|localalias)(\.\d+)?)+$")
 
@@ -193,7 +199,7 @@ def _num(v):
 def attribute(folded_lines, source, task_clock_ns, tsc_hz, cycles, payload_bytes):
     """The run's `attribution` object (DESIGN.md).
 
-    folded_lines: iterable of folded stack lines; source: "cycles" or "cpu-clock";
+    folded_lines: iterable of folded stack lines; source: "cycles", "cpu-clock" or "tick";
     task_clock_ns, tsc_hz, cycles: from the perf object (cycles None where not counted);
     payload_bytes: bytes the workload moved.
 
@@ -237,10 +243,10 @@ def attribute(folded_lines, source, task_clock_ns, tsc_hz, cycles, payload_bytes
         cpb = dict.fromkeys(CATEGORIES, None)
 
     notes = []
-    if source == "cpu-clock":
-        notes.append("samples on cpu-clock (no PMU): time with interrupts disabled is seen "
-                     "where they are re-enabled (_raw_spin_unlock_irqrestore, handle_softirqs) "
-                     "and attributed to the code around that point")
+    if source in TIMER_SOURCES:
+        notes.append(f"samples on {TIMER_SOURCES[source]}: time with interrupts disabled is "
+                     "seen where they are re-enabled (_raw_spin_unlock_irqrestore, "
+                     "handle_softirqs) and attributed to the code around that point")
     if estimated and total_cycles is not None:
         notes.append("cycles estimated as task-clock x TSC rate (no cycles counter)")
     return {

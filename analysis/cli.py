@@ -64,6 +64,10 @@ def build_parser():
                    help=f"tracer attach rung: {'|'.join(P.ATTACH_MODES)} (default auto: the best "
                    f"the kernel allows)")
     r.add_argument("--freq", metavar="HZ", help=f"stack sampling frequency (default {P.DEFAULT_FREQ})")
+    r.add_argument("--sample-source", metavar="SRC",
+                   help=f"what stacks are sampled on: {'|'.join(P.SAMPLE_SOURCES)} (default auto: "
+                   "cycles where a PMU exists, else cpu-clock; tick: the scheduler tick, HZ per "
+                   "busy CPU at most, no timer of its own)")
     r.add_argument("--quick", action="store_true",
                    help="a small sweep (3 strategies × 4K,64K × 1 thread × veth × 3 rounds, ≤ 60 s)")
     r.add_argument("--resume", metavar="DIR",
@@ -78,6 +82,8 @@ def build_parser():
     t.add_argument("--attach", metavar="MODE", default="auto",
                    help=f"{'|'.join(P.ATTACH_MODES)} (default auto)")
     t.add_argument("--freq", metavar="HZ", help=f"sampling frequency (default {P.DEFAULT_FREQ})")
+    t.add_argument("--sample-source", metavar="SRC", default="auto",
+                   help=f"{'|'.join(P.SAMPLE_SOURCES)} (default auto)")
     t.add_argument("--json", metavar="FILE", help="write the trace object to FILE")
     t.add_argument("--folded", metavar="FILE", help="write folded stacks to FILE")
     t.add_argument("--netns", metavar="NAME", action="append", default=[],
@@ -108,14 +114,16 @@ def sweep_params(a):
         repeat=P.parse_repeat(a.repeat) if a.repeat is not None else base["repeat"],
         trace=not a.no_trace,
         attach=P.parse_attach(a.attach) if a.attach is not None else "auto",
-        freq=P.parse_freq(a.freq) if a.freq is not None else P.DEFAULT_FREQ)
+        freq=P.parse_freq(a.freq) if a.freq is not None else P.DEFAULT_FREQ,
+        sample_source=(P.parse_sample_source(a.sample_source) if a.sample_source is not None
+                       else "auto"))
 
 
 def _given(a):
     """Which sweep-defining flags the user gave (for --resume)."""
     names = {"strategies": a.strategies, "sizes": a.sizes, "threads": a.threads,
              "transports": a.transport, "duration": a.duration, "repeat": a.repeat,
-             "attach": a.attach, "freq": a.freq}
+             "attach": a.attach, "freq": a.freq, "sample_source": a.sample_source}
     out = {k for k, v in names.items() if v is not None}
     if a.no_trace:
         out.add("trace")
@@ -273,6 +281,7 @@ def cmd_trace(a, cmd):
         if pid <= 0 or not os.path.exists(f"/proc/{pid}"):
             raise UsageError(f"--pid {a.pid}: no such process")
     attach = P.parse_attach(a.attach)
+    sample_source = P.parse_sample_source(a.sample_source)
     freq = P.parse_freq(a.freq) if a.freq is not None else None
     duration = P.parse_duration(a.duration) if a.duration is not None else None
     for f, label in ((a.json, "--json"), (a.folded, "--folded")):
@@ -298,7 +307,8 @@ def cmd_trace(a, cmd):
     from .tracer import trace_argv
     argv = trace_argv(pid=pid, cmd=cmd, attach=attach, freq=freq, json_path=a.json,
                       folded=a.folded, netns=a.netns, duration=duration,
-                      no_sample=a.no_sample, no_counters=a.no_counters)
+                      no_sample=a.no_sample, no_counters=a.no_counters,
+                      sample_source=sample_source)
     return run_tracer(argv, own_command=bool(cmd))
 
 

@@ -12,6 +12,9 @@ MAX_DURATION = 3600.0
 MAX_REPEAT = 100
 MIN_FREQ, MAX_FREQ = 1, 100000
 ATTACH_MODES = ("auto", "fentry", "kprobe", "tracepoint")
+# What the tracer's stack samples are taken on (netio-tracer --sample-source): auto is cycles
+# where a PMU exists, else cpu-clock; tick samples on the scheduler tick (HZ per busy CPU).
+SAMPLE_SOURCES = ("auto", "cycles", "cpu-clock", "tick")
 
 # Default sweep (issue 5): 3 strategies x 5 sizes x 4 thread counts x veth = 60 configurations.
 # Measured on the 2-core VM: a run of 0.5 s costs ~0.68 s of wall time (namespaces, veth, gate,
@@ -123,6 +126,13 @@ def parse_attach(text):
     return text
 
 
+def parse_sample_source(text):
+    if text not in SAMPLE_SOURCES:
+        raise UsageError(f"unknown sample source {text!r} (choose from "
+                         f"{', '.join(SAMPLE_SOURCES)})")
+    return text
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     strategy: str
@@ -149,10 +159,11 @@ class SweepParams:
     trace: bool = True
     attach: str = "auto"
     freq: int = DEFAULT_FREQ
+    sample_source: str = "auto"
 
     # What makes two sweeps the same sweep (what --resume compares).
     IDENTITY = ("strategies", "sizes", "threads", "transports", "duration", "repeat",
-                "trace", "attach", "freq")
+                "trace", "attach", "freq", "sample_source")
 
     def configs(self):
         """Every configuration, strategy innermost, so that the strategies being compared run
@@ -170,7 +181,7 @@ class SweepParams:
                 "strategies": list(self.strategies), "sizes": list(self.sizes),
                 "threads": list(self.threads), "transports": list(self.transports),
                 "duration": self.duration, "repeat": self.repeat, "trace": self.trace,
-                "attach": self.attach, "freq": self.freq}
+                "attach": self.attach, "freq": self.freq, "sample_source": self.sample_source}
 
     @classmethod
     def from_dict(cls, d):
@@ -182,7 +193,9 @@ class SweepParams:
                        threads=tuple(int(x) for x in d["threads"]),
                        transports=tuple(d["transports"]), duration=float(d["duration"]),
                        repeat=int(d["repeat"]), trace=bool(d.get("trace", True)),
-                       attach=d.get("attach", "auto"), freq=int(d.get("freq", DEFAULT_FREQ)))
+                       attach=d.get("attach", "auto"), freq=int(d.get("freq", DEFAULT_FREQ)),
+                       # sweeps written before --sample-source existed sampled on auto
+                       sample_source=d.get("sample_source", "auto"))
         except (KeyError, TypeError, ValueError) as e:
             raise UsageError(f"sweep description is incomplete or damaged ({e})") from None
 
@@ -199,7 +212,9 @@ class SweepParams:
         return (f"strategies {_fmt('strategies', self.strategies)}; sizes {_fmt('sizes', self.sizes)}; "
                 f"threads {_fmt('threads', self.threads)}; transport {_fmt('transports', self.transports)}; "
                 f"{self.repeat} × {self.duration:g} s; "
-                + (f"tracer {self.attach}, sampling {self.freq} Hz" if self.trace else "no tracer"))
+                + (f"tracer {self.attach}, sampling {self.freq} Hz"
+                   + (f" on {self.sample_source}" if self.sample_source != "auto" else "")
+                   if self.trace else "no tracer"))
 
 
 def _fmt(field, value):

@@ -122,6 +122,8 @@ def cycles_per_byte(df, out_dir):
     tot = d.assign(total=d[cols].sum(axis=1, min_count=1)).groupby(
         ["transport", "msg_size", "strategy"])["total"].agg(["min", "max", "median"])
     estimated = bool(d["cpb_estimated"].fillna(False).astype(bool).any())
+    sources = (sorted(set(d["attribution_source"].dropna())) if "attribution_source" in d
+               else [])
     fig, axes = plt.subplots(len(transports), len(sizes), squeeze=False,
                              figsize=(2.2 * len(sizes) + 1.5, 3.4 * len(transports)))
     for i, tr in enumerate(transports):
@@ -156,7 +158,8 @@ def cycles_per_byte(df, out_dir):
     title = (f"Cycles per byte by copy category ({threads} thread(s); median of repeats, "
              f"whisker = min–max of the total; y scale differs per size)")
     if estimated:
-        title += "\nestimated: no PMU, cycles = task-clock × TSC rate, samples on cpu-clock"
+        title += ("\nestimated: no PMU, cycles = task-clock × TSC rate, samples on "
+                  + (", ".join(sources) or "cpu-clock"))
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return _save(fig, out_dir, "cycles_per_byte.png")

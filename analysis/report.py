@@ -411,12 +411,20 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
         "ran in interleaved rounds (every configuration once, then again), and ratios are paired "
         "within a round. Latency here is duration × threads / messages (mean time per message on "
         "one connection); per-call syscall latency comes from the tracer's histograms.")
+    timer_sources = [s for s in source if s in ("cpu-clock", "tick")]
+    timer_text = " and ".join({"cpu-clock": "the software `cpu-clock` timer",
+                               "tick": "the scheduler tick"}[s] for s in timer_sources)
     if estimated:
         d.p("Cycle figures are **estimated**: this machine has no usable hardware PMU, so total "
-            "cycles = task-clock × TSC rate and stack samples come from the software `cpu-clock` "
-            "timer (which cannot fire while interrupts are off: that time shows up at "
-            "`_raw_spin_unlock_irqrestore` / `handle_softirqs`). Cells marked (est.) are such "
-            "estimates.", "note")
+            "cycles = task-clock × TSC rate"
+            + (f" and stack samples come from {timer_text} (which cannot fire while "
+               "interrupts are off: that time shows up at `_raw_spin_unlock_irqrestore` / "
+               "`handle_softirqs`)" if timer_text else "")
+            + ". Cells marked (est.) are such estimates.", "note")
+    elif timer_text:
+        d.p(f"Stack samples come from {timer_text}, which cannot fire while interrupts are "
+            "off: that time shows up at `_raw_spin_unlock_irqrestore` / `handle_softirqs`.",
+            "note")
 
     # the headline, first thing on the page
     if plot_files.get("cycles_per_byte"):

@@ -162,6 +162,8 @@ def _pending(params, out_dir):
 
 def _start_tracer(params, out_dir):
     t = ControlTracer(attach=params.attach, freq=params.freq,
+                      sample_source=(params.sample_source if params.sample_source != "auto"
+                                     else None),
                       log_path=os.path.join(out_dir, "tracer.log"))
     try:
         t.start()
@@ -238,14 +240,22 @@ def _run_sweep(params, out_dir, console, resume, build_report):
             if params.trace and todo:
                 try:
                     tracer = _start_tracer(params, out_dir)
+                    smp = tracer.samples or {}
                     console.print("tracer ready: attach " + ", ".join(
-                        f"{k}={v}" for k, v in (tracer.attach or {}).items()))
+                        f"{k}={v}" for k, v in (tracer.attach or {}).items())
+                        + (f"; samples on {smp.get('source')} at "
+                           + (f"{smp['freq']:g} Hz" if smp.get("freq") else "an unknown rate")
+                           if smp else "; no stack samples"))
                 except TracerError as e:
                     tracer_error = str(e)
                     tracer = None
                     if params.attach != "auto":
                         console.print(f"netio-trace run: --attach {params.attach}: {e}",
                                       style="red")
+                        return 2
+                    if params.sample_source != "auto":
+                        console.print(f"netio-trace run: --sample-source "
+                                      f"{params.sample_source}: {e}", style="red")
                         return 2
                     console.print(f"[red]tracer: {e}[/]")
             n_all = total_sched

@@ -30,15 +30,19 @@ def _set_pdeathsig():
 class ControlTracer:
     """A running `netio-tracer --control`. Use as a context manager, or call close()."""
 
-    def __init__(self, attach="auto", freq=None, log_path=None, extra_args=(), binary=None):
+    def __init__(self, attach="auto", freq=None, log_path=None, extra_args=(), binary=None,
+                 sample_source=None):
         self.binary = binary or paths.binary("netio-tracer")
         self.argv = [self.binary, "--control", "--attach", attach]
         if freq is not None:
             self.argv += ["--freq", str(freq)]
+        if sample_source is not None:
+            self.argv += ["--sample-source", sample_source]
         self.argv += list(extra_args)
         self.log_path = log_path
         self.proc = None
         self.attach = None
+        self.samples = None     # {"source", "freq"} from the ready line; None: no sampling
         self.ready_info = None
         self._buf = b""
 
@@ -71,6 +75,7 @@ class ControlTracer:
                 info = {"raw": rest}
         self.ready_info = info
         self.attach = info.get("attach") if isinstance(info, dict) else None
+        self.samples = info.get("samples") if isinstance(info, dict) else None
         return self
 
     @property
@@ -222,11 +227,13 @@ def probe(timeout=60.0):
 
 
 def trace_argv(pid=None, cmd=None, attach="auto", freq=None, json_path=None, folded=None,
-               netns=(), duration=None, no_sample=False, no_counters=False):
+               netns=(), duration=None, no_sample=False, no_counters=False, sample_source=None):
     """argv of the tracer's own (non-control) mode, for `netio-trace trace`."""
     argv = [paths.binary("netio-tracer"), "--attach", attach]
     if freq is not None:
         argv += ["--freq", str(freq)]
+    if sample_source is not None and sample_source != "auto":
+        argv += ["--sample-source", sample_source]
     if json_path:
         argv += ["--json", json_path]
     if folded:

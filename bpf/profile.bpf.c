@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
-/* On-CPU stack sampling (issue 4). One perf_event per online CPU (hardware cycles where a
- * PMU exists, software cpu-clock where none does) runs `sample` below. A sample counts when
- * the current task belongs to a followed tgid (the tracer's `followed_tgids`, shared by fd),
- * or when it is a ksoftirqd thread (softirq work that left the context of the process that
- * raised it) while anything is followed.
+/* On-CPU stack sampling (issue 4). Two ways to get the samples, one body (`do_sample`):
+ * - `sample`: a perf_event program on per-task events (hardware cycles where a PMU exists,
+ *   software cpu-clock where none does);
+ * - `tick_sample`: tp_btf on timer:hrtimer_expire_entry, kept only for the scheduler tick's
+ *   hrtimer (user space sets `tick_fn` to its handler's address before load). The tick
+ *   already interrupts every busy CPU HZ times a second, so sampling there adds no timer of
+ *   its own: per-task cpu-clock events re-arm an hrtimer at every context switch, a VM exit
+ *   each, which cost 7-9% more workload CPU per GB here.
+ * A sample counts when the current task belongs to a followed tgid (the tracer's
+ * `followed_tgids`, shared by fd), or when it is a ksoftirqd thread (softirq work that left
+ * the context of the process that raised it) while anything is followed.
  *
  * Stacks are aggregated in the kernel: one stack trace map for kernel and user stacks, and a
  * hash of (tgid, kernel stack id, user stack id, comm) -> count, read by user/profile.c at
- * snapshot time. */
+ * snapshot time. A tick sample's kernel stack starts with the interrupt's own frames; user
+ * space strips them (user/irqframes.c). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -18,7 +25,7 @@
 #define PROFILE_MAX_STACKS 16384
 #define PROFILE_MAX_KEYS 16384
 enum {
-	PROFILE_STAT_SEEN,    /* perf_event samples the program ran for */
+	PROFILE_STAT_SEEN,    /* samples the program ran for (ticks: those kept) */
 	PROFILE_STAT_COUNTED, /* samples of followed tasks, counted */
 	PROFILE_STAT_LOST,    /* samples of followed tasks not counted (no stack, map full) */
 	PROFILE_STAT_PARTIAL, /* counted with one of the two stacks lost */
@@ -87,6 +94,20 @@ struct {
  * clear, the program looks at the map itself (a followed pid may be newer than the hint). */
 volatile int followed_hint;
 
+/* Tick source: the address of the tick's hrtimer handler (tick_nohz_handler from 6.9,
+ * tick_sched_timer before) and "keep every Nth tick per CPU" for --freq below HZ. Set
+ * before load; tick_fn 0 keeps the tick program from counting anything. */
+const volatile __u64 tick_fn = 0;
+const volatile __u32 tick_every = 1;
+
+/* Ticks seen per CPU (after the handler filter), for tick_every. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} tick_seq SEC(".maps");
+
 static __always_inline void stat_add(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
@@ -114,8 +135,10 @@ static __always_inline int is_ksoftirqd(void)
 	       comm[8] == 'd' && comm[9] == '/';
 }
 
-SEC("perf_event")
-int sample(struct bpf_perf_event_data *ctx)
+/* The body of every sample. ctx goes to bpf_get_stackid (perf_event or tracing context);
+ * irq_sp is the stack pointer the interrupt saved (perf_event: the sampled registers; 0 when
+ * the caller has none, as in the tick's tracepoint), used for the frameless-leaf word. */
+static __always_inline int do_sample(void *ctx, __u64 irq_sp)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -170,9 +193,9 @@ int sample(struct bpf_perf_event_data *ctx)
 		__u32 uid = key.ustack;
 
 		/* user mode: the interrupted stack pointer is a user address (kernel addresses
-		 * have the top bit set) */
-		if ((__s64)ctx->regs.sp > 0) {
-			sp = ctx->regs.sp;
+		 * have the top bit set); else the user registers saved at kernel entry */
+		if ((__s64)irq_sp > 0) {
+			sp = irq_sp;
 		} else {
 			struct pt_regs *uregs =
 				(struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
@@ -198,4 +221,38 @@ int sample(struct bpf_perf_event_data *ctx)
 	}
 	stat_add(PROFILE_STAT_COUNTED);
 	return 0;
+}
+
+SEC("perf_event")
+int sample(struct bpf_perf_event_data *ctx)
+{
+#if defined(__TARGET_ARCH_x86)
+	return do_sample(ctx, ctx->regs.sp);
+#else
+	return do_sample(ctx, 0);
+#endif
+}
+
+/* Every hrtimer expiry runs this; only the tick's goes further. The tick interrupts
+ * whatever ran on the CPU: `current` is that task, and the user stack (BPF_F_USER_STACK,
+ * from the task's saved user registers) is its. The user stack pointer for the leaf word
+ * comes from bpf_task_pt_regs(current) (do_sample with irq_sp 0): the registers saved when
+ * the task last entered the kernel, which is this interrupt when it landed in user mode. */
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(tick_sample, struct hrtimer *timer, ktime_t *now)
+{
+	__u32 zero = 0;
+	__u64 *seq;
+
+	if (!tick_fn || (__u64)timer->function != tick_fn)
+		return 0;
+	if (tick_every > 1) {
+		seq = bpf_map_lookup_elem(&tick_seq, &zero);
+		if (!seq)
+			return 0;
+		/* per CPU, and the tick runs in hard interrupt context: no other writer */
+		if ((*seq)++ % tick_every)
+			return 0;
+	}
+	return do_sample(ctx, 0);
 }

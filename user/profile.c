@@ -15,12 +15,15 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "irqframes.h"
 #include "profile.h"
 #include "profile.skel.h"
 #include "symbolize.h"
@@ -78,7 +81,11 @@ struct profiler {
 	int ntev, cap_tev;
 	int hw;
 	const char *source;
-	int freq;
+	int freq;		/* requested */
+	double eff_freq;	/* effective, 0 when unknown */
+	/* tick source: one tp_btf link, no per-task events */
+	int tick;
+	struct bpf_link *tick_link;
 	struct symbolizer *sym;
 
 	pthread_mutex_t lock; /* cache */
@@ -362,6 +369,8 @@ int profiler_add_pid(struct profiler *p, pid_t pid)
 	DIR *d;
 	int n = 0, e = 0;
 
+	if (p->tick)
+		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	d = opendir(path);
 	if (!d)
@@ -403,7 +412,163 @@ static void fail(char *err, size_t errlen, const char *fmt, const char *what, in
 		snprintf(err, errlen, fmt, what, strerror(e));
 }
 
-struct profiler *profiler_open(int freq_hz, int filter_map_fd, char *err, size_t errlen)
+int profile_source_parse(const char *s, enum profile_source *out)
+{
+	static const char *const names[] = {
+		[PROFILE_SRC_AUTO] = "auto", [PROFILE_SRC_CYCLES] = "cycles",
+		[PROFILE_SRC_CPU_CLOCK] = "cpu-clock", [PROFILE_SRC_TICK] = "tick",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum profile_source)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* CONFIG_HZ=N in a kernel config read through zlib (which reads plain files too). */
+static int config_hz_from(const char *path)
+{
+	char line[256];
+	gzFile f = gzopen(path, "rb");
+	int hz = 0;
+
+	if (!f)
+		return 0;
+	while (gzgets(f, line, sizeof(line))) {
+		if (!strncmp(line, "CONFIG_HZ=", 10)) {
+			hz = atoi(line + 10);
+			break;
+		}
+	}
+	gzclose(f);
+	return hz > 0 ? hz : 0;
+}
+
+/* The kernel's CONFIG_HZ from /proc/config.gz or /boot/config-$(uname -r); 0 if unknown. */
+static int kernel_config_hz(void)
+{
+	struct utsname u;
+	char path[128 + sizeof(u.release)];
+	int hz = config_hz_from("/proc/config.gz");
+
+	if (hz || uname(&u))
+		return hz;
+	snprintf(path, sizeof(path), "/boot/config-%s", u.release);
+	return config_hz_from(path);
+}
+
+/* 1 when /proc/timer_list lists an hrtimer whose function is name (" #0: <...>, name, S:01"):
+ * what the kernel really arms, where it is readable (a stopped tick may be missing). */
+static int timer_list_has(const char *name)
+{
+	FILE *f = fopen("/proc/timer_list", "re");
+	char line[256];
+	size_t len = strlen(name);
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *s = strstr(line, ">, ");
+
+		if (s && !strncmp(s + 3, name, len) && s[3 + len] == ',')
+			found = 1;
+	}
+	fclose(f);
+	return found;
+}
+
+/* The address of the tick's hrtimer handler. Up to 6.8 it is tick_sched_timer, and
+ * tick_nohz_handler is the low-resolution clockevent handler (no hrtimer function); 6.9
+ * renamed tick_sched_timer to tick_nohz_handler. So: the candidate /proc/timer_list shows
+ * armed, else tick_sched_timer where it exists, else tick_nohz_handler. 0 when neither is
+ * in /proc/kallsyms (or addresses are hidden: kptr_restrict). */
+static uint64_t tick_handler_addr(void)
+{
+	static const char *const cands[] = { "tick_sched_timer", "tick_nohz_handler" };
+	uint64_t found[2] = { 0, 0 };
+	char line[512], sym[256], type;
+	unsigned long long a;
+	FILE *f = fopen("/proc/kallsyms", "re");
+	size_t i;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		/* text symbols (the tick is built in: a module's trailing field is ignored) */
+		if (sscanf(line, "%llx %c %255s", &a, &type, sym) != 3 || (type != 't' && type != 'T'))
+			continue;
+		for (i = 0; i < 2; i++)
+			if (!found[i] && !strcmp(sym, cands[i]))
+				found[i] = a;
+	}
+	fclose(f);
+	for (i = 0; i < 2; i++)
+		if (found[i] && timer_list_has(cands[i]))
+			return found[i];
+	for (i = 0; i < 2; i++)
+		if (found[i])
+			return found[i];
+	return 0;
+}
+
+/* 1 when /proc/timer_list shows a CPU whose tick is not run by an hrtimer (low-resolution
+ * mode: the tick handler is then called directly, and hrtimer_expire_entry never sees it).
+ * 0 when every CPU is in high-resolution mode, or the file cannot be read. */
+static int tick_lowres(void)
+{
+	FILE *f = fopen("/proc/timer_list", "re");
+	char line[256];
+	int low = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *s = strstr(line, ".hres_active");
+
+		if (s && (s = strchr(s, ':')) && atoi(s + 1) == 0)
+			low = 1;
+	}
+	fclose(f);
+	return low;
+}
+
+/* Tick source, before load: the handler's address and the decimation in the program's
+ * rodata. HZ unknown: every tick is kept and the effective frequency is reported unknown. */
+static int tick_setup(struct profiler *p, char *err, size_t errlen)
+{
+	uint64_t fn = tick_handler_addr();
+	int hz = kernel_config_hz();
+	unsigned int every = 1;
+
+	if (!fn) {
+		snprintf(err, errlen, "--sample-source tick: no tick handler (tick_nohz_handler, "
+			 "tick_sched_timer) with an address in /proc/kallsyms");
+		return -1;
+	}
+	if (tick_lowres()) {
+		snprintf(err, errlen, "--sample-source tick: the tick runs in low-resolution mode "
+			 "here (hres_active 0 in /proc/timer_list), so timer:hrtimer_expire_entry "
+			 "never sees it");
+		return -1;
+	}
+	if (hz > 0) {
+		/* N = round(HZ / freq), at least 1: above HZ the rate is HZ */
+		every = (unsigned int)((hz + p->freq / 2) / p->freq);
+		if (every < 1)
+			every = 1;
+		p->eff_freq = (double)hz / every;
+	}
+	p->skel->rodata->tick_fn = fn;
+	p->skel->rodata->tick_every = every;
+	return 0;
+}
+
+struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_map_fd,
+			       char *err, size_t errlen)
 {
 	struct profiler *p = calloc(1, sizeof(*p));
 	struct perf_event_attr attr;
@@ -416,6 +581,7 @@ struct profiler *profiler_open(int freq_hz, int filter_map_fd, char *err, size_t
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	p->freq = freq_hz > 0 ? freq_hz : 999;
+	p->tick = src == PROFILE_SRC_TICK;
 
 	p->skel = profile_bpf__open();
 	if (!p->skel) {
@@ -429,9 +595,19 @@ struct profiler *profiler_open(int freq_hz, int filter_map_fd, char *err, size_t
 			goto out;
 		}
 	}
+	/* load only the program this source runs: a kernel without the tracepoint's BTF can
+	 * still sample on perf events, and the reverse */
+	bpf_program__set_autoload(p->skel->progs.tick_sample, p->tick);
+	bpf_program__set_autoload(p->skel->progs.sample, !p->tick);
+	if (p->tick && tick_setup(p, err, errlen))
+		goto out;
 	e = profile_bpf__load(p->skel);
 	if (e) {
-		fail(err, errlen, "%s: %s", "load profile BPF program", -e);
+		if (p->tick)
+			fail(err, errlen, "%s: %s", "--sample-source tick: load the "
+			     "tp_btf/hrtimer_expire_entry program", -e);
+		else
+			fail(err, errlen, "%s: %s", "load profile BPF program", -e);
 		goto out;
 	}
 	if (bpf_map__key_size(p->skel->maps.counts) != sizeof(struct profile_key)) {
@@ -444,24 +620,42 @@ struct profiler *profiler_open(int freq_hz, int filter_map_fd, char *err, size_t
 		goto out;
 	}
 
-	/* hardware cycles where the machine has a PMU, else software cpu-clock (one source for
-	 * the whole profile) */
-	sample_attr(&attr, 1, p->freq);
-	e = perf_open(&attr, 0);
-	p->hw = e >= 0;
-	if (e >= 0)
-		close(e);
-	p->source = p->hw ? "cycles" : "cpu-clock";
-	if (add_softirqd_events(p) < 0) {
-		e = errno;
-		if (e == EINVAL)
-			snprintf(err, errlen,
-				 "perf_event_open(%s, %d Hz): %s (above "
-				 "kernel.perf_event_max_sample_rate?)",
-				 p->source, p->freq, strerror(e));
-		else
-			fail(err, errlen, "%s: %s", "sampling events on ksoftirqd", e);
-		goto out;
+	if (p->tick) {
+		p->source = "tick";
+		p->tick_link = bpf_program__attach(p->skel->progs.tick_sample);
+		if (!p->tick_link) {
+			fail(err, errlen, "%s: %s", "--sample-source tick: attach "
+			     "tp_btf/hrtimer_expire_entry", errno);
+			goto out;
+		}
+	} else {
+		/* hardware cycles where the machine has a PMU, else software cpu-clock (one
+		 * source for the whole profile) */
+		sample_attr(&attr, 1, p->freq);
+		e = perf_open(&attr, 0);
+		p->hw = e >= 0;
+		if (e >= 0)
+			close(e);
+		if (src == PROFILE_SRC_CYCLES && !p->hw) {
+			snprintf(err, errlen, "--sample-source cycles: no hardware cycles event "
+				 "here (no PMU); use cpu-clock or tick");
+			goto out;
+		}
+		if (src == PROFILE_SRC_CPU_CLOCK)
+			p->hw = 0;
+		p->source = p->hw ? "cycles" : "cpu-clock";
+		p->eff_freq = p->freq;
+		if (add_softirqd_events(p) < 0) {
+			e = errno;
+			if (e == EINVAL)
+				snprintf(err, errlen,
+					 "perf_event_open(%s, %d Hz): %s (above "
+					 "kernel.perf_event_max_sample_rate?)",
+					 p->source, p->freq, strerror(e));
+			else
+				fail(err, errlen, "%s: %s", "sampling events on ksoftirqd", e);
+			goto out;
+		}
 	}
 
 	if (pthread_create(&p->poller, NULL, poller_main, p) == 0)
@@ -489,6 +683,7 @@ void profiler_close(struct profiler *p)
 	for (i = 0; i < p->ntev; i++)
 		drop_task_event(&p->tev[i]);
 	free(p->tev);
+	bpf_link__destroy(p->tick_link);
 	profile_bpf__destroy(p->skel);
 	symbolizer_free(p->sym);
 	for (c = p->cache; c; c = n) {
@@ -507,14 +702,14 @@ const char *profiler_source(const struct profiler *p)
 	return p->source;
 }
 
-int profiler_freq(const struct profiler *p)
+double profiler_freq(const struct profiler *p)
 {
-	return p->freq;
+	return p->eff_freq;
 }
 
 int profiler_prog_fd(const struct profiler *p)
 {
-	return bpf_program__fd(p->skel->progs.sample);
+	return bpf_program__fd(p->tick ? p->skel->progs.tick_sample : p->skel->progs.sample);
 }
 
 /* ---- reset and counts ------------------------------------------------------------------ */
@@ -736,13 +931,23 @@ static void add_user_frames(struct profiler *p, struct sbuf *b, const struct pro
 
 static void add_kernel_frames(struct profiler *p, struct sbuf *b, const uint64_t *ips, int n)
 {
-	int i;
+	const char *names[PROFILE_MAX_DEPTH];
+	int i, skip = 0;
 
-	for (i = n - 1; i >= 0; i--) {
-		const char *name = symbolize_kernel(p->sym, i ? ips[i] - 1 : ips[i]);
-
-		sb_frame(b, name ? name : "[unknown]", "_[k]");
+	for (i = 0; i < n; i++)
+		names[i] = symbolize_kernel(p->sym, i ? ips[i] - 1 : ips[i]);
+	if (p->tick) {
+		/* A tick sample's stack begins inside the interrupt (the BPF program, the
+		 * tracepoint, __hrtimer_run_queues, hrtimer_interrupt, ..., the entry
+		 * asm_sysvec_apic_timer_interrupt): drop those, as a perf sample (taken from
+		 * the interrupted registers) never has them. The frame outside the entry is
+		 * the interrupted instruction, not a return address: no "- 1" there. */
+		skip = irq_frames_inner(names, n);
+		if (skip > 0 && skip < n)
+			names[skip] = symbolize_kernel(p->sym, ips[skip]);
 	}
+	for (i = n - 1; i >= skip; i--)
+		sb_frame(b, names[i] ? names[i] : "[unknown]", "_[k]");
 }
 
 static int stack_ips(int fd, int32_t id, uint64_t *ips)

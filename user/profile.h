@@ -1,6 +1,8 @@
-/* On-CPU stack sampling of the followed processes: a perf_event BPF program per CPU on
- * hardware cycles where a PMU exists, on software cpu-clock where none does. Stacks are
- * counted in the kernel (stack map + counts map) and read once per snapshot. */
+/* On-CPU stack sampling of the followed processes: a perf_event BPF program on per-task
+ * events (hardware cycles where a PMU exists, software cpu-clock where none does), or a
+ * tp_btf program on the scheduler tick (source "tick": no timer of its own, HZ samples per
+ * second of busy CPU at most). Stacks are counted in the kernel (stack map + counts map) and
+ * read once per snapshot. */
 #ifndef NETIO_PROFILE_H
 #define NETIO_PROFILE_H
 #include <stdio.h>
@@ -9,17 +11,33 @@
 
 struct profiler;
 
+enum profile_source {
+	PROFILE_SRC_AUTO,      /* cycles where a PMU exists, else cpu-clock */
+	PROFILE_SRC_CYCLES,
+	PROFILE_SRC_CPU_CLOCK,
+	PROFILE_SRC_TICK,
+};
+/* "auto", "cycles", "cpu-clock" or "tick"; 0, or -1 for anything else. */
+int profile_source_parse(const char *s, enum profile_source *out);
+
 /* filter_map_fd: the tracer's map of followed tgids (bpf/filter.h), shared so that one
- * `pid add` covers tracing and sampling. Returns NULL and fills err on failure. */
-struct profiler *profiler_open(int freq_hz, int filter_map_fd, char *err, size_t errlen);
+ * `pid add` covers tracing and sampling. freq_hz: wanted samples per second of CPU; the tick
+ * source keeps every round(HZ / freq_hz)-th tick (all of them at freq_hz >= HZ). Returns
+ * NULL and fills err on failure, including a source other than auto that this machine
+ * cannot sample on. */
+struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_map_fd,
+			       char *err, size_t errlen);
 /* Sample pid (every thread it has now, and inherited by the ones it makes later): call at
- * `pid add`, before the process starts its threads. 0, or -1 with errno. */
+ * `pid add`, before the process starts its threads. 0, or -1 with errno. Nothing to do for
+ * the tick source (the followed-tgid filter in the program decides). */
 int profiler_add_pid(struct profiler *p, pid_t pid);
 /* Stop sampling every pid added (ksoftirqd stays sampled). */
 void profiler_clear_pids(struct profiler *p);
-/* "cycles" or "cpu-clock": what the samples are taken on. */
+/* "cycles", "cpu-clock" or "tick": what the samples are taken on. */
 const char *profiler_source(const struct profiler *p);
-int profiler_freq(const struct profiler *p);
+/* Effective sampling frequency in Hz: the requested one for perf events, HZ / N for the
+ * tick; 0 when unknown (tick source on a kernel whose CONFIG_HZ cannot be read). */
+double profiler_freq(const struct profiler *p);
 /* Zero the stack counts (start of a run). */
 void profiler_reset(struct profiler *p);
 /* Symbolize and write folded stacks, one "frame;frame;... count" line per distinct stack,

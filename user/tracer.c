@@ -40,6 +40,7 @@ struct tracer {
 	int nnetns_specs;
 	const char *json_path, *folded_path;
 	int freq;
+	enum profile_source sample_source;
 	bool no_sample, no_counters, control, verbose;
 	enum { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
 	double duration;
@@ -63,7 +64,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: netio-tracer [--attach auto|fentry|kprobe|tracepoint] [--pid PID]... [--netns NAME|PATH]...\n"
-"                    [--json FILE] [--folded FILE] [--freq HZ] [--no-sample] [--no-counters]\n"
+"                    [--json FILE] [--folded FILE] [--freq HZ] [--sample-source SRC]\n"
+"                    [--no-sample] [--no-counters]\n"
 "                    [--duration S] [--control] [--bpf-stats sampled|always|off]\n"
 "                    [--verbose] [-- CMD ARGS...]\n"
 "       netio-tracer --probe\n"
@@ -76,7 +78,11 @@ static void usage(FILE *f)
 "  --netns NS      network namespaces whose devices' softirq events count (default: ours)\n"
 "  --json FILE     write the trace JSON there (default stdout)\n"
 "  --folded FILE   folded on-CPU stacks of the followed processes\n"
-"  --freq HZ       stack sampling frequency (default 999)\n"
+"  --freq HZ       stack sampling frequency (default 999; tick: at most CONFIG_HZ)\n"
+"  --sample-source auto|cycles|cpu-clock|tick\n"
+"                  what stack samples are taken on: auto (default) is cycles where a PMU\n"
+"                  exists, else cpu-clock; tick samples on the scheduler tick (no timer of\n"
+"                  its own; exit 2 if it cannot attach here)\n"
 "  --control       read commands on stdin (pid add, netns add, clear, reset, snapshot, quit)\n"
 "  --bpf-stats M   BPF run-time stats for the self cost: sampled (default: on 10%% of the\n"
 "                  time, scaled), always (exact, costs ~2 clock reads per program run), off\n"
@@ -367,6 +373,20 @@ static void reset_all(struct tracer *tr)
 
 /* ---- snapshot ------------------------------------------------------------------------ */
 
+/* "source" and "freq" (the effective rate; null when unknown) of the stack samples. */
+static void write_sample_source(struct tracer *tr, struct json *j)
+{
+	double f = profiler_freq(tr->prof);
+
+	json_kv_string(j, "source", profiler_source(tr->prof));
+	if (f <= 0)
+		json_kv_null(j, "freq");
+	else if (f == (double)(long long)f)
+		json_kv_int(j, "freq", (long long)f);
+	else
+		json_kv_double(j, "freq", f);
+}
+
 static void write_trace_json(struct tracer *tr, FILE *out, const char *folded, struct snapshot *s)
 {
 	struct json j;
@@ -406,8 +426,7 @@ static void write_trace_json(struct tracer *tr, FILE *out, const char *folded, s
 		json_begin_object(&j);
 		json_kv_int(&j, "total", total);
 		json_kv_int(&j, "lost", lost);
-		json_kv_string(&j, "source", profiler_source(tr->prof));
-		json_kv_int(&j, "freq", profiler_freq(tr->prof));
+		write_sample_source(tr, &j);
 		json_end(&j);
 	} else {
 		json_null(&j);
@@ -484,6 +503,14 @@ static void print_ready(struct tracer *tr)
 	for (int pp = 0; pp < PP_NR; pp++)
 		json_kv_string(&j, pp_name(pp), rung_name(tr->bpf.rung[pp]));
 	json_end(&j);
+	json_key(&j, "samples");
+	if (tr->prof) {
+		json_begin_object(&j);
+		write_sample_source(tr, &j);
+		json_end(&j);
+	} else {
+		json_null(&j);
+	}
 	json_end(&j);
 	json_finish(&j);
 }
@@ -706,7 +733,8 @@ static int run_oneshot(struct tracer *tr)
 /* ---- main ---------------------------------------------------------------------------- */
 
 enum { OPT_ATTACH = 256, OPT_PID, OPT_NETNS, OPT_JSON, OPT_FOLDED, OPT_FREQ, OPT_NO_SAMPLE,
-       OPT_NO_COUNTERS, OPT_DURATION, OPT_CONTROL, OPT_PROBE, OPT_VERBOSE, OPT_NO_BPF_STATS };
+       OPT_NO_COUNTERS, OPT_DURATION, OPT_CONTROL, OPT_PROBE, OPT_VERBOSE, OPT_NO_BPF_STATS,
+       OPT_SAMPLE_SOURCE };
 
 static const struct option long_opts[] = {
 	{ "attach", required_argument, NULL, OPT_ATTACH },
@@ -715,6 +743,7 @@ static const struct option long_opts[] = {
 	{ "json", required_argument, NULL, OPT_JSON },
 	{ "folded", required_argument, NULL, OPT_FOLDED },
 	{ "freq", required_argument, NULL, OPT_FREQ },
+	{ "sample-source", required_argument, NULL, OPT_SAMPLE_SOURCE },
 	{ "no-sample", no_argument, NULL, OPT_NO_SAMPLE },
 	{ "no-counters", no_argument, NULL, OPT_NO_COUNTERS },
 	{ "duration", required_argument, NULL, OPT_DURATION },
@@ -771,6 +800,13 @@ int main(int argc, char **argv)
 			tr.freq = strtol(optarg, &end, 10);
 			if (*end || tr.freq <= 0 || tr.freq > 100000) {
 				fprintf(stderr, "netio-tracer: --freq %s: not a frequency in Hz\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_SAMPLE_SOURCE:
+			if (profile_source_parse(optarg, &tr.sample_source)) {
+				fprintf(stderr, "netio-tracer: --sample-source %s: choose auto, cycles, "
+					"cpu-clock or tick\n", optarg);
 				return 2;
 			}
 			break;
@@ -859,11 +895,24 @@ int main(int argc, char **argv)
 	if (!tr.no_counters)
 		tr.pc = perf_counters_new();
 	if (!tr.no_sample) {
-		tr.prof = profiler_open(tr.freq, tr.bpf.followed_tgids, err, sizeof(err));
+		tr.prof = profiler_open(tr.freq, tr.sample_source, tr.bpf.followed_tgids, err,
+					sizeof(err));
+		if (!tr.prof && tr.sample_source != PROFILE_SRC_AUTO) {
+			/* a source asked for by name is like a forced rung */
+			fprintf(stderr, "netio-tracer: %s\n", err);
+			if (tr.control)
+				printf("error %s\n", err);
+			ret = 2;
+			goto out;
+		}
 		if (!tr.prof)
 			fprintf(stderr, "netio-tracer: stack sampling unavailable: %s\n", err);
+		else if (profiler_freq(tr.prof) <= 0)
+			fprintf(stderr, "netio-tracer: CONFIG_HZ not found in /proc/config.gz or "
+				"/boot/config-*: every tick is sampled, at a rate reported unknown\n");
 	}
-	tr.bpf.rung[PP_STACKS] = tr.prof ? RUNG_PERF_EVENT : RUNG_UNAVAILABLE;
+	tr.bpf.rung[PP_STACKS] = !tr.prof ? RUNG_UNAVAILABLE :
+				 tr.sample_source == PROFILE_SRC_TICK ? RUNG_TP_BTF : RUNG_PERF_EVENT;
 
 	for (int i = 0; i < npids_opt; i++)
 		if (follow_pid(&tr, pids_opt[i], err, sizeof(err))) {

@@ -260,15 +260,18 @@ def test_unfollowed_process_not_sampled(tracer, busy_bin, tmp_path):
     assert snap["samples"]["total"] == 0, lines
 
 
-@pytest.mark.skipif(not (os.access(SERVER, os.X_OK) and os.access(CLIENT, os.X_OK)),
-                    reason="workloads not built")
-def test_network_two_copy_attribution(tracer, tmp_path):
-    """two-copy over loopback: the serializer's memcpy, the kernel's tx and rx copies."""
+needs_workloads = pytest.mark.skipif(
+    not (os.access(SERVER, os.X_OK) and os.access(CLIENT, os.X_OK)), reason="workloads not built")
+
+
+def run_loopback_pair(tracer, strategy, d, seconds=2):
+    """Server (strategy, 64 KiB, one thread) and client over loopback, both followed from
+    their first instruction; returns the server's JSON."""
+    import json
     tracer.clear()
     tracer.reset()
-    d = str(tmp_path)
-    server = GatedProcess([SERVER, "--strategy", "two-copy", "--size", "64K", "--threads", "1",
-                           "--port", "0", "--addr", "127.0.0.1", "--duration", "2"],
+    server = GatedProcess([SERVER, "--strategy", strategy, "--size", "64K", "--threads", "1",
+                           "--port", "0", "--addr", "127.0.0.1", "--duration", str(seconds)],
                           os.path.join(d, "server.json"), os.path.join(d, "server.err"))
     client = None
     try:
@@ -295,10 +298,16 @@ def test_network_two_copy_attribution(tracer, tmp_path):
         server.kill()
         if client:
             client.kill()
-    snap = tracer.snapshot(os.path.join(d, "s.json"), os.path.join(d, "s.folded"))
-    import json
     with open(os.path.join(d, "server.json")) as f:
-        sj = json.load(f)
+        return json.load(f)
+
+
+@needs_workloads
+def test_network_two_copy_attribution(tracer, tmp_path):
+    """two-copy over loopback: the serializer's memcpy, the kernel's tx and rx copies."""
+    d = str(tmp_path)
+    sj = run_loopback_pair(tracer, "two-copy", d)
+    snap = tracer.snapshot(os.path.join(d, "s.json"), os.path.join(d, "s.folded"))
     with open(os.path.join(d, "s.folded")) as f:
         lines = f.read().splitlines()
     text = "\n".join(lines)
@@ -326,3 +335,148 @@ def test_network_two_copy_attribution(tracer, tmp_path):
     svg_text = open(svg).read()
     for frame in ("_copy_from_iter", "wl_message_serialize"):
         assert frame in svg_text
+
+
+# ---- samples on the scheduler tick (--sample-source tick) ------------------------------------
+def kernel_hz():
+    """CONFIG_HZ, read here from the kernel config independently of the tracer."""
+    import gzip
+    for path, opener in (("/proc/config.gz", gzip.open),
+                         (f"/boot/config-{os.uname().release}", open)):
+        try:
+            with opener(path, "rt") as f:
+                for line in f:
+                    if line.startswith("CONFIG_HZ="):
+                        return int(line.split("=", 1)[1])
+        except OSError:
+            continue
+    return None
+
+
+@pytest.fixture(scope="module")
+def tick_run(tmp_path_factory):
+    """one-copy 64 KiB over loopback sampled on the tick, with a tracer of its own (closed
+    before the tests read what it wrote)."""
+    d = tmp_path_factory.mktemp("tick")
+    t = ControlTracer(freq=FREQ, sample_source="tick", log_path=str(d / "tracer.log"),
+                      binary=TRACER)
+    t.start()
+    try:
+        ready = t.samples
+        sj = run_loopback_pair(t, "one-copy", str(d))
+        snap = t.snapshot(str(d / "s.json"), str(d / "s.folded"))
+    finally:
+        t.close()
+    return ready, snap, sj, str(d / "s.folded")
+
+
+@needs_workloads
+def test_tick_source_and_rate(tick_run):
+    ready, snap, _, folded = tick_run
+    hz = kernel_hz()
+    assert hz, "CONFIG_HZ not found in /proc/config.gz or /boot/config-*"
+    # FREQ (999) is above HZ: the effective rate is HZ, and that is what is reported
+    assert ready == {"source": "tick", "freq": hz}
+    s = snap["samples"]
+    assert s["source"] == "tick" and s["freq"] == hz
+    assert snap["attach"]["stacks"] == "tp_btf"
+    assert s["total"] > 0
+    assert s["lost"] <= 0.01 * s["total"]
+    # one sample per tick of busy CPU: about HZ per second of the pair's CPU time (ticks
+    # delayed by irqs-off sections and a jittery VM widen the band)
+    cpu_s = snap["perf"]["task-clock"] / 1e9
+    assert cpu_s > 0.2
+    assert 0.5 * hz * cpu_s <= s["total"] <= 1.5 * hz * cpu_s + 20, (s, cpu_s)
+    total = sum(n for _, n in read_folded(folded))
+    assert 0 <= s["total"] - total <= 5, (total, s)
+
+
+@needs_workloads
+def test_tick_folded_without_interrupt_frames(tick_run):
+    _, _, _, folded = tick_run
+    lines = read_folded(folded)
+    frames = {f for fr, _ in lines for f in fr}
+    # the interrupted code is there: the send's copy, under the send path
+    copy = sum(n for fr, n in lines if "_copy_from_iter_[k]" in fr and "tcp_sendmsg_locked_[k]" in fr)
+    assert copy > 0.05 * sum(n for _, n in lines), lines[:5]
+    # and the tick's own frames are not, nor the sampling program's. The tick runs with
+    # interrupts off, so nothing else can leave hrtimer_interrupt or the vector's handler in
+    # a stack. What may stay is the interrupted context's own: an earlier interrupt whose
+    # exit runs softirqs (asm_sysvec_*; sysvec_*; __irq_exit_rcu; handle_softirqs: a perf
+    # sample shows it too), and soft hrtimers run from that softirq (hrtimer_run_softirq;
+    # __hrtimer_run_queues).
+    for fr, _ in lines:
+        for i, f in enumerate(fr):
+            name = f[:-4] if f.endswith("_[k]") else None
+            inner = fr[i + 1] if i + 1 < len(fr) else None
+            outer = fr[i - 1]
+            if name in ("hrtimer_interrupt", "__sysvec_apic_timer_interrupt"):
+                raise AssertionError(f"tick frame {name} kept: {fr}")
+            if name == "__hrtimer_run_queues":
+                assert outer == "hrtimer_run_softirq_[k]", f"tick frame {name} kept: {fr}"
+            if name == "asm_sysvec_apic_timer_interrupt":
+                assert inner == "sysvec_apic_timer_interrupt_[k]", f"tick frame {name} kept: {fr}"
+            if name == "sysvec_apic_timer_interrupt":
+                assert inner in ("__irq_exit_rcu_[k]", "irq_exit_rcu_[k]"), \
+                    f"tick frame {name} kept: {fr}"
+    assert not any("tick_sample" in f or "hrtimer_expire_entry" in f for f in frames)
+    # stacks are still ordered: the interrupted task's user frames outside its kernel ones
+    for fr, _ in lines:
+        kernel = [i for i, f in enumerate(fr) if f.endswith("_[k]")]
+        assert not kernel or all(f.endswith("_[k]") for f in fr[kernel[0]:]), fr
+
+
+@needs_workloads
+def test_tick_attribution(tick_run):
+    _, snap, sj, folded = tick_run
+    with open(folded) as f:
+        lines = f.read().splitlines()
+    perf = snap["perf"]
+    a = attribution.attribute(lines, snap["samples"]["source"], perf.get("task-clock"),
+                              perf.get("tsc_hz"), perf.get("cycles"), sj["bytes"])
+    assert a["source"] == "tick"
+    assert a["samples"] == snap["samples"]["total"]
+    assert a["share"]["kernel_tx_copy"] > 0.05
+    assert a["share"]["kernel_rx_copy"] > 0.01
+    assert any("tick" in n for n in a["notes"])
+    if not host_has_pmu():
+        assert a["estimated"] is True
+
+
+def test_tick_below_hz_keeps_every_nth(busy_bin, tmp_path):
+    """--freq under HZ: every round(HZ / freq)-th tick per CPU, at the rate reported."""
+    hz = kernel_hz()
+    assert hz
+    want = max(1, hz // 5)
+    every = max(1, round(hz / want))
+    cp = subprocess.run([TRACER, "--sample-source", "tick", "--freq", str(want), "--no-counters",
+                         "--json", str(tmp_path / "s.json"), "--folded", str(tmp_path / "s.folded"),
+                         "--", busy_bin, "1.5"], capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    import json
+    s = json.loads((tmp_path / "s.json").read_text())["samples"]
+    assert s["source"] == "tick"
+    assert s["freq"] == pytest.approx(hz / every)
+    # one busy thread for 1.5 s (the machine may be shared: at least a third of that)
+    assert 0.5 * s["freq"] * 0.5 <= s["total"] <= 1.5 * s["freq"] * 1.5 + 10, s
+    lines = read_folded(str(tmp_path / "s.folded"))
+    assert any(fr[0] == "netio-busy" and "busy_spin" in fr for fr, _ in lines), lines
+
+
+def test_bad_sample_source_is_one_line():
+    cp = subprocess.run([TRACER, "--sample-source", "ticks", "--duration", "1"],
+                        capture_output=True, text=True, timeout=30)
+    assert cp.returncode == 2
+    assert cp.stdout == ""
+    lines = cp.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--sample-source ticks" in lines[0], cp.stderr
+
+
+@pytest.mark.skipif(host_has_pmu(), reason="this machine has a PMU: cycles can attach")
+def test_forced_cycles_without_pmu_exits_2():
+    """A source asked for by name that cannot sample here is an error, like a forced rung."""
+    cp = subprocess.run([TRACER, "--sample-source", "cycles", "--duration", "1"],
+                        capture_output=True, text=True, timeout=30)
+    assert cp.returncode == 2
+    lines = cp.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cycles" in lines[0] and "PMU" in lines[0], cp.stderr

@@ -187,6 +187,12 @@ def test_irqs_off_shadow_samples():
     assert any("re-enabled" in n for n in a["notes"])
     assert not any("re-enabled" in n for n in
                    A.attribute(lines, "cycles", 1e9, 2.5e9, 5e9, 1e6)["notes"])
+    # the scheduler tick is a timer interrupt too: same shadow, same note, estimated cycles
+    t = A.attribute(lines, "tick", 1e9, 2.5e9, None, 1e6)
+    assert t["source"] == "tick" and t["estimated"] is True
+    assert t["irqs_off_share"] == pytest.approx(0.6)
+    assert t["share"] == a["share"] and t["cycles_per_byte"] == a["cycles_per_byte"]
+    assert any("re-enabled" in n and "tick" in n for n in t["notes"])
 
 
 def test_at_irq_enable_point():

@@ -26,6 +26,7 @@ BAD_RUN = [
     (["--repeat", "0"], "repeat 0 is out of range"),
     (["--freq", "0"], "freq 0 is out of range"),
     (["--attach", "uprobe"], "unknown attach mode"),
+    (["--sample-source", "ticks"], "unknown sample source 'ticks'"),
     (["--frobnicate"], "unrecognized arguments"),
 ]
 
@@ -104,6 +105,8 @@ def test_trace_needs_a_target():
     assert cp.returncode == 2 and "no such process" in _one_line(cp)
     cp = run_cli("trace", "--attach", "nope", "--", "true")
     assert cp.returncode == 2 and "unknown attach mode" in _one_line(cp)
+    cp = run_cli("trace", "--sample-source", "pmu", "--", "true")
+    assert cp.returncode == 2 and "unknown sample source 'pmu'" in _one_line(cp)
 
 
 def _without_privileges():
@@ -144,7 +147,8 @@ def test_help_lists_subcommands():
         assert word in cp.stdout
     cp = run_cli("run", "--help")
     for flag in ("--strategies", "--sizes", "--threads", "--transport", "--duration", "--repeat",
-                 "--out", "--no-trace", "--attach", "--freq", "--quick", "--resume"):
+                 "--out", "--no-trace", "--attach", "--freq", "--sample-source", "--quick",
+                 "--resume"):
         assert flag in cp.stdout
 
 

@@ -57,6 +57,7 @@ def test_from_dict_refuses_foreign():
     (P.parse_threads, "1,,2"), (P.parse_strategies, "two-copy,nope"), (P.parse_transports, "tcp"),
     (P.parse_duration, "0"), (P.parse_duration, "-1"), (P.parse_duration, "nan"),
     (P.parse_duration, "soon"), (P.parse_repeat, "0"), (P.parse_freq, "0"), (P.parse_attach, "x"),
+    (P.parse_sample_source, "ticks"), (P.parse_sample_source, ""),
 ])
 def test_parsers_reject(fn, text):
     with pytest.raises(P.UsageError):
@@ -68,3 +69,18 @@ def test_parsers_accept():
     assert P.parse_strategies("zero-copy,two-copy") == ("zero-copy", "two-copy")
     assert P.parse_transports("veth,loopback") == ("veth", "loopback")
     assert P.parse_duration("0.5") == 0.5
+
+
+def test_sample_source_in_sweep_identity():
+    for src in P.SAMPLE_SOURCES:
+        assert P.parse_sample_source(src) == src
+    p = P.SweepParams(**P.QUICK, sample_source="tick")
+    q = P.SweepParams.from_dict(json.loads(json.dumps(p.to_dict())))
+    assert q.sample_source == "tick" and q == p
+    assert "on tick" in p.describe()
+    diffs = p.differences(P.SweepParams(**P.QUICK))
+    assert diffs == ["sample_source tick vs auto"]
+    # a sweep.json written before --sample-source existed sampled on auto
+    d = p.to_dict()
+    del d["sample_source"]
+    assert P.SweepParams.from_dict(d).sample_source == "auto"

@@ -66,6 +66,20 @@ def test_trace_argv_passes_flags_through():
     assert argv[0].endswith("netio-tracer")
     assert argv[1:] == ["--attach", "tracepoint", "--freq", "99", "--json", "/tmp/t.json",
                         "--netns", "a", "--duration", "2.0", "--pid", "42"]
+    argv = trace_argv(pid=42, freq=99, sample_source="tick")
+    assert argv[1:] == ["--attach", "auto", "--freq", "99", "--sample-source", "tick",
+                        "--pid", "42"]
+    assert "--sample-source" not in trace_argv(pid=42, sample_source="auto")
     argv = trace_argv(cmd=["iperf3", "-c", "127.0.0.1"])
     assert argv[-4:] == ["--", "iperf3", "-c", "127.0.0.1"]
     json.dumps(argv)
+
+
+def test_control_argv_and_ready_samples(tmp_path):
+    t = ControlTracer(binary=FAKE, sample_source="tick", freq=50)
+    assert t.argv[1:] == ["--control", "--attach", "auto", "--freq", "50",
+                          "--sample-source", "tick"]
+    assert "--sample-source" not in ControlTracer(binary=FAKE).argv
+    with ControlTracer(binary=FAKE, log_path=str(tmp_path / "tracer.log")) as t:
+        # the stand-in's ready line has no "samples": nothing is invented
+        assert t.samples is None
