@@ -81,8 +81,8 @@ static void usage(FILE *f)
 "  --freq HZ       stack sampling frequency (default 999; tick: at most CONFIG_HZ)\n"
 "  --sample-source auto|cycles|cpu-clock|tick\n"
 "                  what stack samples are taken on: auto (default) is cycles where a PMU\n"
-"                  exists, else cpu-clock; tick samples on the scheduler tick (no timer of\n"
-"                  its own; exit 2 if it cannot attach here)\n"
+"                  exists, else the scheduler tick (no timer of its own, CONFIG_HZ per busy\n"
+"                  CPU), else cpu-clock; a forced source exits 2 if it cannot be used here\n"
 "  --control       read commands on stdin (pid add, netns add, clear, reset, snapshot, quit)\n"
 "  --bpf-stats M   BPF run-time stats for the self cost: sampled (default: on 10%% of the\n"
 "                  time, scaled), always (exact, costs ~2 clock reads per program run), off\n"
@@ -912,7 +912,7 @@ int main(int argc, char **argv)
 				"/boot/config-*: every tick is sampled, at a rate reported unknown\n");
 	}
 	tr.bpf.rung[PP_STACKS] = !tr.prof ? RUNG_UNAVAILABLE :
-				 tr.sample_source == PROFILE_SRC_TICK ? RUNG_TP_BTF : RUNG_PERF_EVENT;
+				 !strcmp(profiler_source(tr.prof), "tick") ? RUNG_TP_BTF : RUNG_PERF_EVENT;
 
 	for (int i = 0; i < npids_opt; i++)
 		if (follow_pid(&tr, pids_opt[i], err, sizeof(err))) {
