@@ -17,8 +17,8 @@ Zero-copy under a small net.core.optmem_max (ENOBUFS drained, --verify passes) i
 tests/integration/test_workloads.py::test_zero_copy_small_optmem and is not repeated here; the
 messages of the bad-input table are covered by tests/python/test_cli_input.py (this file adds
 what it does not check: no namespace or process started, nothing written, defaults included).
-Not simulated here: a kernel without MSG_ZEROCOPY (no way to take it away on a running kernel);
-the message path exists in cli.preflight and doctor.problems.
+A kernel without MSG_ZEROCOPY is simulated in tests/integration/test_no_zerocopy.py (a seccomp
+filter answers setsockopt(SO_ZEROCOPY) with ENOPROTOOPT for the tool and its children).
 """
 import json
 import os
