@@ -51,6 +51,29 @@ static __always_inline bool skb_zc(struct sk_buff *skb)
 	return flags & SKBFL_ZEROCOPY_ENABLE_BIT;
 }
 
+/* The statistics a socket-layer event adds to: those of the followed thread whose traced call
+ * it ends (st), else, for an event that counts bytes, those of the current process if it is
+ * followed. NULL: nothing to add to (and st, if any, is closed). */
+static __always_inline struct tgid_stats *socket_event_stats(struct task_state *st, bool counts,
+							     u32 *tgid)
+{
+	struct tgid_stats *ts;
+
+	if (st) {
+		*tgid = st->tgid;	/* fast path: a followed thread's traced call ends here */
+	} else {
+		if (!counts)
+			return NULL;
+		*tgid = bpf_get_current_pid_tgid() >> 32;
+		if (!tgid_followed(*tgid))
+			return NULL;
+	}
+	ts = tgid_stats_get(*tgid);
+	if (!ts && st)
+		st->ts = 0;
+	return ts;
+}
+
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 {
@@ -59,22 +82,9 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 	struct tgid_stats *ts;
 	u32 tgid;
 
-	if (!st && !counts)
+	ts = socket_event_stats(st, counts, &tgid);
+	if (!ts)
 		return 0;
-	if (st) {
-		/* fast path: a followed thread's traced send ends here */
-		tgid = st->tgid;
-	} else {
-		tgid = bpf_get_current_pid_tgid() >> 32;
-		if (!tgid_followed(tgid))
-			return 0;
-	}
-	ts = tgid_stats_get(tgid);
-	if (!ts) {
-		if (st)
-			st->ts = 0;
-		return 0;
-	}
 	if (counts) {
 		ts->p.tx_bytes += ret;
 		ts->p.tx_calls++;
@@ -99,21 +109,9 @@ int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 	struct tgid_stats *ts;
 	u32 tgid;
 
-	if (!st && !copied)
+	ts = socket_event_stats(st, copied > 0, &tgid);
+	if (!ts)
 		return 0;
-	if (st) {
-		tgid = st->tgid;
-	} else {
-		tgid = bpf_get_current_pid_tgid() >> 32;
-		if (!tgid_followed(tgid))
-			return 0;
-	}
-	ts = tgid_stats_get(tgid);
-	if (!ts) {
-		if (st)
-			st->ts = 0;
-		return 0;
-	}
 	if (copied) {
 		ts->p.rx_copy_bytes += copied;
 		ts->p.rx_calls++;

@@ -5,17 +5,7 @@
 
 #include "irqframes.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-			failures++;                                       \
-		}                                                         \
-	} while (0)
+#include "check.h"
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -83,10 +73,5 @@ int main(void)
 	CHECK(irq_entry_frame("asm_sysvec_reschedule_ipi"), "any system vector");
 	CHECK(irq_entry_frame("el0t_64_irq"), "arm64 from user");
 
-	if (failures) {
-		fprintf(stderr, "test_irqframes: %d failure(s)\n", failures);
-		return 1;
-	}
-	printf("test_irqframes: ok\n");
-	return 0;
+	return check_report("test_irqframes");
 }

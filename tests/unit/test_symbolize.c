@@ -12,17 +12,7 @@
 
 #include "symbolize.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-			failures++;                                       \
-		}                                                         \
-	} while (0)
+#include "check.h"
 
 __attribute__((noinline)) int local_function(int x)
 {
@@ -201,10 +191,5 @@ int main(int argc, char **argv)
 		if (system(cmd) != 0)
 			fprintf(stderr, "could not remove %s\n", dir);
 	}
-	if (failures) {
-		fprintf(stderr, "test_symbolize: %d failure(s)\n", failures);
-		return 1;
-	}
-	printf("test_symbolize: ok\n");
-	return 0;
+	return check_report("test_symbolize");
 }

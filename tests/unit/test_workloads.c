@@ -12,19 +12,7 @@
 #include "options.h"
 #include "zerocopy.h"
 
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                              \
-	do {                                                                          \
-		if (cond) {                                                           \
-			passed++;                                                     \
-		} else {                                                              \
-			failed++;                                                     \
-			printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);        \
-			printf(__VA_ARGS__);                                          \
-			printf("\n");                                                 \
-		}                                                                     \
-	} while (0)
+#include "check.h"
 
 /* ---- message layout ------------------------------------------------------- */
 
@@ -548,6 +536,5 @@ int main(void)
 	test_parse_values();
 	test_parse_argv();
 	test_json();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_report("test_workloads");
 }
