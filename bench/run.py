@@ -665,7 +665,10 @@ def section_overhead(b):
                         variants.append(("cpu-clock", mk(lambda: OurTracer(
                             ["--sample-source", "cpu-clock"], label="cpu-clock"))))
                     tag = f"{transport} {strategy} {size_name(size)}"
-                    res = pairs.run_interleaved(rounds, variants,
+                    # one-copy carries the small effects (sampling, the parts of the
+                    # tracer): more rounds for a steadier median
+                    n = max(rounds, b.args.one_copy_rounds) if strategy == "one-copy" else rounds
+                    res = pairs.run_interleaved(n, variants,
                                                 log=lambda m, tg=tag: log(f"[{tg}] {m}"))
                     every.append((tag, res))
                     full = _ratio(res, "full", "untraced")
@@ -727,7 +730,9 @@ def section_overhead(b):
         "## 1. Tracer overhead",
         "",
         f"Receiver throughput (netio-client, first byte to EOF), 1 thread, cubic, {dur:g} s per "
-        f"run, {rounds} interleaved rounds per configuration. Each round runs every variant "
+        f"run, {rounds} interleaved rounds per configuration ({max(rounds, b.args.one_copy_rounds)} "
+        "for one-copy, whose comparisons below measure effects of a few percent). Each round "
+        "runs every variant "
         "once, the order reversed every other round; ratios are taken within a round and "
         "summarized as median (min, max).",
         "",
@@ -1065,6 +1070,9 @@ SECTIONS = [
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (>= 5)")
+    ap.add_argument("--one-copy-rounds", type=int, default=9,
+                    help="rounds of section 1's one-copy configurations (sampling's cost and "
+                         "the tracer's parts are effects of a few percent)")
     ap.add_argument("--duration", type=float, default=1.0,
                     help="seconds per run of sections 1 and 2")
     ap.add_argument("--iperf3-duration", type=int, default=1,
