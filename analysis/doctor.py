@@ -87,6 +87,23 @@ def collect():
     return out, errors
 
 
+SAMPLING_DETAIL = {
+    "cycles": "hardware cycles, per followed task",
+    "tick": "no PMU: on the scheduler tick, which fires anyway (per-task cpu-clock timers "
+            "re-arm at every context switch: --sample-source cpu-clock)",
+    "cpu-clock": "no PMU: per-task cpu-clock timers (the tick cannot be used here)",
+}
+
+
+def _sampling_row(d):
+    """(result, detail) of the doctor table's row for the default stack sampler."""
+    s = d.get("sampling")
+    if not isinstance(s, dict):
+        return _mark(None), d.get("sampling_error") or "not probed"
+    rate = f", {s['freq']:g} Hz" if s.get("freq") else ", rate unknown"
+    return f"{s.get('source')}{rate}", SAMPLING_DETAIL.get(s.get("source"), "")
+
+
 def problems(d, tracer_error=None):
     """One line per thing that keeps `run` from working here (what is missing, what to do)."""
     out = []
@@ -134,6 +151,7 @@ def print_table(d, console=None):
             t.add_row(f"pmu: {k}", _mark(v), "")
     else:
         t.add_row("pmu", _mark(None), "not probed")
+    t.add_row("stack samples", *_sampling_row(d))
     t.add_row("MSG_ZEROCOPY", _mark(d.get("msg_zerocopy")), d.get("msg_zerocopy_source", ""))
     t.add_row("network namespaces", _mark(d.get("netns")), d.get("netns_error") or "veth pair created and deleted")
     for k, v in d["tools"].items():

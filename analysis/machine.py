@@ -50,6 +50,22 @@ def sysctl(name):
         return None
 
 
+def kernel_hz():
+    """CONFIG_HZ of the running kernel (the tick's rate per busy CPU, which the tick sampler
+    samples at), from /proc/config.gz or /boot/config-<release>; None when neither says."""
+    import gzip
+    for path, opener in (("/proc/config.gz", gzip.open),
+                         (f"/boot/config-{os.uname().release}", open)):
+        try:
+            with opener(path, "rt") as f:
+                for line in f:
+                    if line.startswith("CONFIG_HZ="):
+                        return int(line.split("=", 1)[1])
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def info():
     u = os.uname()
     return {"hostname": u.nodename, "kernel": u.release, "kernel_version": u.version,

@@ -19,6 +19,7 @@
 #include <bpf/libbpf.h>
 #include "json.h"
 #include "probe.h"
+#include "profile.h"
 #include "trace_helpers.h"
 
 #ifndef SO_ZEROCOPY
@@ -268,6 +269,25 @@ static int silent(enum libbpf_print_level l, const char *f, va_list ap)
 	return 0;
 }
 
+/* "sampling": what the default (auto) stack sampler takes its samples on here, opened and
+ * closed again, or null with "sampling_error". */
+static void write_sampling(struct json *j)
+{
+	char err[256] = "";
+	struct profiler *p = profiler_open(999, PROFILE_SRC_AUTO, -1, err, sizeof(err));
+
+	if (!p) {
+		json_kv_null(j, "sampling");
+		json_kv_string(j, "sampling_error", err);
+		return;
+	}
+	json_key(j, "sampling");
+	json_begin_object(j);
+	profiler_write_json(p, j);
+	json_end(j);
+	profiler_close(p);
+}
+
 int probe_write_json(FILE *out)
 {
 	struct json j;
@@ -301,6 +321,7 @@ int probe_write_json(FILE *out)
 	json_kv_bool(&j, "LLC-load-misses", probe_hw(PERF_TYPE_HW_CACHE, ll_miss));
 	json_end(&j);
 	json_kv_bool(&j, "msg_zerocopy", probe_zerocopy());
+	write_sampling(&j);
 	json_end(&j);
 	json_finish(&j);
 	return 0;

@@ -24,6 +24,7 @@
 #include <bpf/libbpf.h>
 
 #include "irqframes.h"
+#include "json.h"
 #include "profile.h"
 #include "profile.skel.h"
 #include "symbolize.h"
@@ -729,6 +730,19 @@ const char *profiler_source(const struct profiler *p)
 double profiler_freq(const struct profiler *p)
 {
 	return p->eff_freq;
+}
+
+void profiler_write_json(const struct profiler *p, struct json *j)
+{
+	double f = profiler_freq(p);
+
+	json_kv_string(j, "source", profiler_source(p));
+	if (f <= 0)
+		json_kv_null(j, "freq");
+	else if (f == (double)(long long)f)
+		json_kv_int(j, "freq", (long long)f);
+	else
+		json_kv_double(j, "freq", f);
 }
 
 int profiler_prog_fd(const struct profiler *p)

@@ -38,6 +38,10 @@ const char *profiler_source(const struct profiler *p);
 /* Effective sampling frequency in Hz: the requested one for perf events, HZ / N for the
  * tick; 0 when unknown (tick source on a kernel whose CONFIG_HZ cannot be read). */
 double profiler_freq(const struct profiler *p);
+struct json;
+/* Into the JSON object being written: "source" and "freq" (the effective rate in Hz, an
+ * integer when whole; null when unknown). */
+void profiler_write_json(const struct profiler *p, struct json *j);
 /* Zero the stack counts (start of a run). */
 void profiler_reset(struct profiler *p);
 /* Symbolize and write folded stacks, one "frame;frame;... count" line per distinct stack,

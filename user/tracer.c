@@ -374,19 +374,6 @@ static void reset_all(struct tracer *tr)
 /* ---- snapshot ------------------------------------------------------------------------ */
 
 /* "source" and "freq" (the effective rate; null when unknown) of the stack samples. */
-static void write_sample_source(struct tracer *tr, struct json *j)
-{
-	double f = profiler_freq(tr->prof);
-
-	json_kv_string(j, "source", profiler_source(tr->prof));
-	if (f <= 0)
-		json_kv_null(j, "freq");
-	else if (f == (double)(long long)f)
-		json_kv_int(j, "freq", (long long)f);
-	else
-		json_kv_double(j, "freq", f);
-}
-
 static void write_trace_json(struct tracer *tr, FILE *out, const char *folded, struct snapshot *s)
 {
 	struct json j;
@@ -426,7 +413,7 @@ static void write_trace_json(struct tracer *tr, FILE *out, const char *folded, s
 		json_begin_object(&j);
 		json_kv_int(&j, "total", total);
 		json_kv_int(&j, "lost", lost);
-		write_sample_source(tr, &j);
+		profiler_write_json(tr->prof, &j);
 		json_end(&j);
 	} else {
 		json_null(&j);
@@ -506,7 +493,7 @@ static void print_ready(struct tracer *tr)
 	json_key(&j, "samples");
 	if (tr->prof) {
 		json_begin_object(&j);
-		write_sample_source(tr, &j);
+		profiler_write_json(tr->prof, &j);
 		json_end(&j);
 	} else {
 		json_null(&j);

@@ -21,6 +21,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from analysis import attribution, flamegraph  # noqa: E402
+from analysis.machine import kernel_hz  # noqa: E402
 from analysis.procs import GatedProcess  # noqa: E402
 from analysis.tracer import ControlTracer  # noqa: E402
 
@@ -342,19 +343,6 @@ def test_network_two_copy_attribution(tracer, tmp_path):
 
 
 # ---- samples on the scheduler tick (--sample-source tick) ------------------------------------
-def kernel_hz():
-    """CONFIG_HZ, read here from the kernel config independently of the tracer."""
-    import gzip
-    for path, opener in (("/proc/config.gz", gzip.open),
-                         (f"/boot/config-{os.uname().release}", open)):
-        try:
-            with opener(path, "rt") as f:
-                for line in f:
-                    if line.startswith("CONFIG_HZ="):
-                        return int(line.split("=", 1)[1])
-        except OSError:
-            continue
-    return None
 
 
 @pytest.fixture(scope="module")
