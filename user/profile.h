@@ -12,7 +12,7 @@
 struct profiler;
 
 enum profile_source {
-	PROFILE_SRC_AUTO,      /* cycles where a PMU exists, else the tick, else cpu-clock */
+	PROFILE_SRC_AUTO,      /* cycles where a PMU exists, else cpu-clock (DESIGN.md) */
 	PROFILE_SRC_CYCLES,
 	PROFILE_SRC_CPU_CLOCK,
 	PROFILE_SRC_TICK,

@@ -101,10 +101,7 @@ def busy_bin(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tracer(tmp_path_factory):
     log = tmp_path_factory.mktemp("tracer") / "tracer.log"
-    # the timer-driven perf source by name (auto picks the tick where there is no PMU;
-    # the tick has its own tests below)
-    t = ControlTracer(freq=FREQ, log_path=str(log), binary=TRACER,
-                      sample_source="auto" if host_has_pmu() else "cpu-clock")
+    t = ControlTracer(freq=FREQ, log_path=str(log), binary=TRACER)
     t.start()
     yield t
     t.close()
@@ -455,21 +452,17 @@ def test_tick_below_hz_keeps_every_nth(busy_bin, tmp_path):
     assert any(fr[0] == "netio-busy" and "busy_spin" in fr for fr, _ in lines), lines
 
 
-def test_auto_source_is_cycles_else_the_tick(tmp_path):
-    """No PMU: auto samples on the tick (per-task cpu-clock timers cost a VM exit per
-    context switch); a PMU: cycles."""
+def test_auto_source_is_cycles_else_cpu_clock(tmp_path):
+    """The default: cycles where a PMU exists, cpu-clock where none does (DESIGN.md); the
+    tick only when asked for."""
     out = tmp_path / "t.json"
     cp = subprocess.run([TRACER, "--no-counters", "--json", str(out), "--", "true"],
                         capture_output=True, text=True, timeout=60)
     assert cp.returncode == 0, cp.stderr
     snap = json.loads(out.read_text())
-    if host_has_pmu():
-        assert snap["samples"]["source"] == "cycles"
-        assert snap["attach"]["stacks"] == "perf_event"
-    else:
-        assert snap["samples"]["source"] == "tick"
-        assert snap["attach"]["stacks"] == "tp_btf"
-        assert snap["samples"]["freq"] == kernel_hz()
+    assert snap["samples"]["source"] == ("cycles" if host_has_pmu() else "cpu-clock")
+    assert snap["samples"]["freq"] == 999
+    assert snap["attach"]["stacks"] == "perf_event"
 
 
 def test_bad_sample_source_is_one_line():

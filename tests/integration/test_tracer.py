@@ -24,7 +24,6 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from analysis.netns import Topology  # noqa: E402
-from analysis.machine import kernel_hz  # noqa: E402
 from analysis.procs import GatedProcess  # noqa: E402
 
 BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
@@ -291,10 +290,8 @@ def test_probe_here():
     assert d["attach"]["kprobe"] is has_kprobes
     has_pmu = os.path.exists("/sys/bus/event_source/devices/cpu/events/cpu-cycles")
     assert d["pmu"]["cycles"] is has_pmu
-    # the default stack sampler: cycles where there is a PMU, else the tick at CONFIG_HZ
-    assert d["sampling"]["source"] == ("cycles" if has_pmu else "tick")
-    if not has_pmu:
-        assert d["sampling"]["freq"] == kernel_hz()
+    # the default stack sampler: cycles where there is a PMU, else cpu-clock, at 999 Hz
+    assert d["sampling"] == {"source": "cycles" if has_pmu else "cpu-clock", "freq": 999}
     if os.uname().release.startswith("6.18."):   # the host of DEVELOPERS.md
         assert d["attach"]["fentry"] is False and d["attach"]["kprobe"] is False
         assert d["pmu"]["cycles"] is False
