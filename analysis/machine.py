@@ -50,6 +50,13 @@ def sysctl(name):
         return None
 
 
+def has_pmu():
+    """A core PMU in sysfs (`cpu`, or a hybrid CPU's `cpu_core`/`cpu_atom`): hardware cycles
+    can be counted here. A VM without a virtual PMU has none."""
+    devs = "/sys/bus/event_source/devices"
+    return any(os.path.exists(os.path.join(devs, d, "type")) for d in ("cpu", "cpu_core", "cpu_atom"))
+
+
 def kernel_hz():
     """CONFIG_HZ of the running kernel (the tick's rate per busy CPU, which the tick sampler
     samples at), from /proc/config.gz or /boot/config-<release>; None when neither says."""

@@ -645,7 +645,7 @@ def section_overhead(b):
     strategies = ("two-copy", "one-copy", "zero-copy")
     sizes = (16 * KiB, 64 * KiB)
     rows, peer_rows, self_rows, misses, every = [], [], [], [], []
-    sampling, parts = {}, []
+    parts = []              # (transport, size, results) of the one-copy configurations
     headline = None
     for transport in b.args.transports:
         with Topology(transport) as topo:
@@ -711,16 +711,16 @@ def section_overhead(b):
                                                f"{peer['median']:.3f}")
                     if strategy == "one-copy":
                         parts.append((transport, size, res))
-                        sampling[(transport, size)] = _ratio(res, "full", "no-sample")
+                        sampling = _ratio(res, "full", "no-sample")
                         b.record("issue 4: sampling at 999 Hz (default source), full / no-sample",
-                                 tag, sampling[(transport, size)], TARGET_SAMPLING)
+                                 tag, sampling, TARGET_SAMPLING)
                         b.record("sampling on the tick (--sample-source tick), / no-sample", tag,
                                  _ratio(res, "tick", "no-sample"), TARGET_SAMPLING)
-                        if (sampling[(transport, size)]["median"] or 0) < TARGET_SAMPLING:
+                        if (sampling["median"] or 0) < TARGET_SAMPLING:
                             misses += profile_miss(f"sampling-{transport}-{size // KiB}k", res,
                                                    "full", "no-sample",
                                                    f"{tag}: sampling (full/no-sample) "
-                                                   f"{pairs.fmt(sampling[(transport, size)], 3)} "
+                                                   f"{pairs.fmt(sampling, 3)} "
                                                    f"< {TARGET_SAMPLING}")
                         if transport == "loopback" and size == 16 * KiB:
                             headline = full
@@ -770,10 +770,10 @@ def section_overhead(b):
         "| transport | size | full / no-sample (default source) | verdict | "
         "tick / no-sample | verdict |",
         "|---|---|---|---|---|---|",
-        *[f"| {t} | {size_name(sz)} | {pairs.fmt(v, 3)} | {verdict(v['median'], TARGET_SAMPLING)} | "
-          f"{pairs.fmt(_ratio(res, 'tick', 'no-sample'), 3)} | "
-          f"{verdict(_ratio(res, 'tick', 'no-sample')['median'], TARGET_SAMPLING)} |"
-          for (t, sz, res), v in zip(parts, sampling.values())],
+        *[f"| {t} | {size_name(sz)} | " + " | ".join(
+            f"{pairs.fmt(r, 3)} | {verdict(r['median'], TARGET_SAMPLING)}"
+            for r in (_ratio(res, "full", "no-sample"), _ratio(res, "tick", "no-sample"))) + " |"
+          for t, sz, res in parts],
         "",
         "### Where the cost goes (one-copy)",
         "",
@@ -789,7 +789,7 @@ def section_overhead(b):
         *[f"| {t} | {size_name(sz)} | " + " | ".join(
             f"{pairs.fmt(_ratio(res, v, 'untraced'), 3)}; CPU/GB "
             f"{pairs.fmt(_ratio(res, v, 'untraced', 'cpu_s_per_gb'), 2)}"
-            for v in DECOMPOSITION if v in res) + " |"
+            for v in DECOMPOSITION) + " |"
           for t, sz, res in parts],
         "",
         "### The tracer's own cost, from BPF run-time stats",

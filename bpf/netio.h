@@ -36,6 +36,15 @@ enum netio_sc_class {
 	SC_NR_CLASSES,
 };
 
+/* Indices of the exit_wanted array (syscalls.bpf.c). EXIT_WANTED: set by BPF once a followed
+ * thread entered a call that ends at sys_exit (the tracer then attaches sys_exit);
+ * EXIT_SOCKET_END: set by the tracer when send and receive calls end at the socket layer. */
+enum netio_exit_state {
+	EXIT_WANTED = 0,
+	EXIT_SOCKET_END,
+	EXIT_NR,
+};
+
 /* Per process (tgid), per CPU. */
 struct proc_stats {
 	u64 tx_bytes;		/* tcp_sendmsg / sock_send_length return values > 0 (TCP) */

@@ -56,12 +56,11 @@ static __always_inline int sc_class(long id)
 	}
 }
 
-/* [EXIT_WANTED] = 1 once a followed thread entered a call that ends at sys_exit: the tracer
- * then attaches sc_exit if it left it out (until then such calls are counted, not timed), and
- * detaches it again at `reset`. [EXIT_SOCKET_END] = 1 (set by the tracer) when send and
- * receive calls end at the socket layer: sys_exit then leaves them alone (one that did not
- * reach a socket, a write to a file, is not a socket call). */
-enum { EXIT_WANTED, EXIT_SOCKET_END, EXIT_NR };
+/* enum netio_exit_state. [EXIT_WANTED] = 1 once a followed thread entered a call that ends
+ * at sys_exit: the tracer then attaches sc_exit if it left it out (until then such calls are
+ * counted, not timed), and detaches it again at `reset`. [EXIT_SOCKET_END] = 1 (set by the
+ * tracer) when send and receive calls end at the socket layer: sys_exit then leaves them
+ * alone (one that did not reach a socket, a write to a file, is not a socket call). */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -10,6 +10,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "attach.h"
+#include "netio.h"
 #include "trace_helpers.h"
 #include "follow.skel.h"
 #include "copy_fentry.skel.h"
@@ -756,7 +757,7 @@ static void defer_sys_exit(struct tracer_bpf *t)
 		ap->bpf_prog = bpf_object__find_program_by_name(t->objs[i], ap->name);
 	if (!ap->bpf_prog)
 		return;
-	uint32_t key = 1 /* EXIT_SOCKET_END in syscalls.bpf.c */, one = 1;
+	uint32_t key = EXIT_SOCKET_END, one = 1;
 	if (bpf_map_update_elem(t->exit_wanted, &key, &one, BPF_ANY))
 		return;
 	bpf_link__destroy(ap->link);

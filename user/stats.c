@@ -316,19 +316,24 @@ void stats_free(struct snapshot *s)
 	s->netns = NULL;
 }
 
-static void write_sc(struct json *j, const struct sc_stats *sc)
+unsigned long long sc_hist(const struct sc_stats *sc, unsigned long long h[NETIO_HIST_SLOTS])
 {
-	unsigned long long h[NETIO_HIST_SLOTS], timed = 0;
+	unsigned long long timed = 0;
 
 	for (int k = 0; k < NETIO_HIST_SLOTS; k++) {
 		h[k] = sc->hist[k];
 		timed += h[k];
 	}
+	return timed;
+}
+
+static void write_sc(struct json *j, const struct sc_stats *sc)
+{
+	unsigned long long h[NETIO_HIST_SLOTS], timed = sc_hist(sc, h);
+
 	json_begin_object(j);
 	json_kv_uint(j, "count", sc->count);
-	/* calls whose end was seen: the histogram's sum (poll, epoll_wait and sendfile are
-	 * counted from their start, timed once sys_exit is attached) */
-	json_kv_uint(j, "timed", timed);
+	json_kv_uint(j, "timed", timed);	/* calls whose end was seen */
 	json_kv_uint(j, "bytes", sc->bytes);
 	json_kv_uint(j, "errors", sc->errors);
 	json_kv_double(j, "mean_us", timed ? sc->total_ns / 1e3 / timed : NAN);

@@ -63,6 +63,9 @@ struct stats_baseline {
 
 extern const char *sc_class_names[SC_NR_CLASSES];
 const char *sc_class_name(int cls);
+/* Copies the latency histogram of sc into h and returns its sum: the timed calls (poll,
+ * epoll_wait and sendfile are counted from their start, timed once sys_exit is attached). */
+unsigned long long sc_hist(const struct sc_stats *sc, unsigned long long h[NETIO_HIST_SLOTS]);
 
 double monotonic_s(void);
 /* Zero every counter and histogram (not the filter), remember the program run-time baseline. */

@@ -72,14 +72,11 @@ void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s)
 		"send/receive timed from sys_enter to the socket layer's return" :
 		"timed from sys_enter to sys_exit");
 	for (int c = 0; c < SC_NR_CLASSES; c++) {
-		unsigned long long h[NETIO_HIST_SLOTS], timed = 0;
+		unsigned long long h[NETIO_HIST_SLOTS], timed;
 		const struct sc_stats *sc = &s->sc[c];
 		if (!s->has_sc[c] || !sc->count)
 			continue;
-		for (int k = 0; k < NETIO_HIST_SLOTS; k++) {
-			h[k] = sc->hist[k];
-			timed += h[k];
-		}
+		timed = sc_hist(sc, h);
 		fprintf(f, "\n%s: %llu calls, %s, %llu errors, mean %.2f us, p50 %.2f us, p99 %.2f us\n",
 			sc_class_name(c), sc->count, human_bytes((double)sc->bytes, hb, sizeof(hb)),
 			sc->errors, timed ? sc->total_ns / 1e3 / timed : 0.0,

@@ -18,6 +18,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from analysis import attribution  # noqa: E402
+from analysis.machine import has_pmu  # noqa: E402
 
 BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
 STRATEGIES = ("two-copy", "one-copy", "zero-copy")
@@ -33,11 +34,6 @@ pytestmark = [
     pytest.mark.skipif(not os.access(os.path.join(BUILD, "netio-tracer"), os.X_OK),
                        reason=f"tracer not built in {BUILD}"),
 ]
-
-
-def host_has_pmu():
-    return os.path.exists("/sys/bus/event_source/devices/cpu/type") or \
-        os.path.exists("/sys/bus/event_source/devices/cpu_core/type")
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +85,7 @@ def test_kernel_copy_moves_to_the_fallback_under_zero_copy(sweep):
 def test_no_cycle_count_that_was_not_counted(sweep):
     _, runs = sweep
     for strategy, r in runs.items():
-        if host_has_pmu():
+        if has_pmu():
             assert r["perf"]["cycles"] is not None
             continue
         assert r["perf"]["cycles"] is None, (strategy, r["perf"])

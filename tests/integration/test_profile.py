@@ -21,7 +21,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from analysis import attribution, flamegraph  # noqa: E402
-from analysis.machine import kernel_hz  # noqa: E402
+from analysis.machine import has_pmu, kernel_hz  # noqa: E402
 from analysis.procs import GatedProcess  # noqa: E402
 from analysis.tracer import ControlTracer  # noqa: E402
 
@@ -131,11 +131,6 @@ def read_folded(path):
     return out
 
 
-def host_has_pmu():
-    devs = "/sys/bus/event_source/devices"
-    return any(os.path.exists(os.path.join(devs, d)) for d in ("cpu", "cpu_core", "cpu_atom"))
-
-
 @pytest.fixture(scope="module")
 def busy_snapshot(tracer, busy_bin, tmp_path_factory):
     d = tmp_path_factory.mktemp("busy-run")
@@ -149,7 +144,7 @@ def busy_snapshot(tracer, busy_bin, tmp_path_factory):
 def test_samples_counted(busy_snapshot):
     snap, folded, _ = busy_snapshot
     s = snap["samples"]
-    assert s["source"] == ("cycles" if host_has_pmu() else "cpu-clock")
+    assert s["source"] == ("cycles" if has_pmu() else "cpu-clock")
     assert s["freq"] == FREQ
     # FREQ samples per second of CPU time the process got (the machine may be shared)
     cpu_s = snap["perf"]["task-clock"] / 1e9
@@ -225,7 +220,7 @@ def test_perf_counters(busy_snapshot):
         else:
             assert isinstance(perf[e], int) and perf[e] >= 0, (e, perf[e])
     assert isinstance(perf["scaled"], bool)
-    if not host_has_pmu():
+    if not has_pmu():
         assert perf["cycles"] is None and "cycles" in unsupported
         for e in ("instructions", "L1-dcache-load-misses", "LLC-load-misses"):
             assert perf[e] is None and e in unsupported
@@ -325,7 +320,7 @@ def test_network_two_copy_attribution(tracer, tmp_path):
     assert a["share"]["kernel_tx_copy"] > 0.01
     assert a["share"]["kernel_rx_copy"] > 0.01
     assert a["share"]["pinning"] == 0 and a["share"]["fallback_copy"] == 0
-    if not host_has_pmu():
+    if not has_pmu():
         assert a["estimated"] is True
         assert perf["cycles"] is None
     assert all(v is not None and v >= 0 for v in a["cycles_per_byte"].values())
@@ -428,7 +423,7 @@ def test_tick_attribution(tick_run):
     assert a["share"]["kernel_tx_copy"] > 0.05
     assert a["share"]["kernel_rx_copy"] > 0.01
     assert any("tick" in n for n in a["notes"])
-    if not host_has_pmu():
+    if not has_pmu():
         assert a["estimated"] is True
 
 
@@ -460,7 +455,7 @@ def test_auto_source_is_cycles_else_cpu_clock(tmp_path):
                         capture_output=True, text=True, timeout=60)
     assert cp.returncode == 0, cp.stderr
     snap = json.loads(out.read_text())
-    assert snap["samples"]["source"] == ("cycles" if host_has_pmu() else "cpu-clock")
+    assert snap["samples"]["source"] == ("cycles" if has_pmu() else "cpu-clock")
     assert snap["samples"]["freq"] == 999
     assert snap["attach"]["stacks"] == "perf_event"
 
@@ -474,7 +469,7 @@ def test_bad_sample_source_is_one_line():
     assert len(lines) == 1 and "--sample-source ticks" in lines[0], cp.stderr
 
 
-@pytest.mark.skipif(host_has_pmu(), reason="this machine has a PMU: cycles can attach")
+@pytest.mark.skipif(has_pmu(), reason="this machine has a PMU: cycles can attach")
 def test_forced_cycles_without_pmu_exits_2():
     """A source asked for by name that cannot sample here is an error, like a forced rung."""
     cp = subprocess.run([TRACER, "--sample-source", "cycles", "--duration", "1"],
