@@ -11,8 +11,9 @@
  *   fallback copy net:netif_receive_skb, a flagged skb delivered locally will be copied;
  *                 tcp:tcp_probe confirms the flag is gone when TCP sees the segment
  *   tx_copy       inferred in user space: tx_bytes - zc_tx_bytes
- * The owner of a zerocopy socket is recorded at sys_enter of a MSG_ZEROCOPY send
- * (syscalls.bpf.c), before its first skb leaves, and at every sock_send_length.
+ * The owner of a zerocopy socket is named at every sock_send_length of a followed process;
+ * the bytes of skbs that left before (inside the socket's first send) wait on the socket
+ * (maps.h, sk_info) and are claimed then.
  * Arguments are typed kernel pointers: fields are read directly (CO-RE relocated loads), a
  * probe read is needed only for the computed skb_shinfo() pointer. */
 #include "vmlinux.h"
@@ -138,12 +139,14 @@ int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 	return 0;
 }
 
-/* A zerocopy skb leaves a device: attribute it to the socket's owner and the device's netns,
- * counting each sequence range once (a retransmit is not new zerocopy data). */
+/* A zerocopy skb leaves a device: count its user pages once per sequence range (a retransmit
+ * is not new zerocopy data), for the device's netns and for the socket's owner; before the
+ * owner is known (the first send of a socket has not returned yet), as pending on the socket. */
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 {
 	u32 data_len, fresh, inum;
+	bool ns_followed;
 	struct sk_info *si = NULL;
 	u64 key;
 
@@ -153,9 +156,18 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 	if (!data_len)
 		return 0;
 	fresh = data_len;
+	inum = dev->nd_net.net->ns.inum;
+	ns_followed = netns_followed(inum);
 	key = (u64)skb->sk;
-	if (key)
+	if (key) {
 		si = bpf_map_lookup_elem(&sk_owner, &key);
+		if (!si && ns_followed) {
+			struct sk_info n = {};
+
+			count_update_error(bpf_map_update_elem(&sk_owner, &key, &n, BPF_NOEXIST));
+			si = bpf_map_lookup_elem(&sk_owner, &key);
+		}
+	}
 	if (si) {
 		struct tcphdr th = {};
 		if (bpf_probe_read_kernel(&th, sizeof(th), skb->head + skb->transport_header) == 0) {
@@ -171,14 +183,15 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 				fresh = 0;
 			}
 		}
-		if (fresh) {
+		if (fresh && si->tgid) {
 			struct proc_stats *ps = proc_get(si->tgid);
 			if (ps)
 				ps->zc_tx_bytes += fresh;
+		} else if (fresh) {
+			__sync_fetch_and_add(&si->pending, fresh);
 		}
 	}
-	inum = dev->nd_net.net->ns.inum;
-	if (fresh && netns_followed(inum)) {
+	if (fresh && ns_followed) {
 		struct netns_stats *ns = netns_get(inum);
 		if (ns) {
 			ns->zc_tx_bytes += fresh;

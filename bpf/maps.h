@@ -60,14 +60,17 @@ struct {
 	__type(value, struct send_scope);
 } in_send SEC(".maps");
 
-/* Zerocopy sockets of followed processes: who owns them (skbs leave the host in softirq
- * context where current is anybody), and the highest sequence counted (retransmits of a
- * zerocopy skb are not new zerocopy bytes). */
+/* Zerocopy sockets: who owns them (skbs leave the host in softirq context where current is
+ * anybody), the highest sequence counted (retransmits of a zerocopy skb are not new zerocopy
+ * bytes), and the zerocopy bytes that left before the owner was known. A socket's first skbs
+ * leave inside its first send, before sock_send_length names the owner: xmit keeps their bytes
+ * pending on the socket and the send's end claims them for its process (note_zc_owner). */
 struct sk_info {
-	u32 tgid;
+	u32 tgid;		/* 0: not known yet */
 	u32 max_end_seq;
 	u32 seq_valid;
 	u32 pad;
+	u64 pending;		/* bytes counted while tgid was 0, not yet claimed */
 };
 
 struct {
@@ -211,16 +214,35 @@ static __always_inline struct netns_stats *netns_get(u32 inum)
 /* bit of SOCK_ZEROCOPY in sk->sk_flags on the running kernel */
 #define SOCK_ZEROCOPY_BIT bpf_core_enum_value(enum sock_flags, SOCK_ZEROCOPY)
 
-/* Remember the owner of a zerocopy socket of a followed process (first send only); the
- * caller checked SOCK_ZEROCOPY. */
+/* The end of a send of followed process tgid on a zerocopy socket (the caller checked
+ * SOCK_ZEROCOPY): name tgid its owner, and give it the bytes xmit counted before (pending). A
+ * socket seen with another owner before (its memory reused, or passed to another process)
+ * starts again. An xmit racing with this on another CPU may still add to pending after the
+ * exchange: the next send claims it. */
 static __always_inline void note_zc_owner(u64 sk, u32 tgid)
 {
 	struct sk_info *si, n = { .tgid = tgid };
+	struct proc_stats *ps;
+	u64 pending;
 
 	si = bpf_map_lookup_elem(&sk_owner, &sk);
-	if (si && si->tgid == tgid)
+	if (!si) {
+		count_update_error(bpf_map_update_elem(&sk_owner, &sk, &n, BPF_NOEXIST));
 		return;
-	count_update_error(bpf_map_update_elem(&sk_owner, &sk, &n, BPF_ANY));
+	}
+	if (si->tgid != tgid) {
+		if (si->tgid) {
+			count_update_error(bpf_map_update_elem(&sk_owner, &sk, &n, BPF_ANY));
+			return;
+		}
+		si->tgid = tgid;
+	}
+	if (!si->pending)
+		return;
+	pending = __sync_lock_test_and_set(&si->pending, 0);
+	ps = proc_get(tgid);
+	if (ps)
+		ps->zc_tx_bytes += pending;
 }
 
 #endif

@@ -18,10 +18,6 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #define NETIO_MSG_ERRQUEUE 0x2000
-#define NETIO_MSG_ZEROCOPY 0x4000000
-
-#define NETIO_S_IFMT 00170000
-#define NETIO_S_IFSOCK 0140000
 
 /* syscall number -> class, -1 for syscalls we do not follow */
 static __always_inline int sc_class(long id)
@@ -69,29 +65,6 @@ struct {
 	__type(value, u32);
 } exit_wanted SEC(".maps");
 
-/* A MSG_ZEROCOPY send of a followed process: name the owner of the socket behind fd before
- * its first skb leaves (skbs leave in softirq context too, where current is anybody; the
- * tp_btf rung attributes zerocopy bytes per process through this). Only zerocopy sends pay. */
-static __always_inline void note_zc_fd(u32 tgid, long fd)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct file **fds, *f = NULL;
-	struct socket *sock;
-	u64 sk;
-
-	if (fd < 0 || fd >= BPF_CORE_READ(task, files, fdt, max_fds))
-		return;
-	fds = BPF_CORE_READ(task, files, fdt, fd);
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
-		return;
-	if ((BPF_CORE_READ(f, f_inode, i_mode) & NETIO_S_IFMT) != NETIO_S_IFSOCK)
-		return;		/* not a socket: the send fails with ENOTSOCK */
-	sock = BPF_CORE_READ(f, private_data);
-	sk = (u64)BPF_CORE_READ(sock, sk);
-	if (sk)
-		note_zc_owner(sk, tgid);
-}
-
 /* The thread's state if its process is followed, else NULL. "Followed" is cached in the
  * task's storage and decided again when the filter generation changed. */
 static __always_inline struct task_state *followed_thread(void)
@@ -123,20 +96,16 @@ static __always_inline struct task_state *followed_thread(void)
 	return st;
 }
 
-/* id: syscall number; fd, arg3, arg4: its arguments, read by the caller (directly or by
- * probe reads) */
-static __always_inline int on_enter(int cls, long id, long fd, u64 arg3, u64 arg4)
+/* id: syscall number; flags: recvmsg's flags argument, read by the caller (directly or by a
+ * probe read), else 0 */
+static __always_inline int on_enter(int cls, long id, u64 flags)
 {
 	struct task_state *st = followed_thread();
 
 	if (!st)
 		return 0;
-	if (cls == SC_RECVMSG && (arg3 & NETIO_MSG_ERRQUEUE))
+	if (cls == SC_RECVMSG && (flags & NETIO_MSG_ERRQUEUE))
 		cls = SC_RECVMSG_ERRQUEUE;
-	else if (cls == SC_SENDMSG && (arg3 & NETIO_MSG_ZEROCOPY))
-		note_zc_fd(st->tgid, fd);
-	else if (cls == SC_SENDTO && (arg4 & NETIO_MSG_ZEROCOPY))
-		note_zc_fd(st->tgid, fd);
 	if (sc_counted_at_enter(cls)) {
 		struct tgid_stats *ts = tgid_stats_get(st->tgid);
 		u32 key = EXIT_WANTED, *wanted = bpf_map_lookup_elem(&exit_wanted, &key);
@@ -179,11 +148,6 @@ static __always_inline int on_exit(long ret)
 	return 0;
 }
 
-static __always_inline bool needs_args(int cls)
-{
-	return cls == SC_RECVMSG || cls == SC_SENDMSG || cls == SC_SENDTO;
-}
-
 /* tp_btf: regs is a typed kernel pointer, read directly */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sc_enter, struct pt_regs *regs, long id)
@@ -192,10 +156,7 @@ int BPF_PROG(sc_enter, struct pt_regs *regs, long id)
 
 	if (cls < 0)
 		return 0;
-	if (!needs_args(cls))
-		return on_enter(cls, id, -1, 0, 0);
-	return on_enter(cls, id, PT_REGS_PARM1(regs), PT_REGS_PARM3(regs),
-			PT_REGS_PARM4_SYSCALL(regs));
+	return on_enter(cls, id, cls == SC_RECVMSG ? PT_REGS_PARM3(regs) : 0);
 }
 
 SEC("tp_btf/sys_exit")
@@ -212,10 +173,7 @@ int BPF_PROG(sc_enter_raw, struct pt_regs *regs, long id)
 
 	if (cls < 0)
 		return 0;
-	if (!needs_args(cls))
-		return on_enter(cls, id, -1, 0, 0);
-	return on_enter(cls, id, PT_REGS_PARM1_CORE(regs), PT_REGS_PARM3_CORE(regs),
-			PT_REGS_PARM4_CORE_SYSCALL(regs));
+	return on_enter(cls, id, cls == SC_RECVMSG ? PT_REGS_PARM3_CORE(regs) : 0);
 }
 
 SEC("raw_tp/sys_exit")
