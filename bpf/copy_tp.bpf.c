@@ -170,7 +170,9 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 	}
 	if (si) {
 		struct tcphdr th = {};
-		if (bpf_probe_read_kernel(&th, sizeof(th), skb->head + skb->transport_header) == 0) {
+		/* sequence ranges are TCP's: any other zerocopy skb is new data */
+		if (BPF_CORE_READ(skb, sk, sk_protocol) == NETIO_IPPROTO_TCP &&
+		    bpf_probe_read_kernel(&th, sizeof(th), skb->head + skb->transport_header) == 0) {
 			u32 seq = bpf_ntohl(th.seq), end = seq + data_len;
 			if (!si->seq_valid) {
 				si->seq_valid = 1;
