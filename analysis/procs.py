@@ -11,7 +11,9 @@ class GatedProcess:
     stdout/stderr of the child go to files (paths given), so nothing blocks on a full pipe.
     """
 
-    def __init__(self, argv, stdout_path, stderr_path):
+    def __init__(self, argv, stdout_path, stderr_path, cgroup=None):
+        """cgroup: an analysis.cgroup.WorkloadCgroup to move the child into while it waits
+        at the gate (before anyone is told its pid)."""
         self.argv = list(argv)
         gate_r, gate_w = os.pipe()
         out = os.open(stdout_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -34,6 +36,8 @@ class GatedProcess:
         os.close(gate_r)
         os.close(out)
         os.close(err)
+        if cgroup is not None:
+            cgroup.add(pid)
         self.pid = pid
         self._gate = gate_w
         self.returncode = None

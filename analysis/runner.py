@@ -122,8 +122,10 @@ def _remove_namespaces(topo):
             netns._ip("netns", "delete", ns, check=False)
 
 
-def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, port=PORT):
+def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, port=PORT,
+            cgroup=None):
     """Run one configuration once. Returns the run object (status ok/failed/inconsistent).
+    cgroup: the sweep's WorkloadCgroup (analysis.cgroup) the workloads start in, or None.
     Interruptions (KeyboardInterrupt and what the sweep raises on SIGTERM) pass through after
     cleaning up."""
     name = run_dirname(index, cfg, repeat)
@@ -160,7 +162,7 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
             [paths.binary("netio-server"), "--strategy", cfg.strategy,
              "--size", str(cfg.msg_size), "--threads", str(cfg.threads),
              "--port", str(port), "--addr", topo.server_addr, "--netns", topo.sender_ns,
-             "--duration", f"{duration:g}", "--cc", "cubic"], s_out, s_err)
+             "--duration", f"{duration:g}", "--cc", "cubic"], s_out, s_err, cgroup=cgroup)
         state.note_child(server.pid, paths.binary("netio-server"))
         if tracer is not None:
             tracer.pid_add(server.pid)
@@ -169,7 +171,7 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
         client = GatedProcess(
             [paths.binary("netio-client"), "--addr", topo.server_addr, "--port", str(port),
              "--threads", str(cfg.threads), "--size", str(cfg.msg_size),
-             "--netns", topo.receiver_ns], c_out, c_err)
+             "--netns", topo.receiver_ns], c_out, c_err, cgroup=cgroup)
         state.note_child(client.pid, paths.binary("netio-client"))
         if tracer is not None:
             tracer.pid_add(client.pid)

@@ -9,7 +9,7 @@ import os
 import signal
 import time
 
-from . import machine, netns, paths, results, state
+from . import cgroup, machine, netns, paths, results, state
 from .params import run_key
 from .runner import run_one
 from .signals import Guard, Interrupted, critical
@@ -160,18 +160,28 @@ def _pending(params, out_dir):
             if run_key(cfg.strategy, cfg.msg_size, cfg.threads, cfg.transport, rep) not in done]
 
 
-def _start_tracer(params, out_dir):
-    t = ControlTracer(attach=params.attach, freq=params.freq,
-                      sample_source=(params.sample_source if params.sample_source != "auto"
-                                     else None),
-                      log_path=os.path.join(out_dir, "tracer.log"))
-    try:
-        t.start()
-    except BaseException:      # failed, or interrupted while loading: stop it by its pid
-        with critical():
-            t.close()
-        raise
-    return t
+def _start_tracer(params, out_dir, cg=None):
+    """The sweep's tracer; with cg, sampling the workloads' cgroup, else (or if the kernel
+    refuses cgroup events) per-task events."""
+    for sample_cgroup in ([cg.path, None] if cg is not None else [None]):
+        t = ControlTracer(attach=params.attach, freq=params.freq,
+                          sample_source=(params.sample_source if params.sample_source != "auto"
+                                         else None),
+                          log_path=os.path.join(out_dir, "tracer.log"),
+                          extra_args=(["--sample-cgroup", sample_cgroup] if sample_cgroup
+                                      else []))
+        try:
+            t.start()
+            return t
+        except TracerError:
+            with critical():
+                t.close()
+            if sample_cgroup is None:
+                raise
+        except BaseException:      # interrupted while loading: stop it by its pid
+            with critical():
+                t.close()
+            raise
 
 
 def cleanup_dead_runs(console=None):
@@ -180,6 +190,7 @@ def cleanup_dead_runs(console=None):
     killed, _dead = state.reap_dead_runs()
     # before this driver creates any: a name with its own pid is a dead predecessor's
     stale = netns.remove_stale_namespaces(include_own=True)
+    stale_cgroups = cgroup.remove_stale()
     if console is not None:
         if killed:
             console.print(f"ended {len(killed)} process(es) left by dead runs: "
@@ -187,6 +198,9 @@ def cleanup_dead_runs(console=None):
         if stale:
             console.print(f"removed {len(stale)} namespace(s) left by dead runs: "
                           f"{', '.join(stale)}")
+        if stale_cgroups:
+            console.print(f"removed {len(stale_cgroups)} cgroup(s) left by dead runs: "
+                          f"{', '.join(stale_cgroups)}")
     return killed, stale
 
 
@@ -234,17 +248,22 @@ def _run_sweep(params, out_dir, console, resume, build_report):
     tracer_error = None
     status = 0
     interrupted = None
+    # stack samples on perf events come from one event per CPU on the workloads' cgroup
+    cg = (cgroup.WorkloadCgroup.create()
+          if params.trace and todo and params.sample_source != "tick" else None)
     start_index = len(results.read_runs(runs_path, dedup=False))
     with Guard():
         try:
             if params.trace and todo:
                 try:
-                    tracer = _start_tracer(params, out_dir)
+                    tracer = _start_tracer(params, out_dir, cg)
                     smp = tracer.samples or {}
                     console.print("tracer ready: attach " + ", ".join(
                         f"{k}={v}" for k, v in (tracer.attach or {}).items())
                         + (f"; samples on {smp.get('source')} at "
                            + (f"{smp['freq']:g} Hz" if smp.get("freq") else "an unknown rate")
+                           + (", one event per CPU on the workloads' cgroup"
+                              if smp.get("scope") == "cgroup" else "")
                            if smp else "; no stack samples"))
                 except TracerError as e:
                     tracer_error = str(e)
@@ -269,7 +288,7 @@ def _run_sweep(params, out_dir, console, resume, build_report):
                             tracer.close()
                             tracer = None
                             try:
-                                tracer = _start_tracer(params, out_dir)
+                                tracer = _start_tracer(params, out_dir, cg)
                                 tracer_error = None
                             except TracerError as e:
                                 tracer_error = str(e)
@@ -282,7 +301,7 @@ def _run_sweep(params, out_dir, console, resume, build_report):
                                "wall_s": 0.0}
                     else:
                         run = run_one(cfg, rep, params.duration, out_dir, start_index + i,
-                                      tracer=tracer, attribute=attribute)
+                                      tracer=tracer, attribute=attribute, cgroup=cg)
                     run["round"] = rep
                     run["key"] = run_key(cfg.strategy, cfg.msg_size, cfg.threads,
                                          cfg.transport, rep)
@@ -299,6 +318,8 @@ def _run_sweep(params, out_dir, console, resume, build_report):
         finally:
             if tracer is not None:
                 tracer.close()
+            if cg is not None:
+                cg.remove()
     if interrupted is not None:
         n = len(results.read_runs(runs_path))
         console.print(f"[yellow]interrupted ({signal.Signals(interrupted).name}): {n} finished "

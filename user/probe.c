@@ -274,7 +274,7 @@ static int silent(enum libbpf_print_level l, const char *f, va_list ap)
 static void write_sampling(struct json *j)
 {
 	char err[256] = "";
-	struct profiler *p = profiler_open(999, PROFILE_SRC_AUTO, -1, err, sizeof(err));
+	struct profiler *p = profiler_open(999, PROFILE_SRC_AUTO, -1, NULL, err, sizeof(err));
 
 	if (!p) {
 		json_kv_null(j, "sampling");

@@ -6,6 +6,8 @@
  * maps are read afresh and the cached copy is the fallback. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
@@ -87,6 +89,10 @@ struct profiler {
 	/* tick source: one tp_btf link, no per-task events */
 	int tick;
 	struct bpf_link *tick_link;
+	/* cgroup scope: one event per CPU counting only while a task of the cgroup runs there */
+	char cgroup[PATH_MAX];	/* its path below the cgroup2 root ("/netio-trace-1"), or "" */
+	struct task_event *cev;	/* one per CPU (tid = the CPU) */
+	int ncev;
 	struct symbolizer *sym;
 
 	pthread_mutex_t lock; /* cache */
@@ -268,14 +274,16 @@ static int hybrid_pmu_types(uint32_t types[4])
 	return n;
 }
 
-static int perf_open_task(struct perf_event_attr *attr, pid_t tid)
+static int perf_open_sample(struct perf_event_attr *attr, pid_t pid, int cpu, unsigned long flags)
 {
-	return (int)syscall(SYS_perf_event_open, attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1, flags | PERF_FLAG_FD_CLOEXEC);
 }
 
-/* Opens a sampling event on tid: cycles (through whichever core PMU answers on a hybrid CPU)
- * where the machine has a PMU, else cpu-clock. -1 with errno on failure. */
-static int open_task_event(struct profiler *p, pid_t tid, int inherit)
+/* Opens a sampling event (pid, cpu, flags as perf_event_open takes them): cycles (through
+ * whichever core PMU answers on a hybrid CPU) where the machine has a PMU, else cpu-clock.
+ * -1 with errno on failure. */
+static int open_sample_event(struct profiler *p, pid_t pid, int cpu, unsigned long flags,
+			     int inherit)
 {
 	struct perf_event_attr attr;
 	uint32_t types[4];
@@ -283,7 +291,7 @@ static int open_task_event(struct profiler *p, pid_t tid, int inherit)
 
 	sample_attr(&attr, p->hw, p->freq);
 	attr.inherit = inherit;
-	fd = perf_open_task(&attr, tid);
+	fd = perf_open_sample(&attr, pid, cpu, flags);
 	if (fd >= 0 || !p->hw)
 		return fd;
 	ntypes = hybrid_pmu_types(types);
@@ -291,9 +299,23 @@ static int open_task_event(struct profiler *p, pid_t tid, int inherit)
 		sample_attr(&attr, 1, p->freq);
 		attr.inherit = inherit;
 		attr.config |= (uint64_t)types[t] << 32; /* PERF_PMU_TYPE_SHIFT */
-		fd = perf_open_task(&attr, tid);
+		fd = perf_open_sample(&attr, pid, cpu, flags);
 	}
 	return fd;
+}
+
+/* The sampling program on event fd; the link, or NULL with errno (fd closed). */
+static struct bpf_link *attach_sample(struct profiler *p, int fd)
+{
+	struct bpf_link *link = bpf_program__attach_perf_event(p->skel->progs.sample, fd);
+
+	if (!link) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return link;
 }
 
 static int add_task_event(struct profiler *p, pid_t tid, int inherit, int softirqd)
@@ -313,18 +335,13 @@ static int add_task_event(struct profiler *p, pid_t tid, int inherit, int softir
 		p->tev = nt;
 		p->cap_tev = cap;
 	}
-	fd = open_task_event(p, tid, inherit);
+	fd = open_sample_event(p, tid, -1, 0, inherit);
 	if (fd < 0)
 		return -1;
 	te = &p->tev[p->ntev];
-	te->link = bpf_program__attach_perf_event(p->skel->progs.sample, fd);
-	if (!te->link) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
+	te->link = attach_sample(p, fd);
+	if (!te->link)
 		return -1;
-	}
 	te->tid = tid;
 	te->fd = fd;
 	te->softirqd = softirqd;
@@ -363,6 +380,106 @@ static int add_softirqd_events(struct profiler *p)
 	return n;
 }
 
+static void fail(char *err, size_t errlen, const char *fmt, const char *what, int e)
+{
+	if (err && errlen)
+		snprintf(err, errlen, fmt, what, strerror(e));
+}
+
+/* The cgroup2 mount point (from /proc/self/mountinfo) into root; 0, or -1. */
+static int cgroup2_root(char *root, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[1024], mnt[PATH_MAX], fstype[64];
+	int found = -1;
+
+	if (!f)
+		return -1;
+	while (found && fgets(line, sizeof(line), f)) {
+		/* id parent maj:min root mountpoint options [optional...] - fstype source ... */
+		const char *dash = strstr(line, " - ");
+
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+		    sscanf(dash + 3, "%63s", fstype) != 1 || strcmp(fstype, "cgroup2"))
+			continue;
+		snprintf(root, len, "%s", mnt);
+		found = 0;
+	}
+	fclose(f);
+	return found;
+}
+
+/* Whether pid lives in the cgroup (path below the cgroup2 root) or below it. */
+static int pid_in_cgroup(pid_t pid, const char *cgroup)
+{
+	char path[64], line[PATH_MAX + 8];
+	size_t n = strlen(cgroup);
+	int in = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *rel;
+
+		if (strncmp(line, "0::", 3))
+			continue;	/* a cgroup v1 hierarchy */
+		rel = line + 3;
+		rel[strcspn(rel, "\n")] = 0;
+		in = !strncmp(rel, cgroup, n) && (rel[n] == 0 || rel[n] == '/');
+	}
+	fclose(f);
+	return in;
+}
+
+/* One event per CPU on the cgroup dir: it counts (and its timer runs) only while a task of
+ * the cgroup is on that CPU, so a switch between two tasks of the cgroup costs nothing, where
+ * per-task events re-arm their timer at every switch. 0, or -1 with err filled. */
+static int open_cgroup_events(struct profiler *p, const char *dir, char *err, size_t errlen)
+{
+	char root[PATH_MAX], real[PATH_MAX];
+	int ncpu = libbpf_num_possible_cpus(), cgfd, cpu;
+	size_t n;
+
+	if (cgroup2_root(root, sizeof(root)) || !realpath(dir, real)) {
+		snprintf(err, errlen, "--sample-cgroup %s: not a cgroup2 directory", dir);
+		return -1;
+	}
+	n = strlen(root);
+	if (strncmp(real, root, n) || (real[n] && real[n] != '/')) {
+		snprintf(err, errlen, "--sample-cgroup %s: not below the cgroup2 mount %s", dir, root);
+		return -1;
+	}
+	snprintf(p->cgroup, sizeof(p->cgroup), "%s", real[n] ? real + n : "/");
+	cgfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	p->cev = ncpu > 0 ? calloc(ncpu, sizeof(*p->cev)) : NULL;
+	if (cgfd < 0 || !p->cev) {
+		fail(err, errlen, "--sample-cgroup %s: %s", dir, cgfd < 0 ? errno : ENOMEM);
+		if (cgfd >= 0)
+			close(cgfd);
+		return -1;
+	}
+	for (cpu = 0; cpu < ncpu; cpu++) {
+		int fd = open_sample_event(p, cgfd, cpu, PERF_FLAG_PID_CGROUP, 0);
+		struct task_event *te = &p->cev[p->ncev];
+
+		if (fd < 0 && errno == ENODEV)
+			continue;	/* a possible CPU that is offline */
+		if (fd < 0 || !(te->link = attach_sample(p, fd))) {
+			fail(err, errlen, "--sample-cgroup %s: %s", dir, errno);
+			close(cgfd);
+			return -1;
+		}
+		te->tid = cpu;
+		te->fd = fd;
+		p->ncev++;
+	}
+	close(cgfd);
+	return 0;
+}
+
 int profiler_add_pid(struct profiler *p, pid_t pid)
 {
 	char path[64];
@@ -372,6 +489,8 @@ int profiler_add_pid(struct profiler *p, pid_t pid)
 
 	if (p->tick)
 		return 0;
+	if (p->ncev && pid_in_cgroup(pid, p->cgroup))
+		return 0;	/* the cgroup's events sample it (and the children it makes) */
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	d = opendir(path);
 	if (!d)
@@ -405,12 +524,6 @@ void profiler_clear_pids(struct profiler *p)
 			drop_task_event(&p->tev[i]);
 	}
 	p->ntev = kept;
-}
-
-static void fail(char *err, size_t errlen, const char *fmt, const char *what, int e)
-{
-	if (err && errlen)
-		snprintf(err, errlen, fmt, what, strerror(e));
 }
 
 int profile_source_parse(const char *s, enum profile_source *out)
@@ -569,7 +682,7 @@ static int tick_setup(struct profiler *p, char *err, size_t errlen)
 }
 
 struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_map_fd,
-			       char *err, size_t errlen)
+			       const char *cgroup_dir, char *err, size_t errlen)
 {
 	struct profiler *p = calloc(1, sizeof(*p));
 	struct perf_event_attr attr;
@@ -649,6 +762,8 @@ struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_
 			p->hw = 0;
 		p->source = p->hw ? "cycles" : "cpu-clock";
 		p->eff_freq = p->freq;
+		if (cgroup_dir && open_cgroup_events(p, cgroup_dir, err, errlen))
+			goto out;
 		if (add_softirqd_events(p) < 0) {
 			e = errno;
 			if (e == EINVAL)
@@ -687,6 +802,9 @@ void profiler_close(struct profiler *p)
 	for (i = 0; i < p->ntev; i++)
 		drop_task_event(&p->tev[i]);
 	free(p->tev);
+	for (i = 0; i < p->ncev; i++)
+		drop_task_event(&p->cev[i]);
+	free(p->cev);
 	bpf_link__destroy(p->tick_link);
 	profile_bpf__destroy(p->skel);
 	symbolizer_free(p->sym);
@@ -716,6 +834,7 @@ void profiler_write_json(const struct profiler *p, struct json *j)
 	double f = profiler_freq(p);
 
 	json_kv_string(j, "source", profiler_source(p));
+	json_kv_string(j, "scope", p->tick ? "cpu" : p->ncev ? "cgroup" : "task");
 	if (f <= 0)
 		json_kv_null(j, "freq");
 	else if (f == (double)(long long)f)

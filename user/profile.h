@@ -22,14 +22,18 @@ int profile_source_parse(const char *s, enum profile_source *out);
 
 /* filter_map_fd: the tracer's map of followed tgids (bpf/filter.h), shared so that one
  * `pid add` covers tracing and sampling. freq_hz: wanted samples per second of CPU; the tick
- * source keeps every round(HZ / freq_hz)-th tick (all of them at freq_hz >= HZ). Returns
- * NULL and fills err on failure, including a source other than auto that this machine
- * cannot sample on. */
+ * source keeps every round(HZ / freq_hz)-th tick (all of them at freq_hz >= HZ). cgroup_dir
+ * (perf event sources; NULL for none): a cgroup2 directory the followed processes live in,
+ * sampled by one event per CPU that runs only while a task of the cgroup is on it, instead of
+ * one event per task (which re-arms its timer at every context switch). Returns NULL and
+ * fills err on failure, including a source other than auto that this machine cannot sample
+ * on. */
 struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_map_fd,
-			       char *err, size_t errlen);
+			       const char *cgroup_dir, char *err, size_t errlen);
 /* Sample pid (every thread it has now, and inherited by the ones it makes later): call at
- * `pid add`, before the process starts its threads. 0, or -1 with errno. Nothing to do for
- * the tick source (the followed-tgid filter in the program decides). */
+ * `pid add`, before the process starts its threads. A pid inside the cgroup given at open is
+ * sampled by the cgroup's events already. 0, or -1 with errno. Nothing to do for the tick
+ * source (the followed-tgid filter in the program decides). */
 int profiler_add_pid(struct profiler *p, pid_t pid);
 /* Stop sampling every pid added (ksoftirqd stays sampled). */
 void profiler_clear_pids(struct profiler *p);
@@ -39,7 +43,8 @@ const char *profiler_source(const struct profiler *p);
  * tick; 0 when unknown (tick source on a kernel whose CONFIG_HZ cannot be read). */
 double profiler_freq(const struct profiler *p);
 struct json;
-/* Into the JSON object being written: "source" and "freq" (the effective rate in Hz, an
+/* Into the JSON object being written: "source", "scope" ("task": per-task events, "cgroup":
+ * per-CPU events on the cgroup, "cpu": the tick) and "freq" (the effective rate in Hz, an
  * integer when whole; null when unknown). */
 void profiler_write_json(const struct profiler *p, struct json *j);
 /* Zero the stack counts (start of a run). */

@@ -41,6 +41,7 @@ struct tracer {
 	const char *json_path, *folded_path;
 	int freq;
 	enum profile_source sample_source;
+	const char *sample_cgroup;
 	bool no_sample, no_counters, control, verbose;
 	enum { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
 	double duration;
@@ -65,7 +66,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: netio-tracer [--attach auto|fentry|kprobe|tracepoint] [--pid PID]... [--netns NAME|PATH]...\n"
 "                    [--json FILE] [--folded FILE] [--freq HZ] [--sample-source SRC]\n"
-"                    [--no-sample] [--no-counters]\n"
+"                    [--sample-cgroup DIR] [--no-sample] [--no-counters]\n"
 "                    [--duration S] [--control] [--bpf-stats sampled|always|off]\n"
 "                    [--verbose] [-- CMD ARGS...]\n"
 "       netio-tracer --probe\n"
@@ -84,6 +85,12 @@ static void usage(FILE *f)
 "                  exists, else cpu-clock; tick samples on the scheduler tick (no timer of\n"
 "                  its own, CONFIG_HZ per busy CPU: far cheaper in a VM); a source named\n"
 "                  explicitly exits 2 if it cannot be used here\n"
+"  --sample-cgroup DIR\n"
+"                  a cgroup2 directory the followed processes run in: cycles or cpu-clock\n"
+"                  samples come from one event per CPU that runs only while a task of it\n"
+"                  is on that CPU, not from per-task events, whose timers re-arm at every\n"
+"                  context switch (a VM exit each in a VM); pids outside it keep per-task\n"
+"                  events\n"
 "  --control       read commands on stdin (pid add, netns add, clear, reset, snapshot, quit)\n"
 "  --bpf-stats M   BPF run-time stats for the self cost: sampled (default: on 10%% of the\n"
 "                  time, scaled), always (exact, costs ~2 clock reads per program run), off\n"
@@ -722,7 +729,7 @@ static int run_oneshot(struct tracer *tr)
 
 enum { OPT_ATTACH = 256, OPT_PID, OPT_NETNS, OPT_JSON, OPT_FOLDED, OPT_FREQ, OPT_NO_SAMPLE,
        OPT_NO_COUNTERS, OPT_DURATION, OPT_CONTROL, OPT_PROBE, OPT_VERBOSE, OPT_NO_BPF_STATS,
-       OPT_SAMPLE_SOURCE };
+       OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP };
 
 static const struct option long_opts[] = {
 	{ "attach", required_argument, NULL, OPT_ATTACH },
@@ -732,6 +739,7 @@ static const struct option long_opts[] = {
 	{ "folded", required_argument, NULL, OPT_FOLDED },
 	{ "freq", required_argument, NULL, OPT_FREQ },
 	{ "sample-source", required_argument, NULL, OPT_SAMPLE_SOURCE },
+	{ "sample-cgroup", required_argument, NULL, OPT_SAMPLE_CGROUP },
 	{ "no-sample", no_argument, NULL, OPT_NO_SAMPLE },
 	{ "no-counters", no_argument, NULL, OPT_NO_COUNTERS },
 	{ "duration", required_argument, NULL, OPT_DURATION },
@@ -797,6 +805,9 @@ int main(int argc, char **argv)
 					"cpu-clock or tick\n", optarg);
 				return 2;
 			}
+			break;
+		case OPT_SAMPLE_CGROUP:
+			tr.sample_cgroup = optarg;
 			break;
 		case OPT_NO_SAMPLE:
 			tr.no_sample = true;
@@ -883,10 +894,10 @@ int main(int argc, char **argv)
 	if (!tr.no_counters)
 		tr.pc = perf_counters_new();
 	if (!tr.no_sample) {
-		tr.prof = profiler_open(tr.freq, tr.sample_source, tr.bpf.followed_tgids, err,
-					sizeof(err));
-		if (!tr.prof && tr.sample_source != PROFILE_SRC_AUTO) {
-			/* a source asked for by name is like a forced rung */
+		tr.prof = profiler_open(tr.freq, tr.sample_source, tr.bpf.followed_tgids,
+					tr.sample_cgroup, err, sizeof(err));
+		if (!tr.prof && (tr.sample_source != PROFILE_SRC_AUTO || tr.sample_cgroup)) {
+			/* a source or cgroup asked for by name is like a forced rung */
 			fprintf(stderr, "netio-tracer: %s\n", err);
 			if (tr.control)
 				printf("error %s\n", err);

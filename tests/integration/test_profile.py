@@ -20,7 +20,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from analysis import attribution, flamegraph  # noqa: E402
+from analysis import attribution, cgroup, flamegraph  # noqa: E402
 from analysis.machine import has_pmu, kernel_hz  # noqa: E402
 from analysis.procs import GatedProcess  # noqa: E402
 from analysis.tracer import ControlTracer  # noqa: E402
@@ -241,6 +241,63 @@ def test_reset_forgets_samples(tracer, busy_bin, tmp_path):
     assert read_folded(str(tmp_path / "s.folded")) == []
 
 
+# ---- one event per CPU on the workloads' cgroup (--sample-cgroup) ---------------------------
+
+needs_cgroup2 = pytest.mark.skipif(cgroup.cgroup2_root() is None, reason="no cgroup2 mount")
+
+
+@needs_cgroup2
+def test_cgroup_scope_samples_inside_and_falls_back_outside(busy_bin, tmp_path):
+    """Processes in the cgroup are sampled by its per-CPU events (no per-task event of their
+    own), a followed process outside it by per-task events, at the same rate; the cgroup is
+    gone after remove()."""
+    cg = cgroup.WorkloadCgroup.create()
+    assert cg is not None and os.path.isdir(cg.path)
+    t = ControlTracer(freq=FREQ, log_path=str(tmp_path / "tracer.log"), binary=TRACER,
+                      extra_args=["--sample-cgroup", cg.path])
+    try:
+        t.start()
+        assert t.samples["scope"] == "cgroup"
+        assert t.samples["source"] == ("cycles" if has_pmu() else "cpu-clock")
+        for inside in (True, False):
+            t.clear()
+            t.reset()
+            d = tmp_path / ("inside" if inside else "outside")
+            d.mkdir()
+            p = GatedProcess([busy_bin, str(BUSY_SECONDS)], str(d / "out"), str(d / "err"),
+                             cgroup=cg if inside else None)
+            try:
+                with open(f"/proc/{p.pid}/cgroup") as f:
+                    where = [line.strip()[3:] for line in f if line.startswith("0::")]
+                assert (where == [cg.path[len(cg.root):]]) == inside, where
+                t.pid_add(p.pid)
+                p.release()
+                assert p.wait(timeout=60) == 0
+            finally:
+                p.kill()
+            snap = t.snapshot(str(d / "s.json"), str(d / "s.folded"))
+            s = snap["samples"]
+            assert s["scope"] == "cgroup"
+            cpu_s = snap["perf"]["task-clock"] / 1e9
+            assert cpu_s > 0.1
+            assert 0.5 * FREQ * cpu_s <= s["total"] <= 1.5 * FREQ * cpu_s + 20, (inside, s, cpu_s)
+            busy = sum(n for frames, n in read_folded(str(d / "s.folded"))
+                       if frames[0] == "netio-busy")
+            assert busy >= 0.9 * s["total"], (inside, busy, s)
+    finally:
+        t.close()
+        assert cg.remove()
+    assert not os.path.exists(cg.path)
+
+
+def test_sample_cgroup_not_a_cgroup_exits_2(tmp_path):
+    r = subprocess.run([TRACER, "--sample-cgroup", str(tmp_path), "--duration", "0.1"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and "--sample-cgroup" in err[0], r.stderr
+
+
 def test_unfollowed_process_not_sampled(tracer, busy_bin, tmp_path):
     tracer.clear()
     tracer.reset()
@@ -360,7 +417,7 @@ def test_tick_source_and_rate(tick_run):
     hz = kernel_hz()
     assert hz, "CONFIG_HZ not found in /proc/config.gz or /boot/config-*"
     # FREQ (999) is above HZ: the effective rate is HZ, and that is what is reported
-    assert ready == {"source": "tick", "freq": hz}
+    assert ready == {"source": "tick", "scope": "cpu", "freq": hz}
     s = snap["samples"]
     assert s["source"] == "tick" and s["freq"] == hz
     assert snap["attach"]["stacks"] == "tp_btf"

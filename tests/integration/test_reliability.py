@@ -37,7 +37,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from analysis import params as P  # noqa: E402
-from analysis import paths, state  # noqa: E402
+from analysis import cgroup, paths, state  # noqa: E402
 
 BUILD = paths.build_dir()
 LAUNCHER = os.path.join(REPO, "netio-trace")
@@ -143,11 +143,23 @@ def snapshot():
             "pinned": _pinned(), "root_links": _root_links()}
 
 
+def _cgroups():
+    root = cgroup.cgroup2_root()
+    try:
+        return {os.path.join(root, n) for n in os.listdir(root)} if root else set()
+    except OSError:
+        return set()
+
+
 def _find_leftovers(before, owners, dirs, tokens):
     left = {}
     ns = sorted(n for n in _namespaces() for o in owners if n.startswith(f"netio-{o}-"))
     if ns:
         left["namespaces"] = ns
+    cgs = sorted(c for c in _cgroups() for o in owners
+                 if os.path.basename(c) == f"{cgroup.PREFIX}{o}")
+    if cgs:
+        left["cgroups"] = cgs
     dev = sorted(d for d in _root_links() - before["root_links"] if d.startswith("nio-"))
     if dev:
         left["root_links"] = dev

@@ -294,7 +294,8 @@ def test_probe_here():
     pmu = has_pmu()
     assert d["pmu"]["cycles"] is pmu
     # the default stack sampler: cycles where there is a PMU, else cpu-clock, at 999 Hz
-    assert d["sampling"] == {"source": "cycles" if pmu else "cpu-clock", "freq": 999}
+    assert d["sampling"] == {"source": "cycles" if pmu else "cpu-clock", "scope": "task",
+                             "freq": 999}
     if os.uname().release.startswith("6.18."):   # the host of DEVELOPERS.md
         assert d["attach"]["fentry"] is False and d["attach"]["kprobe"] is False
         assert d["pmu"]["cycles"] is False
