@@ -305,11 +305,21 @@ def cmd_trace(a, cmd):
         if not (os.path.sep in cmd[0] and os.access(cmd[0], os.X_OK)) and not shutil.which(cmd[0]):
             raise UsageError(f"netio-trace trace: command {cmd[0]!r} not found")
     from .tracer import trace_argv
+    # a command we start is sampled from a cgroup of its own (see analysis/cgroup.py); a
+    # process given by --pid stays where it is, on per-task events
+    cg = None
+    if cmd and not a.no_sample and sample_source != "tick":
+        from .cgroup import WorkloadCgroup
+        cg = WorkloadCgroup.create()
     argv = trace_argv(pid=pid, cmd=cmd, attach=attach, freq=freq, json_path=a.json,
                       folded=a.folded, netns=a.netns, duration=duration,
                       no_sample=a.no_sample, no_counters=a.no_counters,
-                      sample_source=sample_source)
-    return run_tracer(argv, own_command=bool(cmd))
+                      sample_source=sample_source, sample_cgroup=cg.path if cg else None)
+    try:
+        return run_tracer(argv, own_command=bool(cmd))
+    finally:
+        if cg is not None:
+            cg.remove()
 
 
 def _children():

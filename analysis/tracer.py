@@ -227,13 +227,16 @@ def probe(timeout=60.0):
 
 
 def trace_argv(pid=None, cmd=None, attach="auto", freq=None, json_path=None, folded=None,
-               netns=(), duration=None, no_sample=False, no_counters=False, sample_source=None):
+               netns=(), duration=None, no_sample=False, no_counters=False, sample_source=None,
+               sample_cgroup=None):
     """argv of the tracer's own (non-control) mode, for `netio-trace trace`."""
     argv = [paths.binary("netio-tracer"), "--attach", attach]
     if freq is not None:
         argv += ["--freq", str(freq)]
     if sample_source is not None and sample_source != "auto":
         argv += ["--sample-source", sample_source]
+    if sample_cgroup:
+        argv += ["--sample-cgroup", sample_cgroup]
     if json_path:
         argv += ["--json", json_path]
     if folded:

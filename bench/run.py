@@ -22,6 +22,7 @@ import tempfile
 import time
 
 from analysis.netns import Topology, VETH_RECEIVER_ADDR, LOOPBACK_ADDR
+from analysis import cgroup
 from analysis.procs import GatedProcess
 from analysis.tracer import ControlTracer
 from bench import pairs
@@ -215,9 +216,12 @@ class OurTracer:
 
     def start(self, bench, topo, pids):
         self.dir = bench.rundir()
+        args = list(self.extra_args)
+        # as netio-trace run does: perf-event samples from the workloads' cgroup
+        if bench.cgroup is not None and "--no-sample" not in args and "tick" not in args:
+            args += ["--sample-cgroup", bench.cgroup.path]
         self.tr = ControlTracer(freq=999, log_path=os.path.join(self.dir, "tracer.log"),
-                                extra_args=self.extra_args,
-                                binary=os.path.join(BUILD, "netio-tracer"))
+                                extra_args=args, binary=os.path.join(BUILD, "netio-tracer"))
         self.tr.start()
         for ns in topo.namespaces:
             self.tr.netns_add(ns)
@@ -388,6 +392,8 @@ class Bench:
         self.server = os.path.join(BUILD, "netio-server")
         self.client = os.path.join(BUILD, "netio-client")
         self.tmp = tempfile.mkdtemp(prefix="netio-bench-")
+        # every netio run (traced or not, so the baselines match) starts in it
+        self.cgroup = cgroup.WorkloadCgroup.create()
         self._n = 0
         self.verdicts = []
         self.retries = []
@@ -420,6 +426,8 @@ class Bench:
 
     def cleanup(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
     # ---- runners: each returns {"recv_gbps", "send_gbps", "retrans", "cc", ...} ----------
     def netio(self, topo, strategy, size, threads, duration, observer=None):
@@ -442,10 +450,10 @@ class Bench:
         srv = GatedProcess([self.server, "--netns", topo.sender_ns, "--addr", topo.server_addr,
                             "--port", port, "--strategy", strategy, "--size", str(size),
                             "--threads", str(threads), "--duration", f"{duration:g}",
-                            "--cc", "cubic"], files["s.out"], files["s.err"])
+                            "--cc", "cubic"], files["s.out"], files["s.err"], cgroup=self.cgroup)
         cli = GatedProcess([self.client, "--netns", topo.receiver_ns, "--addr", topo.server_addr,
                             "--port", port, "--threads", str(threads), "--size", str(size),
-                            "--cc", "cubic"], files["c.out"], files["c.err"])
+                            "--cc", "cubic"], files["c.out"], files["c.err"], cgroup=self.cgroup)
         procs = [srv, cli]
         try:
             observer.start(self, topo, [srv.pid, cli.pid])
@@ -779,8 +787,9 @@ def section_overhead(b):
         "",
         "The same rounds with parts of the tracer: **programs** = `--no-sample --no-counters` "
         "(the BPF programs alone: copy accounting and syscall histograms); **no-sample** adds "
-        "the perf counters; **full** adds stack sampling on the default source (per-task "
-        "events, which re-arm a timer at every context switch where the source is cpu-clock); "
+        "the perf counters; **full** adds stack sampling on the default source (one event per "
+        "CPU on the workloads' cgroup, as `netio-trace run` samples: it runs only while a "
+        "workload is on that CPU, so a switch between two workload threads re-arms no timer); "
         "**tick** is full with `--sample-source tick` (samples on the scheduler tick). Each "
         "cell: throughput / untraced, then the workloads' CPU s/GB / untraced.",
         "",

@@ -1,5 +1,6 @@
 /* On-CPU stack sampling of the followed processes: a perf_event BPF program on per-task
- * events (hardware cycles where a PMU exists, software cpu-clock where none does), or a
+ * events or on per-CPU events of their cgroup (hardware cycles where a PMU exists, software
+ * cpu-clock where none does), or a
  * tp_btf program on the scheduler tick (source "tick": no timer of its own, HZ samples per
  * second of busy CPU at most). Stacks are counted in the kernel (stack map + counts map) and
  * read once per snapshot. */

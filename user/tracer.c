@@ -2,6 +2,7 @@
 /* netio-tracer: where the bytes get copied, and what each copy costs.
  * CLI and --control protocol: DEVELOPERS.md; probe points and the trace object: DESIGN.md. */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
@@ -90,7 +91,7 @@ static void usage(FILE *f)
 "                  samples come from one event per CPU that runs only while a task of it\n"
 "                  is on that CPU, not from per-task events, whose timers re-arm at every\n"
 "                  context switch (a VM exit each in a VM); pids outside it keep per-task\n"
-"                  events\n"
+"                  events; -- CMD starts in it\n"
 "  --control       read commands on stdin (pid add, netns add, clear, reset, snapshot, quit)\n"
 "  --bpf-stats M   BPF run-time stats for the self cost: sampled (default: on 10%% of the\n"
 "                  time, scaled), always (exact, costs ~2 clock reads per program run), off\n"
@@ -629,7 +630,23 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);	/* a signal ends it early */
 }
 
-/* fork; the child waits on a pipe until it is in the filter, then execs CMD (same pid). */
+/* Moves pid into the cgroup2 directory dir, for --sample-cgroup's events to sample it; where
+ * that fails it is sampled by per-task events (profiler_add_pid checks). */
+static void join_cgroup(const char *dir, pid_t pid)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "we");
+	if (!f)
+		return;
+	fprintf(f, "%d\n", (int)pid);
+	fclose(f);
+}
+
+/* fork; the child waits on a pipe until it is in the filter (and, with --sample-cgroup, in
+ * that cgroup), then execs CMD (same pid). */
 static pid_t launch_gated(struct tracer *tr, char **cmd, char *err, size_t errlen)
 {
 	int gate[2];
@@ -656,6 +673,8 @@ static pid_t launch_gated(struct tracer *tr, char **cmd, char *err, size_t errle
 		_exit(127);
 	}
 	close(gate[0]);
+	if (tr->sample_cgroup)
+		join_cgroup(tr->sample_cgroup, pid);
 	if (follow_pid(tr, pid, err, errlen)) {
 		close(gate[1]);
 		kill(pid, SIGKILL);
