@@ -8,7 +8,7 @@ import os
 import socket
 import sys
 
-from . import machine, netns, paths, tracer
+from . import cgroup, machine, netns, paths, tracer
 
 TOOLS = ("ip", "perf", "iperf3", "bpftool", "inferno-flamegraph", "inferno-diff-folded",
          "chromium")
@@ -76,6 +76,8 @@ def collect():
     if err:
         out["netns_error"] = err
     out["tools"] = tool_paths()
+    # where `run` and `trace -- CMD` put their workloads, for per-CPU cgroup sampling
+    out["cgroup2"] = cgroup.cgroup2_root()
     m = machine.info()
     out["machine"] = {k: m[k] for k in ("hostname", "cpu", "cores", "memory_gib",
                                         "virtualization", "default_cc", "optmem_max")}
@@ -88,9 +90,8 @@ def collect():
 
 
 SAMPLING_DETAIL = {
-    "cycles": "hardware cycles, per followed task",
-    "cpu-clock": "no PMU: per-task cpu-clock timers, which re-arm at every context switch; "
-                 "in a VM `--sample-source tick` costs far less (DEVELOPERS.md)",
+    "cycles": "hardware cycles",
+    "cpu-clock": "no PMU: software cpu-clock timers",
 }
 
 
@@ -100,7 +101,12 @@ def _sampling_row(d):
     if not isinstance(s, dict):
         return _mark(None), d.get("sampling_error") or "not probed"
     rate = f", {s['freq']:g} Hz" if s.get("freq") else ", rate unknown"
-    return f"{s.get('source')}{rate}", SAMPLING_DETAIL.get(s.get("source"), "")
+    detail = SAMPLING_DETAIL.get(s.get("source"), "")
+    if s.get("source") in SAMPLING_DETAIL:
+        detail += ("; run and `trace -- CMD`: one event per CPU on the workloads' cgroup "
+                   f"(cgroup2 at {d['cgroup2']}); `trace --pid`: per-task events"
+                   if d.get("cgroup2") else "; per-task events (no cgroup2 mount)")
+    return f"{s.get('source')}{rate}", detail
 
 
 def problems(d, tracer_error=None):
