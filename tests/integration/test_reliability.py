@@ -510,6 +510,37 @@ def test_stale_namespace_with_own_pid():
             subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
 
 
+@pytest.mark.skipif(cgroup.cgroup2_root() is None, reason="no cgroup2 mount")
+def test_stale_cgroup_of_dead_driver_removed():
+    """The workloads' cgroup of a driver that died (its pid gone) is removed by the next start,
+    a process still inside it moved out first; a live driver's cgroup stays."""
+    root = cgroup.cgroup2_root()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = os.path.join(root, f"{cgroup.PREFIX}{dead.pid}")
+    live = os.path.join(root, f"{cgroup.PREFIX}{os.getpid()}")
+    sleeper = None
+    try:
+        os.makedirs(stale, exist_ok=True)
+        os.makedirs(live, exist_ok=True)
+        sleeper = subprocess.Popen(["sleep", "30"])
+        with open(os.path.join(stale, "cgroup.procs"), "w") as f:
+            f.write(str(sleeper.pid))
+        removed = cgroup.remove_stale()
+        assert stale in removed and live not in removed
+        assert not os.path.exists(stale) and os.path.isdir(live)
+        assert sleeper.poll() is None       # moved out, not ended
+    finally:
+        if sleeper is not None:
+            sleeper.kill()
+            sleeper.wait()
+        for d in (stale, live):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+
+
 # ---- failures inside a sweep ----------------------------------------------------------------------
 def test_workload_dies_mid_run(tmp_path):
     before = snapshot()
