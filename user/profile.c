@@ -429,7 +429,8 @@ static int pid_in_cgroup(pid_t pid, const char *cgroup)
 			continue;	/* a cgroup v1 hierarchy */
 		rel = line + 3;
 		rel[strcspn(rel, "\n")] = 0;
-		in = !strncmp(rel, cgroup, n) && (rel[n] == 0 || rel[n] == '/');
+		in = !strcmp(cgroup, "/") ||	/* the root holds every process */
+		     (!strncmp(rel, cgroup, n) && (rel[n] == 0 || rel[n] == '/'));
 	}
 	fclose(f);
 	return in;
