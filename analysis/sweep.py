@@ -248,12 +248,14 @@ def _run_sweep(params, out_dir, console, resume, build_report):
     tracer_error = None
     status = 0
     interrupted = None
-    # stack samples on perf events come from one event per CPU on the workloads' cgroup
-    cg = (cgroup.WorkloadCgroup.create()
-          if params.trace and todo and params.sample_source != "tick" else None)
+    cg = None
     start_index = len(results.read_runs(runs_path, dedup=False))
     with Guard():
         try:
+            # stack samples on perf events come from one event per CPU on the workloads'
+            # cgroup (removed in the finally below)
+            if params.trace and todo and params.sample_source != "tick":
+                cg = cgroup.WorkloadCgroup.create()
             if params.trace and todo:
                 try:
                     tracer = _start_tracer(params, out_dir, cg)

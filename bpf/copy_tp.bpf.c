@@ -11,9 +11,11 @@
  *   fallback copy net:netif_receive_skb, a flagged skb delivered locally will be copied;
  *                 tcp:tcp_probe confirms the flag is gone when TCP sees the segment
  *   tx_copy       inferred in user space: tx_bytes - zc_tx_bytes
- * The owner of a zerocopy socket is named at every sock_send_length of a followed process;
- * the bytes of skbs that left before (inside the socket's first send) wait on the socket
- * (maps.h, sk_info) and are claimed then.
+ * The owner of a zerocopy TCP socket is named at every sock_send_length of a followed
+ * process; the bytes of skbs that left before (inside the socket's first send) wait on the
+ * socket (maps.h, sk_info) and are claimed then. Without sock_send_length (before 6.3) they
+ * are never claimed on this rung: zerocopy bytes are counted per netns only, as tx_bytes is
+ * not counted at all.
  * Arguments are typed kernel pointers: fields are read directly (CO-RE relocated loads), a
  * probe read is needed only for the computed skb_shinfo() pointer. */
 #include "vmlinux.h"
@@ -140,14 +142,16 @@ int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 }
 
 /* A zerocopy skb leaves a device: count its user pages once per sequence range (a retransmit
- * is not new zerocopy data), for the device's netns and for the socket's owner; before the
- * owner is known (the first send of a socket has not returned yet), as pending on the socket. */
+ * is not new zerocopy data), for the device's netns and, for a TCP socket (the sockets
+ * tx_bytes counts), for the socket's owner; before the owner is known (the first send of a
+ * socket has not returned yet), as pending on the socket. */
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 {
 	u32 data_len, fresh, inum;
 	bool ns_followed;
 	struct sk_info *si = NULL;
+	struct sock *sk;
 	u64 key;
 
 	if (!skb_zc(skb))
@@ -158,8 +162,9 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 	fresh = data_len;
 	inum = dev->nd_net.net->ns.inum;
 	ns_followed = netns_followed(inum);
-	key = (u64)skb->sk;
-	if (key) {
+	sk = skb->sk;
+	if (sk && BPF_CORE_READ(sk, sk_protocol) == NETIO_IPPROTO_TCP) {
+		key = (u64)sk;
 		si = bpf_map_lookup_elem(&sk_owner, &key);
 		if (!si && ns_followed) {
 			struct sk_info n = {};
@@ -170,9 +175,7 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 	}
 	if (si) {
 		struct tcphdr th = {};
-		/* sequence ranges are TCP's: any other zerocopy skb is new data */
-		if (BPF_CORE_READ(skb, sk, sk_protocol) == NETIO_IPPROTO_TCP &&
-		    bpf_probe_read_kernel(&th, sizeof(th), skb->head + skb->transport_header) == 0) {
+		if (bpf_probe_read_kernel(&th, sizeof(th), skb->head + skb->transport_header) == 0) {
 			u32 seq = bpf_ntohl(th.seq), end = seq + data_len;
 			if (!si->seq_valid) {
 				si->seq_valid = 1;

@@ -382,7 +382,6 @@ static void reset_all(struct tracer *tr)
 
 /* ---- snapshot ------------------------------------------------------------------------ */
 
-/* "source" and "freq" (the effective rate; null when unknown) of the stack samples. */
 static void write_trace_json(struct tracer *tr, FILE *out, const char *folded, struct snapshot *s)
 {
 	struct json j;
