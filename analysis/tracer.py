@@ -31,8 +31,9 @@ class ControlTracer:
     """A running `netio-tracer --control`. Use as a context manager, or call close()."""
 
     def __init__(self, attach="auto", freq=None, log_path=None, extra_args=(), binary=None,
-                 sample_source=None):
+                 sample_source=None, env=None):
         self.binary = binary or paths.binary("netio-tracer")
+        self.env = dict(os.environ, **env) if env else None  # added to ours, for experiments
         self.argv = [self.binary, "--control", "--attach", attach]
         if freq is not None:
             self.argv += ["--freq", str(freq)]
@@ -55,7 +56,7 @@ class ControlTracer:
         try:
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=stderr, start_new_session=True,
-                                         preexec_fn=_set_pdeathsig)
+                                         preexec_fn=_set_pdeathsig, env=self.env)
         finally:
             if stderr is not subprocess.DEVNULL:
                 stderr.close()
