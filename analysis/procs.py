@@ -1,8 +1,10 @@
 """Start processes held at a gate, so a tracer can follow them before they run a single syscall
 of their own (see DEVELOPERS.md, launch gate)."""
 import os
+import select
 import signal
 import subprocess
+import time
 
 
 class GatedProcess:
@@ -55,12 +57,12 @@ class GatedProcess:
         return self.returncode
 
     def wait(self, timeout=None):
-        import time
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
-            if deadline is not None and time.monotonic() > deadline:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
                 raise subprocess.TimeoutExpired(self.argv, timeout)
-            time.sleep(0.01)
+            wait_for_exit([self], left)
         return self.returncode
 
     def kill(self, sig=signal.SIGKILL):
@@ -73,3 +75,24 @@ class GatedProcess:
         if self._gate is not None:
             os.close(self._gate)
             self._gate = None
+
+
+def wait_for_exit(procs, timeout=None):
+    """Sleep until one of procs (anything with a .pid) has ended, or timeout seconds (None:
+    no limit) have passed, without waking up in between: the kernel reports the end on a
+    pidfd. A loop that polls instead wakes up on the CPUs the workloads are measured on:
+    every 5 ms, it cost them 10% of their throughput here (one-copy 16 KiB over loopback, 6
+    interleaved rounds: 46.3 against 51.7 Gbit/s). Does not reap; the caller's poll() does."""
+    poller, fds = select.poll(), []
+    try:
+        for p in procs:
+            try:
+                fd = os.pidfd_open(p.pid)
+            except ProcessLookupError:
+                return          # already reaped: ended
+            fds.append(fd)
+            poller.register(fd, select.POLLIN)
+        poller.poll(None if timeout is None else max(0, int(timeout * 1000)))
+    finally:
+        for fd in fds:
+            os.close(fd)

@@ -6,10 +6,11 @@ pids and reaped, and the namespaces created here are deleted before run_one retu
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 
-from . import netns, paths, record, state
+from . import netns, paths, procs, record, state
 from .procs import GatedProcess
 from .signals import critical
 from .sizes import format_size
@@ -81,20 +82,25 @@ def _wait_both(server, client, limit, c_err, s_err):
     deadline = time.monotonic() + limit
     while server.poll() is None:
         if client.poll() not in (None, 0):
-            grace = time.monotonic() + 2.0
-            while server.poll() is None and time.monotonic() < grace:
-                time.sleep(0.01)
+            try:
+                server.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                pass
             if server.poll() is None:
                 raise RunFailed(f"client exited with status {client.returncode} mid-run: "
                                 f"{_last_line(c_err) or 'no message'}")
             break
         if time.monotonic() > deadline:
             raise RunFailed(f"server still running {limit:.0f} s after start (killed)")
-        time.sleep(0.005)
+        # the client ends after the server (it drains); wake when either ends (a client
+        # that ended first failed)
+        procs.wait_for_exit([server, client] if client.poll() is None else [server],
+                            deadline - time.monotonic())
     if server.returncode not in (0, None) and client.poll() is None:
-        grace = time.monotonic() + 2.0
-        while client.poll() is None and time.monotonic() < grace:
-            time.sleep(0.01)
+        try:
+            client.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            pass
         if client.poll() is None:
             raise RunFailed(f"server exited with status {server.returncode} mid-run: "
                             f"{_last_line(s_err) or 'no message'}")

@@ -118,7 +118,9 @@ class Progress:
     def __enter__(self):
         if self.console.is_terminal:
             from rich.live import Live
-            self.live = Live(console=self.console, refresh_per_second=4, transient=False,
+            # redrawn between runs only (start_run, end_run): a timer redrawing during a run
+            # would take CPU from the workloads being measured
+            self.live = Live(console=self.console, auto_refresh=False, transient=False,
                              get_renderable=self._render)
             self.live.__enter__()
         return self

@@ -23,7 +23,7 @@ import time
 
 from analysis.netns import Topology, VETH_RECEIVER_ADDR, LOOPBACK_ADDR
 from analysis import cgroup
-from analysis.procs import GatedProcess
+from analysis.procs import GatedProcess, wait_for_exit
 from analysis.tracer import ControlTracer
 from bench import pairs
 
@@ -374,8 +374,8 @@ def _reap_all(procs, deadline):
                 p.returncode = -9
             raise RuntimeError(f"workload still running at the deadline (killed): "
                                f"{[p.argv[0] for p in left]}")
-        if left:
-            time.sleep(0.005)
+        if left:    # asleep until one ends: a polling loop would wake on the measured CPUs
+            wait_for_exit(left, deadline - time.monotonic())
     return cpu
 
 

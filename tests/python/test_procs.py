@@ -1,0 +1,80 @@
+"""analysis.procs: processes held at a gate, and waiting for them without waking up."""
+import os
+import subprocess
+import time
+
+import pytest
+
+from analysis.procs import GatedProcess, wait_for_exit
+
+
+def _switches():
+    """This thread's context switches (voluntary + involuntary) so far."""
+    with open(f"/proc/self/task/{os.getpid()}/status") as f:
+        fields = dict(line.split(":", 1) for line in f if "ctxt_switches" in line)
+    return sum(int(v) for v in fields.values())
+
+
+@pytest.fixture
+def gated(tmp_path):
+    made = []
+
+    def make(*argv):
+        p = GatedProcess(list(argv), str(tmp_path / "out"), str(tmp_path / "err"))
+        made.append(p)
+        return p
+    yield make
+    for p in made:
+        p.kill()
+        try:
+            p.wait(timeout=5)
+        except (subprocess.TimeoutExpired, ChildProcessError):
+            pass
+
+
+def test_wait_for_exit_sleeps_until_the_end_and_leaves_reaping_to_poll(gated):
+    p = gated("/bin/sleep", "0.4")
+    p.release()
+    before, t0 = _switches(), time.monotonic()
+    wait_for_exit([p], 10)
+    waited, woke = time.monotonic() - t0, _switches() - before
+    assert 0.3 <= waited < 5
+    # a loop polling every 5 ms would have switched ~80 times in 0.4 s
+    assert woke <= 5, f"{woke} context switches while waiting"
+    assert p.returncode is None          # not reaped by the wait
+    assert p.poll() == 0
+
+
+def test_wait_for_exit_returns_at_the_timeout_with_the_process_still_running(gated):
+    p = gated("/bin/sleep", "30")
+    p.release()
+    t0 = time.monotonic()
+    wait_for_exit([p], 0.2)
+    assert 0.15 <= time.monotonic() - t0 < 3
+    assert p.poll() is None
+
+
+def test_wait_for_exit_wakes_for_the_first_of_several(gated):
+    slow, fast = gated("/bin/sleep", "30"), gated("/bin/sleep", "0.2")
+    slow.release()
+    fast.release()
+    t0 = time.monotonic()
+    wait_for_exit([slow, fast], 10)
+    assert time.monotonic() - t0 < 5
+    assert fast.poll() == 0 and slow.poll() is None
+
+
+def test_wait_for_exit_on_a_reaped_process_returns_at_once(gated):
+    p = gated("/bin/true")
+    p.release()
+    assert p.wait(timeout=5) == 0
+    t0 = time.monotonic()
+    wait_for_exit([p], 10)
+    assert time.monotonic() - t0 < 1
+
+
+def test_gated_wait_times_out(gated):
+    p = gated("/bin/sleep", "30")
+    p.release()
+    with pytest.raises(subprocess.TimeoutExpired):
+        p.wait(timeout=0.2)
