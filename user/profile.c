@@ -67,11 +67,10 @@ struct maps_cache {
 
 /* One sampling event: on one task (pid = tid, cpu = -1), or, with a cgroup, on one CPU for
  * the tasks of that cgroup. Not on a CPU for every task: a per-CPU cpu-clock timer keeps
- * firing on a vCPU that would otherwise idle, and in a VM every such wake is an exit (measured
- * here, per-CPU sampling at 999 Hz kept 0.77-0.82 of one-copy 16 KiB loopback throughput,
- * per-task 0.93-0.94, cgroup 0.96). Followed processes get inherited events (their later
- * threads and children are sampled too) unless the cgroup's cover them; ksoftirqd threads get
- * their own, for the softirq work they take over. */
+ * firing on a vCPU that would otherwise idle, and in a VM every such wake is an exit (the
+ * measurements: DEVELOPERS.md, --sample-cgroup). Followed processes get inherited events
+ * (their later threads and children are sampled too) unless the cgroup's cover them;
+ * ksoftirqd threads get their own, for the softirq work they take over. */
 struct task_event {
 	pid_t tid;
 	int fd;
@@ -747,9 +746,8 @@ struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_
 	} else {
 		/* hardware cycles where the machine has a PMU, else software cpu-clock (one
 		 * source for the whole profile; DESIGN.md's results name these two). In a VM
-		 * the tick is far cheaper (per-task cpu-clock timers re-arm at every context
-		 * switch, a VM exit each: at 2 connections the full tracer kept 0.53 of untraced
-		 * throughput with them and 0.82 with the tick), but it is asked for by name. */
+		 * the tick is far cheaper (a cpu-clock timer's every expiry and re-arm is a VM
+		 * exit; bench/results.md has both side by side), but it is asked for by name. */
 		sample_attr(&attr, 1, p->freq);
 		e = perf_open(&attr, 0);
 		p->hw = e >= 0;

@@ -301,8 +301,6 @@ def test_probe_here():
         assert d["pmu"]["cycles"] is False
 
 
-
-
 @host_only
 def test_forced_rung_that_cannot_attach_exits_2():
     probe = json.loads(subprocess.run([TRACER, "--probe"], capture_output=True, text=True,
