@@ -19,7 +19,7 @@ WL_LIB_OBJS := $(patsubst workloads/%.c,$(BUILD)/workloads/%.o,$(WL_LIB_SRCS))
 UNIT_SRCS  := $(wildcard tests/unit/*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-TARGETS := $(BUILD)/netio-server $(BUILD)/netio-client
+TARGETS := $(BUILD)/netio-server $(BUILD)/netio-client $(BUILD)/netio-busy-loop
 ifneq ($(BPF_SRCS),)
 TARGETS += $(BUILD)/netio-tracer
 endif
@@ -44,6 +44,10 @@ $(BUILD)/netio-server: $(BUILD)/workloads/server.o $(WL_LIB_OBJS)
 
 $(BUILD)/netio-client: $(BUILD)/workloads/client.o $(WL_LIB_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ -lpthread
+
+# the bench's timer floor: computation only (bench/busy_loop.c)
+$(BUILD)/netio-busy-loop: bench/busy_loop.c | $(BUILD)/workloads
+	$(CC) $(CFLAGS) -fno-omit-frame-pointer $< -o $@
 
 # ---- BPF and the tracer --------------------------------------------------
 # vmlinux.h comes from the running kernel's BTF; CO-RE relocates it elsewhere.

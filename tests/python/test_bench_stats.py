@@ -1,0 +1,57 @@
+"""The bench's statistics and verdicts (bench/pairs.py, bench/run.py): how rounds are
+interleaved, how paired ratios are taken and summarized, and how a target is judged."""
+import pytest
+
+from bench import pairs
+from bench import run as bench
+
+
+def test_rounds_reverse_the_order_every_other_round():
+    calls = []
+    variants = [(name, lambda n=name: calls.append(n) or len(calls)) for name in "ABC"]
+    res = pairs.run_interleaved(4, variants)
+    assert calls == list("ABCCBAABCCBA")
+    # each variant's results in round order, whatever its place in the round
+    assert res == {"A": [1, 6, 7, 12], "B": [2, 5, 8, 11], "C": [3, 4, 9, 10]}
+
+
+def test_ratios_are_paired_within_a_round_and_skip_unknowns():
+    ours = [10.0, None, 30.0, 8.0]
+    ref = [5.0, 4.0, 0.0, 16.0]
+    assert pairs.paired_ratios(ours, ref) == [2.0, 0.5]
+    s = pairs.summary([3.0, None, 1.0, 2.0])
+    assert s == {"median": 2.0, "min": 1.0, "max": 3.0, "n": 3}
+    assert pairs.summary([None])["median"] is None
+    assert pairs.fmt(pairs.summary([])) == "n/a"
+    assert pairs.fmt(s, 1) == "2.0 (min 1.0, max 3.0, n=3)"
+
+
+def test_ratio_of_two_variants_pairs_round_by_round():
+    res = {"full": [{"recv_gbps": 8.0}, {"recv_gbps": 9.0}, {"recv_gbps": 4.0}],
+           "untraced": [{"recv_gbps": 10.0}, {"recv_gbps": 9.0}, {"recv_gbps": 8.0}]}
+    s = bench._ratio(res, "full", "untraced")
+    assert s["n"] == 3
+    assert s["median"] == pytest.approx(0.8)
+    assert (s["min"], s["max"]) == (pytest.approx(0.5), pytest.approx(1.0))
+
+
+def test_verdicts_say_by_how_much_a_target_is_missed():
+    assert bench.verdict(0.97, 0.97) == "met"
+    assert "0.020" in bench.verdict(0.95, 0.97)
+    assert bench.verdict(None, 0.97) != "met"
+    ours, peer = {"median": 0.80}, {"median": 0.85}
+    assert bench._at_least(ours, peer) == "**missed by 0.050**"
+    assert bench._at_least(peer, ours) == "met"
+    assert bench._at_least({"median": None}, peer) == "n/a"
+    assert bench._difference(ours, peer)["median"] == pytest.approx(-0.05)
+    assert bench._difference(ours, {"median": None})["median"] is None
+
+
+def test_summary_counts_met_targets_and_names_the_worst():
+    b = bench.Bench.__new__(bench.Bench)     # no cgroup or temp dir: only the verdicts
+    b.verdicts = []
+    b.record("overhead", "a", {"median": 0.99}, 0.97)
+    b.record("overhead", "b", {"median": 0.90}, 0.97)
+    b.record("overhead", "c", {"median": None}, 0.97)
+    md = b.summary_md()
+    assert "| overhead (≥ 0.97) | 1/3 | 0.900 vs 0.97 (b) |" in md
