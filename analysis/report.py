@@ -387,6 +387,27 @@ def _sweep_desc(runs):
             + (f" of {join(durs, lambda d: f'{d:g}')} s per run" if durs else ""))
 
 
+def _traced_note(ok, source):
+    """What the throughput and latency figures were measured under: the tracer or nothing."""
+    traced = [r for r in ok if r.get("traced")]
+    if not traced:
+        return ("Measured without the tracer (`--no-trace`): throughput and latency are the "
+                "workloads' own; there is no copy accounting, syscall histogram or stack here.")
+    selfns = stats.spread(_num(((r.get("trace") or {}).get("self") or {}).get("ns_per_message"))
+                          for r in traced)
+    return (f"Throughput and latency were measured with the tracer attached ({len(traced)} of "
+            f"{len(ok)} runs): copy accounting, per-call syscall histograms, "
+            + (f"stack sampling on {', '.join(f'`{x}`' for x in source)}" if source
+               else "no stack sampling")
+            + " and perf counters. That slows the workloads, and not by the same share for "
+            "every strategy: its BPF programs alone took "
+            + (f"{stats.fmt_spread(selfns, '{:.0f}')} ns per message" if selfns else "an unknown time")
+            + " (from `bpf_stats`), and the syscall tracing path and the sampling interrupts "
+            "come on top. To compare the strategies' throughput without it, run the same sweep "
+            "with `netio-trace run --no-trace`; `make bench` measures what the tracer costs on "
+            "this machine.")
+
+
 def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
     ok = [r for r in runs if results.ok(r)]
     bad = [r for r in runs if not results.ok(r)]
@@ -411,6 +432,7 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
         "ran in interleaved rounds (every configuration once, then again), and ratios are paired "
         "within a round. Latency here is duration × threads / messages (mean time per message on "
         "one connection); per-call syscall latency comes from the tracer's histograms.")
+    d.p(_traced_note(ok, source), "note")
     timer_sources = [s for s in source if s in ("cpu-clock", "tick")]
     timer_text = " and ".join({"cpu-clock": "the software `cpu-clock` timer",
                                "tick": "the scheduler tick"}[s] for s in timer_sources)

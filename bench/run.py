@@ -703,7 +703,10 @@ def profile_miss(name, res, key_traced, key_ref, what):
 
 # ---- section 1 and 2: tracer overhead, and bpftrace doing the same counting -----------------
 # the variants of section 1's "where the cost goes" table, fewest parts first
-DECOMPOSITION = ("sampling", "programs", "no-sample", "full", "tick")
+DECOMPOSITION = ("sampling", "programs", "no-sample", "full", "tick", "bpftrace-timer")
+# the strategies whose cost is taken apart: one-copy (issues 3 and 4's headline) and zero-copy
+# (the tracer's worst case)
+DECOMPOSED = ("one-copy", "zero-copy")
 
 # Issue 4 asks what sampling at 999 Hz keeps of untraced throughput. The tracer refuses to run
 # with no probe point, so "sampling alone" keeps its cheapest one: rx_copy on
@@ -811,7 +814,7 @@ def section_overhead(b):
     strategies = ("two-copy", "one-copy", "zero-copy")
     sizes = (16 * KiB, 64 * KiB)
     rows, peer_rows, self_rows, misses, every = [], [], [], [], []
-    parts = []              # (transport, size, results) of the one-copy configurations
+    parts = []              # (transport, strategy, size, results) of the DECOMPOSED ones
     headline = None
     for transport in b.args.transports:
         with Topology(transport) as topo:
@@ -825,7 +828,7 @@ def section_overhead(b):
                                 # ours doing what bpftrace does (section 2), and more: copy
                                 # accounting and syscall histograms, no sampling or counters
                                 ("programs", mk(counting_only))]
-                    if strategy == "one-copy":   # where the cost goes (issues 3 and 4)
+                    if strategy in DECOMPOSED:   # where the cost goes (issues 3 and 4)
                         variants.append(("no-sample",
                                          mk(lambda: OurTracer(["--no-sample"], label="no-sample"))))
                         variants.append(("sampling", mk(sampling_alone)))
@@ -881,8 +884,9 @@ def section_overhead(b):
                         misses += profile_miss(name, res, "full", "untraced",
                                                f"{tag}: ours {full['median']:.3f} < bpftrace "
                                                f"{peer['median']:.3f}")
+                    if strategy in DECOMPOSED:
+                        parts.append((transport, strategy, size, res))
                     if strategy == "one-copy":
-                        parts.append((transport, size, res))
                         b.record("issue 4: sampling alone at 999 Hz (default source) / untraced",
                                  tag, _ratio(res, "sampling", "untraced"), TARGET_SAMPLING)
                         sampling = _ratio(res, "full", "no-sample")
@@ -923,13 +927,14 @@ def section_overhead(b):
         "baseline too, and so hide part of the cost.)",
         "- **programs** (every configuration): `--no-sample --no-counters`, the BPF programs "
         "alone (copy accounting and syscall histograms): section 2 compares it with bpftrace.",
-        "- **no-sample** (one-copy only): the same with `--no-sample`; full / no-sample is what "
-        "sampling at 999 Hz costs on top of everything else.",
-        "- **sampling** (one-copy only): stack sampling alone, at 999 Hz on the default source, "
-        "no counters, and of the probe points only rx_copy (the tracer needs one; a count per "
+        "- **no-sample** (one-copy and zero-copy): the same with `--no-sample`; full / "
+        "no-sample is what sampling at 999 Hz costs on top of everything else.",
+        "- **sampling** (one-copy and zero-copy): stack sampling alone, at 999 Hz on the "
+        "default source, no counters, and of the probe points only rx_copy (the tracer needs "
+        "one; a count per "
         "skb on the receiver): every other program left out with `NETIO_TRACER_SKIP`, checked "
         "in every run. sampling / untraced is issue 4's target as worded.",
-        "- **bpftrace-timer** (one-copy only): a peer's sampler doing nothing, bpftrace "
+        "- **bpftrace-timer** (one-copy and zero-copy): a peer's sampler doing nothing, bpftrace "
         "`profile:hz:999 { @n = count(); }`: a cpu-clock event at 999 Hz on every CPU; what "
         "any 999 Hz sampler pays here before it records a stack.",
         "",
@@ -959,11 +964,11 @@ def section_overhead(b):
             for r in (_ratio(res, "sampling", "untraced"), _ratio(res, "full", "no-sample"),
                       _ratio(res, "tick", "no-sample"),
                       _ratio(res, "bpftrace-timer", "untraced"))) + " |"
-          for t, sz, res in parts],
+          for t, st, sz, res in parts if st == "one-copy"],
         "",
         *floor,
         "",
-        "### Where the cost goes (one-copy)",
+        f"### Where the cost goes ({' and '.join(DECOMPOSED)})",
         "",
         "The same rounds with parts of the tracer: **sampling** = stack sampling alone (above); "
         "**programs** = `--no-sample --no-counters` "
@@ -971,16 +976,17 @@ def section_overhead(b):
         "the perf counters; **full** adds stack sampling on the default source (one event per "
         "CPU on the workloads' cgroup, as `netio-trace run` samples: it runs only while a "
         "workload is on that CPU, so a switch between two workload threads re-arms no timer); "
-        "**tick** is full with `--sample-source tick` (samples on the scheduler tick). Each "
+        "**tick** is full with `--sample-source tick` (samples on the scheduler tick); "
+        "**bpftrace-timer** is the peer's 999 Hz sampler doing nothing. Each "
         "cell: throughput / untraced, then the workloads' CPU s/GB / untraced.",
         "",
-        "| transport | size | " + " | ".join(DECOMPOSITION) + " |",
-        "|---|---|" + "---|" * len(DECOMPOSITION),
-        *[f"| {t} | {size_name(sz)} | " + " | ".join(
+        "| transport | strategy | size | " + " | ".join(DECOMPOSITION) + " |",
+        "|---|---|---|" + "---|" * len(DECOMPOSITION),
+        *[f"| {t} | {st} | {size_name(sz)} | " + " | ".join(
             f"{pairs.fmt(_ratio(res, v, 'untraced'), 3)}; CPU/GB "
             f"{pairs.fmt(_ratio(res, v, 'untraced', 'cpu_s_per_gb'), 2)}"
             for v in DECOMPOSITION) + " |"
-          for t, sz, res in parts],
+          for t, st, sz, res in parts],
         "",
         "### The tracer's own cost, from BPF run-time stats",
         "",

@@ -120,3 +120,23 @@ def test_no_pmu_image_says_not_countable(built):
     md = (d / "report.md").read_text()
     assert "plots/cache_misses.png" in md
     assert os.path.getsize(d / "plots" / "cache_misses.png") > 1000
+
+
+def test_report_says_the_figures_were_measured_traced(built, fixture_dir):
+    d, _ = built
+    md = (d / "report.md").read_text()
+    assert "measured with the tracer attached" in md and "`netio-trace run --no-trace`" in md
+    assert re.search(r"its BPF programs alone took \d+( \(\d+–\d+\))? ns per message", md)
+    # the same sweep run with --no-trace says so instead
+    lines = (fixture_dir / "runs.jsonl").read_text().splitlines()
+    import json
+    untraced = []
+    for line in lines:
+        r = json.loads(line)
+        r["traced"] = False
+        untraced.append(json.dumps(r))
+    (fixture_dir / "runs.jsonl").write_text("\n".join(untraced) + "\n")
+    report.build(str(fixture_dir))
+    md = (fixture_dir / "report.md").read_text()
+    assert "Measured without the tracer (`--no-trace`)" in md
+    assert "measured with the tracer attached" not in md
