@@ -46,8 +46,7 @@ class GatedProcess:
 
     def release(self):
         os.write(self._gate, b"g")
-        os.close(self._gate)
-        self._gate = None
+        self._close_gate()
 
     def poll(self):
         if self.returncode is None:
@@ -72,6 +71,21 @@ class GatedProcess:
                 os.kill(self.pid, sig)
             except ProcessLookupError:
                 pass
+        self._close_gate()
+
+    def end(self, timeout=5):
+        """After a failed run: killed if it still runs (by the pid we started), reaped within
+        timeout, its gate closed, so that nothing of it is left."""
+        if self.poll() is None:
+            self.kill()
+            try:
+                self.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        self._close_gate()
+
+    def _close_gate(self):
+        """A child still at the gate reads end-of-file and exits without running argv."""
         if self._gate is not None:
             os.close(self._gate)
             self._gate = None

@@ -210,13 +210,10 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
         with critical():
             # the workloads first (by the pids started here), then their namespaces
             for p in (client, server):
-                if p is not None and p.poll() is None:
-                    p.kill()
-                    try:
-                        p.wait(timeout=5)
-                    except Exception:
-                        pass
-                if p is not None and p.returncode is not None:
+                if p is None:
+                    continue
+                p.end()
+                if p.returncode is not None:
                     state.forget_child(p.pid)
             if topo is not None:
                 _remove_namespaces(topo)

@@ -78,3 +78,23 @@ def test_gated_wait_times_out(gated):
     p.release()
     with pytest.raises(subprocess.TimeoutExpired):
         p.wait(timeout=0.2)
+
+
+def test_end_kills_a_running_process_and_lets_a_gated_one_exit_unrun(gated, tmp_path):
+    running = gated("/bin/sleep", "30")
+    running.release()
+    t0 = time.monotonic()
+    running.end()
+    assert running.returncode == -9 and time.monotonic() - t0 < 5
+    with pytest.raises(ProcessLookupError):
+        os.kill(running.pid, 0)             # reaped: nothing of it is left
+    marker = tmp_path / "ran"
+    held = gated("/bin/touch", str(marker))
+    held.end()                              # never released: its argv must not run
+    assert held.returncode is not None and held._gate is None
+    assert not marker.exists()
+    done = gated("/bin/true")
+    done.release()
+    done.wait(5)
+    done.end()                              # already over: nothing to do, no error
+    assert done.returncode == 0
