@@ -405,7 +405,10 @@ def _traced_note(ok, source):
             + " (from `bpf_stats`), and the syscall tracing path and the sampling interrupts "
             "come on top. To compare the strategies' throughput without it, run the same sweep "
             "with `netio-trace run --no-trace`; `make bench` measures what the tracer costs on "
-            "this machine.")
+            "this machine."
+            + (" Sampling on `cpu-clock` (no PMU) takes a timer interrupt per sample, which in a "
+               "VM costs an exit each: `--sample-source tick` samples on the scheduler tick, "
+               "which fires anyway, at a fraction of the cost." if "cpu-clock" in source else ""))
 
 
 def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):

@@ -207,6 +207,14 @@ def leftovers(before, owners=(), dirs=(), tokens=(), timeout=5.0):
 
 
 # ---- the driver --------------------------------------------------------------------------------
+def _default_signals():
+    """The child starts as from a terminal, with SIGINT and SIGTERM at their defaults: a test
+    run in the background of a non-interactive shell (nohup CMD &) inherits SIGINT ignored,
+    and an interruption before the driver installs its handlers would then be lost."""
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
 class Driver:
     """`netio-trace ARGS` through the launcher, stdout/stderr into files under `where`."""
 
@@ -216,7 +224,8 @@ class Driver:
         with open(self.out_path, "w") as o, open(self.err_path, "w") as e:
             self.proc = subprocess.Popen([*prefix, LAUNCHER, *args], cwd=REPO,
                                          env=env or _env(), stdout=o, stderr=e,
-                                         stdin=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL,
+                                         preexec_fn=_default_signals)
         self.pid = self.proc.pid
 
     def stderr(self):

@@ -127,6 +127,7 @@ def test_report_says_the_figures_were_measured_traced(built, fixture_dir):
     md = (d / "report.md").read_text()
     assert "measured with the tracer attached" in md and "`netio-trace run --no-trace`" in md
     assert re.search(r"its BPF programs alone took \d+( \(\d+–\d+\))? ns per message", md)
+    assert "`--sample-source tick`" in md       # the fixture sampled on cpu-clock (no PMU)
     # the same sweep run with --no-trace says so instead
     lines = (fixture_dir / "runs.jsonl").read_text().splitlines()
     import json
