@@ -685,7 +685,8 @@ def profile_miss(name, res, key_traced, key_ref, what):
 
 # ---- section 1 and 2: tracer overhead, and bpftrace doing the same counting -----------------
 # the variants of section 1's "where the cost goes" table, fewest parts first
-DECOMPOSITION = ("sampling", "programs", "no-sample", "full", "tick", "bpftrace-timer")
+DECOMPOSITION = ("sampling", "xmit-receive", "no-syscall-hooks", "programs", "no-sample", "full",
+                 "tick", "bpftrace-timer")
 # the strategies whose cost is taken apart: one-copy (issues 3 and 4's headline) and zero-copy
 # (the tracer's worst case)
 DECOMPOSED = ("one-copy", "zero-copy")
@@ -695,8 +696,13 @@ DECOMPOSED = ("one-copy", "zero-copy")
 # skb_copy_datagram_iovec (a per-skb count on the receiver, which is not the bottleneck);
 # every other program is left out with the experiments' NETIO_TRACER_SKIP (DEVELOPERS.md).
 # Each run checks that nothing else attached, so a new program cannot slip into the variant.
-SAMPLING_ALONE_SKIP = ("tp_send_length,tp_xmit,tp_sock_state,tp_netif_receive,tp_tcp_probe,"
-                       "tp_recv_length,sc_enter,sc_exit,sc_enter_raw,sc_exit_raw")
+# The programs by part, for NETIO_TRACER_SKIP: the syscall hooks (per-call latency), the
+# socket-layer events (bytes and calls per process, the end of a traced call), the rest (xmit
+# and receive per skb, socket state).
+SYSCALL_HOOKS = "sc_enter,sc_exit,sc_enter_raw,sc_exit_raw"
+SOCKET_EVENTS = "tp_send_length,tp_recv_length"
+SKB_EVENTS = "tp_xmit,tp_sock_state,tp_netif_receive,tp_tcp_probe"
+SAMPLING_ALONE_SKIP = ",".join((SYSCALL_HOOKS, SOCKET_EVENTS, SKB_EVENTS))
 SAMPLING_ALONE_ATTACHED = {"rx_copy", "stacks"}
 
 
@@ -767,6 +773,21 @@ def counting_only():
     return OurTracer(["--no-sample", "--no-counters"], label="programs")
 
 
+def programs_without_syscall_hooks():
+    """The programs with no per-call latency: what is left when no syscall hook runs."""
+    return OurTracer(["--no-sample", "--no-counters"], label="no-syscall-hooks",
+                     env={"NETIO_TRACER_SKIP": SYSCALL_HOOKS},
+                     expect_attached={"tx_bytes", "rx_copy", "pinning", "fallback_copy"})
+
+
+def programs_on_skbs_only():
+    """The per-skb programs only (xmit, receive, and rx_copy on skb_copy_datagram_iovec once
+    sock_recv_length is left out): neither syscall hooks nor socket-layer events."""
+    return OurTracer(["--no-sample", "--no-counters"], label="xmit-receive",
+                     env={"NETIO_TRACER_SKIP": ",".join((SYSCALL_HOOKS, SOCKET_EVENTS))},
+                     expect_attached={"rx_copy", "pinning", "fallback_copy"})
+
+
 def _sources(every, variant):
     """'tick at 250 Hz' etc.: the sampling source and rate the tracer reported in the runs of
     one variant."""
@@ -797,6 +818,8 @@ def section_overhead(b):
                                 # accounting and syscall histograms, no sampling or counters
                                 ("programs", mk(counting_only))]
                     if strategy in DECOMPOSED:   # where the cost goes (issues 3 and 4)
+                        variants.append(("no-syscall-hooks", mk(programs_without_syscall_hooks)))
+                        variants.append(("xmit-receive", mk(programs_on_skbs_only)))
                         variants.append(("no-sample",
                                          mk(lambda: OurTracer(["--no-sample"], label="no-sample"))))
                         variants.append(("sampling", mk(sampling_alone)))
@@ -942,8 +965,13 @@ def section_overhead(b):
         f"### Where the cost goes ({' and '.join(DECOMPOSED)})",
         "",
         "The same rounds with parts of the tracer: **sampling** = stack sampling alone (above); "
+        "**xmit-receive** = the per-skb programs only (xmit, receive, and the receiver's copies "
+        "counted per skb on `skb_copy_datagram_iovec`); **no-syscall-hooks** adds the "
+        "socket-layer events (`sock_send_length`, `sock_recv_length`: bytes and calls per "
+        "process), so it is the copy accounting without per-call latency; "
         "**programs** = `--no-sample --no-counters` "
-        "(the BPF programs alone: copy accounting and syscall histograms); **no-sample** adds "
+        "(the BPF programs alone: copy accounting and syscall histograms, so programs / "
+        "no-syscall-hooks is what exact per-call latency costs); **no-sample** adds "
         "the perf counters; **full** adds stack sampling on the default source (one event per "
         "CPU on the workloads' cgroup, as `netio-trace run` samples: it runs only while a "
         "workload is on that CPU, so a switch between two workload threads re-arms no timer); "
