@@ -5,8 +5,9 @@ printed and written to bench/results.md with the machine it ran on. Add a sectio
 a function and listing it in SECTIONS.
 
 Every run of our workloads goes through Bench.netio(): the server and the client are started
-held at a gate (analysis/procs.py), an observer (none, our tracer, or bpftrace) is set up on
-their pids, then they are released; their CPU time comes from their own rusage (wait4).
+held at a gate (analysis/procs.py), an observer (none, our tracer in one of its variants, or
+bpftrace) is set up on their pids, then they are released; their CPU time comes from their own
+rusage (wait4). Bench.busy_loop() does the same for netio-busy-loop (the timer floor).
 """
 import argparse
 import json
