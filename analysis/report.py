@@ -399,8 +399,8 @@ def _traced_note(ok, source):
             f"{len(ok)} runs): copy accounting, per-call syscall histograms, "
             + (f"stack sampling on {', '.join(f'`{x}`' for x in source)}" if source
                else "no stack sampling")
-            + " and perf counters. That slows the workloads, and not by the same share for "
-            "every strategy: its BPF programs alone took "
+            + " and perf counters. That slows the workloads, by a share that can differ "
+            "between strategies: its BPF programs alone took "
             + (f"{stats.fmt_spread(selfns, '{:.0f}')} ns per message" if selfns else "an unknown time")
             + " (from `bpf_stats`), and the syscall tracing path and the sampling interrupts "
             "come on top. To compare the strategies' throughput without it, run the same sweep "

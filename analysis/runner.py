@@ -10,8 +10,8 @@ import subprocess
 import tempfile
 import time
 
-from . import netns, paths, procs, record, state
-from .procs import GatedProcess
+from . import netns, paths, record, state
+from .procs import GatedProcess, wait_for_exit
 from .signals import critical
 from .sizes import format_size
 from .tracer import TracerError
@@ -94,8 +94,8 @@ def _wait_both(server, client, limit, c_err, s_err):
             raise RunFailed(f"server still running {limit:.0f} s after start (killed)")
         # the client ends after the server (it drains); wake when either ends (a client
         # that ended first failed)
-        procs.wait_for_exit([server, client] if client.poll() is None else [server],
-                            deadline - time.monotonic())
+        wait_for_exit([server, client] if client.poll() is None else [server],
+                      deadline - time.monotonic())
     if server.returncode not in (0, None) and client.poll() is None:
         try:
             client.wait(timeout=2.0)

@@ -692,17 +692,17 @@ DECOMPOSITION = ("sampling", "xmit-receive", "no-syscall-hooks", "programs", "no
 # (the tracer's worst case)
 DECOMPOSED = ("one-copy", "zero-copy")
 
-# Issue 4 asks what sampling at 999 Hz keeps of untraced throughput. The tracer refuses to run
-# with no probe point, so "sampling alone" keeps its cheapest one: rx_copy on
-# skb_copy_datagram_iovec (a per-skb count on the receiver, which is not the bottleneck);
-# every other program is left out with the experiments' NETIO_TRACER_SKIP (DEVELOPERS.md).
-# Each run checks that nothing else attached, so a new program cannot slip into the variant.
-# The programs by part, for NETIO_TRACER_SKIP: the syscall hooks (per-call latency), the
-# socket-layer events (bytes and calls per process, the end of a traced call), the rest (xmit
-# and receive per skb, socket state).
+# The programs by part, for the experiments' NETIO_TRACER_SKIP (DEVELOPERS.md): the syscall
+# hooks (per-call latency), the socket-layer events (bytes and calls per process, the end of a
+# traced call), the rest (xmit and receive per skb, socket state). A variant that leaves some
+# out checks in every run what attached, so a new program cannot slip into it.
 SYSCALL_HOOKS = "sc_enter,sc_exit,sc_enter_raw,sc_exit_raw"
 SOCKET_EVENTS = "tp_send_length,tp_recv_length"
 SKB_EVENTS = "tp_xmit,tp_sock_state,tp_netif_receive,tp_tcp_probe"
+
+# Issue 4 asks what sampling at 999 Hz keeps of untraced throughput. The tracer refuses to run
+# with no probe point, so "sampling alone" keeps its cheapest one: rx_copy on
+# skb_copy_datagram_iovec (a per-skb count on the receiver, which is not the bottleneck).
 SAMPLING_ALONE_SKIP = ",".join((SYSCALL_HOOKS, SOCKET_EVENTS, SKB_EVENTS))
 SAMPLING_ALONE_ATTACHED = {"rx_copy", "stacks"}
 
@@ -769,24 +769,29 @@ def timer_floor(b):
     ]
 
 
+def _programs(label, skip=(), attached=None):
+    """The tracer's BPF programs with no sampling or counters, those named in skip left out."""
+    return OurTracer(["--no-sample", "--no-counters"], label=label,
+                     env={"NETIO_TRACER_SKIP": ",".join(skip)} if skip else None,
+                     expect_attached=attached)
+
+
 def counting_only():
     """The tracer's BPF programs alone: copy accounting and syscall histograms."""
-    return OurTracer(["--no-sample", "--no-counters"], label="programs")
+    return _programs("programs")
 
 
 def programs_without_syscall_hooks():
     """The programs with no per-call latency: what is left when no syscall hook runs."""
-    return OurTracer(["--no-sample", "--no-counters"], label="no-syscall-hooks",
-                     env={"NETIO_TRACER_SKIP": SYSCALL_HOOKS},
-                     expect_attached={"tx_bytes", "rx_copy", "pinning", "fallback_copy"})
+    return _programs("no-syscall-hooks", (SYSCALL_HOOKS,),
+                     {"tx_bytes", "rx_copy", "pinning", "fallback_copy"})
 
 
 def programs_on_skbs_only():
     """The per-skb programs only (xmit, receive, and rx_copy on skb_copy_datagram_iovec once
     sock_recv_length is left out): neither syscall hooks nor socket-layer events."""
-    return OurTracer(["--no-sample", "--no-counters"], label="xmit-receive",
-                     env={"NETIO_TRACER_SKIP": ",".join((SYSCALL_HOOKS, SOCKET_EVENTS))},
-                     expect_attached={"rx_copy", "pinning", "fallback_copy"})
+    return _programs("xmit-receive", (SYSCALL_HOOKS, SOCKET_EVENTS),
+                     {"rx_copy", "pinning", "fallback_copy"})
 
 
 def _sources(every, variant):

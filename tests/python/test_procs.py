@@ -25,11 +25,7 @@ def gated(tmp_path):
         return p
     yield make
     for p in made:
-        p.kill()
-        try:
-            p.wait(timeout=5)
-        except (subprocess.TimeoutExpired, ChildProcessError):
-            pass
+        p.end()
 
 
 def test_wait_for_exit_sleeps_until_the_end_and_leaves_reaping_to_poll(gated):
