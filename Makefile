@@ -25,6 +25,9 @@ TARGETS += $(BUILD)/netio-tracer
 endif
 
 .PHONY: all deps run test unittest pytest vmtest bench clean
+# run, test and bench need root (BPF, namespaces): as another user they re-run themselves with
+# sudo, so README's two commands are the same for root and for a sudo user.
+AS_ROOT := $(if $(filter 0,$(shell id -u)),,sudo)
 .DELETE_ON_ERROR:
 # keep the BPF objects and skeletons (intermediates) so a second make has nothing to do
 .SECONDARY:
@@ -85,16 +88,24 @@ pytest: all
 vmtest: all
 	NETIO_BUILD=$(abspath $(BUILD)) ./tests/vm/run-vmtest.sh
 
-test: deps all
-	@$(MAKE) --no-print-directory unittest
-	@$(MAKE) --no-print-directory pytest
-	@$(MAKE) --no-print-directory vmtest
+# deps first, in a make of its own: CLANG and BPFTOOL are looked up when a make starts, and
+# on a fresh machine they exist only after deps
+test:
+	@$(AS_ROOT) $(MAKE) --no-print-directory deps
+	@$(AS_ROOT) $(MAKE) --no-print-directory all
+	@$(AS_ROOT) $(MAKE) --no-print-directory unittest
+	@$(AS_ROOT) $(MAKE) --no-print-directory pytest
+	@$(AS_ROOT) $(MAKE) --no-print-directory vmtest
 
-run: deps all
-	./netio-trace run
+run:
+	@$(AS_ROOT) $(MAKE) --no-print-directory deps
+	@$(AS_ROOT) $(MAKE) --no-print-directory all
+	$(AS_ROOT) ./netio-trace run
 
-bench: deps all
-	NETIO_BUILD=$(abspath $(BUILD)) $(PYTHON) -m bench.run
+bench:
+	@$(AS_ROOT) $(MAKE) --no-print-directory deps
+	@$(AS_ROOT) $(MAKE) --no-print-directory all
+	$(AS_ROOT) env NETIO_BUILD=$(abspath $(BUILD)) $(PYTHON) -m bench.run
 
 $(BUILD)/workloads $(BUILD)/bpf $(BUILD)/include $(BUILD)/user $(BUILD)/tests:
 	@mkdir -p $@

@@ -3,8 +3,8 @@ import csv
 import json
 import os
 
-from . import paths
-from .params import run_key
+from analysis import files
+from analysis.contract import run_key
 
 RUNS = "runs.jsonl"
 CSV = "results.csv"
@@ -195,7 +195,7 @@ def _cell(v):
 
 
 def write_csv(path, runs):
-    with paths.atomic_open(path, newline="") as f:
+    with files.atomic_open(path, newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
         w.writeheader()
         for r in sort_runs(runs):
@@ -203,7 +203,7 @@ def write_csv(path, runs):
 
 
 def sort_runs(runs):
-    from .params import STRATEGIES, TRANSPORTS
+    from analysis.contract import STRATEGIES, TRANSPORTS
     so = {s: i for i, s in enumerate(STRATEGIES)}
     to = {t: i for i, t in enumerate(TRANSPORTS)}
     return sorted(runs, key=lambda r: (to.get(r["transport"], 9), r["threads"], r["msg_size"],

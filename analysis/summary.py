@@ -1,8 +1,8 @@
 """Per strategy and size figures (medians over repeats) shared by the end-of-sweep table and the
 report: throughput, cycles/byte per copy category, zero-copy COPIED %, p99 send latency."""
-from . import results, stats
-from .params import STRATEGIES, TRANSPORTS
-from .sizes import format_size
+from analysis import results, stats
+from analysis.contract import STRATEGIES, TRANSPORTS
+from analysis.sizes import format_size
 
 SHORT = {"user_copy": "user", "kernel_tx_copy": "k-tx", "pinning": "pin",
          "fallback_copy": "fallback", "completion": "compl", "kernel_rx_copy": "k-rx",

@@ -23,10 +23,10 @@ import tempfile
 import time
 import types
 
-from analysis.netns import Topology, VETH_RECEIVER_ADDR, LOOPBACK_ADDR
-from analysis import cgroup
-from analysis.procs import GatedProcess, wait_for_exit
-from analysis.tracer import ControlTracer
+from netio_trace.system import cgroup
+from netio_trace.system.netns import LOOPBACK_ADDR, Topology, VETH_RECEIVER_ADDR
+from netio_trace.system.procs import GatedProcess, wait_for_exit
+from netio_trace.tracer import ControlTracer
 from bench import pairs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -633,7 +633,7 @@ COST_CLASSES = [
 def profile_miss(name, res, key_traced, key_ref, what):
     """A target was missed: keep the folded stacks of the traced run whose ratio is the median
     one beside the results, render its flame graph, and say where the time went."""
-    from analysis import flamegraph
+    from report import flamegraph
     traced, ref = res[key_traced], res[key_ref]
     ratios = [t["recv_gbps"] / r["recv_gbps"] if r["recv_gbps"] else None
               for t, r in zip(traced, ref)]

@@ -18,7 +18,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from analysis import attribution  # noqa: E402
-from analysis.machine import has_pmu  # noqa: E402
+from netio_trace.system.machine import has_pmu  # noqa: E402
 
 BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
 STRATEGIES = ("two-copy", "one-copy", "zero-copy")

@@ -20,10 +20,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from analysis import attribution, cgroup, flamegraph  # noqa: E402
-from analysis.machine import has_pmu, kernel_hz  # noqa: E402
-from analysis.procs import GatedProcess  # noqa: E402
-from analysis.tracer import ControlTracer  # noqa: E402
+from analysis import attribution  # noqa: E402
+from report import flamegraph  # noqa: E402
+from netio_trace.system import cgroup  # noqa: E402
+from netio_trace.system.machine import has_pmu, kernel_hz  # noqa: E402
+from netio_trace.system.procs import GatedProcess  # noqa: E402
+from netio_trace.tracer import ControlTracer  # noqa: E402
 
 BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
 TRACER = os.path.join(BUILD, "netio-tracer")

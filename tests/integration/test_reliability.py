@@ -36,8 +36,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from analysis import params as P  # noqa: E402
-from analysis import cgroup, paths, state  # noqa: E402
+from analysis import files  # noqa: E402
+from netio_trace.run import params as P  # noqa: E402
+from netio_trace.system import cgroup, paths, state  # noqa: E402
 
 BUILD = paths.build_dir()
 LAUNCHER = os.path.join(REPO, "netio-trace")
@@ -47,7 +48,7 @@ NETNS_DIR = "/var/run/netns"
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not all(paths.have_binary(b) for b in BINS)
-    or not paths.find_tool("ip") or not paths.find_tool("bpftool")
+    or not files.find_tool("ip") or not files.find_tool("bpftool")
     or not os.access(os.path.join(REPO, ".venv", "bin", "python"), os.X_OK),
     reason="needs root, ip, bpftool, the venv and the built binaries (NETIO_BUILD)")
 
@@ -504,7 +505,7 @@ def test_sigkill_then_next_start(tmp_path):
 def test_stale_namespace_with_own_pid():
     """A name with this process's pid can only be a dead predecessor's (same pid): the start
     removes it (else `ip netns add` of the first run fails); a foreign name stays."""
-    from analysis import netns
+    from netio_trace.system import netns
     mine, decoy = f"netio-{os.getpid()}-987-snd", "netio-decoy-own"
     for ns in (mine, decoy):
         subprocess.run(["ip", "netns", "add", ns], check=True)
@@ -574,7 +575,7 @@ def test_workload_dies_mid_run(tmp_path):
 
 
 def test_attach_rung_that_cannot_attach_is_refused(tmp_path):
-    from analysis.tracer import probe
+    from netio_trace.tracer import probe
     if probe().get("attach", {}).get("fentry") is not False:
         pytest.skip("fentry attaches on this kernel: nothing to refuse")
     before = snapshot()
@@ -614,7 +615,7 @@ def test_not_root(tmp_path, command):
     assert rc == 2 and ("sudo" in line or "root" in line), line
     py = "/usr/bin/python3"
     if os.access(py, os.X_OK):
-        cp = subprocess.run([*_nobody(), py, "-m", "analysis.cli", *args], cwd=REPO,
+        cp = subprocess.run([*_nobody(), py, "-m", "netio_trace.cli", *args], cwd=REPO,
                             env=_env(PYTHONPATH=REPO, NETIO_ROOT=REPO),
                             capture_output=True, text=True, timeout=60)
         line = one_line(cp.stderr)
@@ -651,7 +652,7 @@ def test_no_btf(tmp_path, command):
 @pytest.mark.parametrize("command", ["run", "doctor"])
 def test_missing_ip(tmp_path, command):
     """`ip` hidden for real: /dev/null bound over the binary in a private mount namespace."""
-    ip = os.path.realpath(paths.find_tool("ip"))
+    ip = os.path.realpath(files.find_tool("ip"))
     cp = _in_private_mounts(f"mount --bind /dev/null {ip}", CMDS[command](tmp_path), tmp_path)
     line = one_line(cp.stderr)
     assert cp.returncode == 2 and "ip" in line and "iproute2" in line, line
@@ -663,7 +664,7 @@ def test_missing_tracer(tmp_path, command):
     """No netio-tracer in the build tree (run's case is in tests/python/test_cli_input.py)."""
     empty = tmp_path / "nobuild"
     empty.mkdir()
-    cp = subprocess.run([sys.executable, "-m", "analysis.cli", *CMDS[command](tmp_path)],
+    cp = subprocess.run([sys.executable, "-m", "netio_trace.cli", *CMDS[command](tmp_path)],
                         cwd=REPO, env=_env(NETIO_BUILD=str(empty), PYTHONPATH=REPO,
                                            NETIO_ROOT=REPO),
                         capture_output=True, text=True, timeout=120)

@@ -23,9 +23,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from analysis.machine import has_pmu  # noqa: E402
-from analysis.netns import Topology  # noqa: E402
-from analysis.procs import GatedProcess  # noqa: E402
+from netio_trace.system.machine import has_pmu  # noqa: E402
+from netio_trace.system.netns import Topology  # noqa: E402
+from netio_trace.system.procs import GatedProcess  # noqa: E402
 
 BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
 TRACER = os.path.join(BUILD, "netio-tracer")

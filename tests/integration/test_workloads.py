@@ -18,7 +18,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from analysis.netns import Topology  # noqa: E402
+from netio_trace.system.netns import Topology  # noqa: E402
 
 BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
 SERVER = os.path.join(BUILD, "netio-server")

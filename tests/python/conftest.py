@@ -22,12 +22,12 @@ def fixture_dir(tmp_path):
 
 
 def run_cli(*args, env=None, cwd=None, prefix=()):
-    """Run `python -m analysis.cli ARGS` the way the launcher does; CompletedProcess."""
+    """Run `python -m netio_trace.cli ARGS` the way the launcher does; CompletedProcess."""
     import subprocess
     e = dict(os.environ)
     e["PYTHONPATH"] = REPO + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
     e["NETIO_ROOT"] = REPO
     if env:
         e.update(env)
-    return subprocess.run([*prefix, sys.executable, "-m", "analysis.cli", *args],
+    return subprocess.run([*prefix, sys.executable, "-m", "netio_trace.cli", *args],
                           capture_output=True, text=True, env=e, cwd=cwd or REPO, timeout=120)

@@ -1,4 +1,4 @@
-"""analysis.attribution on hand-made folded stacks (issue 4), and analysis.flamegraph on them."""
+"""analysis.attribution on hand-made folded stacks (issue 4), and report.flamegraph on them."""
 import os
 import sys
 import xml.etree.ElementTree as ET
@@ -10,7 +10,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from analysis import attribution as A  # noqa: E402
-from analysis import flamegraph as F  # noqa: E402
+from report import flamegraph as F  # noqa: E402
 
 
 def k(*names):

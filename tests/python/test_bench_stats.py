@@ -2,8 +2,7 @@
 interleaved, how paired ratios are taken and summarized, and how a target is judged."""
 import pytest
 
-from bench import pairs
-from bench import run as bench
+from bench import pairs, run as bench
 
 
 def test_rounds_reverse_the_order_every_other_round():

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from analysis import params as P
+from netio_trace.run import params as P
 
 
 def test_default_sweep_shape():

@@ -1,11 +1,11 @@
-"""analysis.procs: processes held at a gate, and waiting for them without waking up."""
+"""netio_trace.system.procs: processes held at a gate, and waiting for them without waking up."""
 import os
 import subprocess
 import time
 
 import pytest
 
-from analysis.procs import GatedProcess, wait_for_exit
+from netio_trace.system.procs import GatedProcess, wait_for_exit
 
 
 def _switches():

@@ -1,5 +1,5 @@
 from analysis import record
-from analysis.params import Config
+from netio_trace.run.params import Config
 
 CFG = Config("zero-copy", 65536, 2, "veth")
 SERVER = {"role": "server", "strategy": "zero-copy", "size": 65536, "threads": 2,

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from analysis import report
+from report import build as report
 from conftest import run_cli
 
 
@@ -100,7 +100,7 @@ def test_rebuild_from_runs_and_folded_alone(built):
 
 
 def test_flame_graphs_when_renderer_present(built):
-    pytest.importorskip("analysis.flamegraph")
+    pytest.importorskip("report.flamegraph")
     d, info = built
     svgs = {p.name for p in (d / "flamegraphs").glob("*.svg")}
     assert "veth-zero-copy-64K.svg" in svgs

@@ -6,12 +6,13 @@ import tempfile
 
 import pytest
 
-from analysis import paths, report
+from analysis import files
+from report import build as report
 
 
 def _chromium():
     for name in ("chromium", "chromium-browser", "google-chrome"):
-        p = paths.find_tool(name)
+        p = files.find_tool(name)
         if p:
             return p
     return None

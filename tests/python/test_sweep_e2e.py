@@ -10,13 +10,15 @@ import time
 
 import pytest
 
-from analysis import paths
+from analysis import files
+
+from netio_trace.system import paths
 from conftest import REPO
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not all(paths.have_binary(b) for b in
                                  ("netio-server", "netio-client", "netio-tracer"))
-    or not paths.find_tool("ip"),
+    or not files.find_tool("ip"),
     reason="needs root and the built binaries (NETIO_BUILD)")
 
 DESIGN_COLUMNS = ["strategy", "msg_size", "threads", "transport", "repeat", "throughput_gbps",
@@ -32,7 +34,7 @@ def _env():
 
 
 def _start(*args):
-    return subprocess.Popen([sys.executable, "-m", "analysis.cli", *args], cwd=REPO, env=_env(),
+    return subprocess.Popen([sys.executable, "-m", "netio_trace.cli", *args], cwd=REPO, env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from analysis.tracer import ControlTracer, TracerError, trace_argv
+from netio_trace.tracer import ControlTracer, trace_argv, TracerError
 
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_tracer.py")
 

@@ -13,8 +13,7 @@ import os
 import shutil
 import subprocess
 
-from . import paths
-
+from analysis import files
 INSTALL_HINT = "install it with `make deps` (cargo install inferno)"
 PALETTE = "java"   # "_[k]" kernel frames orange, the rest by name
 TIMEOUT = 300
@@ -66,7 +65,7 @@ def _empty_svg(svg_path, title, message):
 
 
 def _write_atomic(path, data):
-    with paths.atomic_open(path, "wb") as f:
+    with files.atomic_open(path, "wb") as f:
         f.write(data)
 
 
@@ -119,8 +118,8 @@ def diff(folded_a, folded_b, svg_path, title, subtitle=None, normalize=True):
     return svg_path
 
 
-if __name__ == "__main__":   # python -m analysis.flamegraph FOLDED SVG [TITLE]
+if __name__ == "__main__":   # python -m report.flamegraph FOLDED SVG [TITLE]
     import sys
     if len(sys.argv) < 3:
-        sys.exit("usage: python -m analysis.flamegraph FOLDED SVG [TITLE]")
+        sys.exit("usage: python -m report.flamegraph FOLDED SVG [TITLE]")
     render(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else sys.argv[1])

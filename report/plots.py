@@ -9,9 +9,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from . import results  # noqa: E402
-from .params import STRATEGIES, TRANSPORTS  # noqa: E402
-from .sizes import format_size  # noqa: E402
+from analysis import results
+from analysis.contract import STRATEGIES, TRANSPORTS  # noqa: E402
+from analysis.sizes import format_size  # noqa: E402
 
 PALETTE = {"two-copy": "#d62728", "one-copy": "#1f77b4", "zero-copy": "#2ca02c",
            "per-field": "#9467bd"}

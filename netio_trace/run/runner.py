@@ -10,11 +10,12 @@ import subprocess
 import tempfile
 import time
 
-from . import netns, paths, record, state
-from .procs import GatedProcess, wait_for_exit
-from .signals import critical
-from .sizes import format_size
-from .tracer import TracerError
+from analysis import record
+from analysis.sizes import format_size
+from netio_trace.system import netns, paths, state
+from netio_trace.system.procs import GatedProcess, wait_for_exit
+from netio_trace.system.signals import critical
+from netio_trace.tracer import TracerError
 
 PORT = 5301
 LISTEN_TIMEOUT = 10.0
@@ -131,7 +132,7 @@ def _remove_namespaces(topo):
 def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, port=PORT,
             cgroup=None):
     """Run one configuration once. Returns the run object (status ok/failed/inconsistent).
-    cgroup: the sweep's WorkloadCgroup (analysis.cgroup) the workloads start in, or None.
+    cgroup: the sweep's WorkloadCgroup (netio_trace.system.cgroup) the workloads start in, or None.
     Interruptions (KeyboardInterrupt and what the sweep raises on SIGTERM) pass through after
     cleaning up."""
     name = run_dirname(index, cfg, repeat)

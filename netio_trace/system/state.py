@@ -14,8 +14,7 @@ import os
 import signal
 import time
 
-from . import paths
-
+from analysis import files
 STATE_DIR = "/run/netio-trace"
 
 
@@ -61,7 +60,7 @@ class RunState:
             return
         try:
             os.makedirs(self.directory, mode=0o700, exist_ok=True)
-            with paths.atomic_open(self.path) as f:
+            with files.atomic_open(self.path) as f:
                 json.dump(self.data, f)
         except OSError:
             self.enabled = False      # not root: nothing of ours can outlive us anyway

@@ -8,10 +8,10 @@ import collections
 import os
 import time
 
-from . import doc as docmod
-from . import paths, record, results, stats, summary
-from .params import STRATEGIES, TRANSPORTS
-from .sizes import format_bytes, format_size
+from analysis import files, record, results, stats, summary
+from analysis.contract import STRATEGIES, TRANSPORTS
+from analysis.sizes import format_bytes, format_size
+from report import doc as docmod
 
 PAIRS = (("two-copy", "one-copy"), ("one-copy", "zero-copy"))
 RETRANS_FLAG = 0.01
@@ -282,7 +282,7 @@ def _read_folded(path):
 
 
 def _write_folded(path, counts):
-    with paths.atomic_open(path) as f:
+    with files.atomic_open(path) as f:
         for stack, n in sorted(counts.items()):
             f.write(f"{stack} {n}\n")
 
@@ -294,10 +294,10 @@ def flame_graphs(out_dir, ok):
     os.makedirs(fg_dir, exist_ok=True)
     notes, items = [], []
     try:
-        from . import flamegraph
+        from report import flamegraph
     except ImportError:
         flamegraph = None
-        notes.append("analysis.flamegraph is not available: folded stacks are written, SVGs are not.")
+        notes.append("report.flamegraph is not available: folded stacks are written, SVGs are not.")
     for tr in _order((r["transport"] for r in ok), TRANSPORTS):
         sub = [r for r in ok if r["transport"] == tr and (r.get("files") or {}).get("folded")]
         if not sub:
@@ -613,7 +613,7 @@ def _all_rows(ok):
 
 
 def _write(path, text):
-    with paths.atomic_open(path) as f:
+    with files.atomic_open(path) as f:
         f.write(text)
 
 
@@ -626,7 +626,7 @@ def build(out_dir, console=None):
     if not runs:
         raise ReportError(f"{runs_path} holds no run")
     results.write_csv(os.path.join(out_dir, results.CSV), runs)
-    from . import plots
+    from report import plots
     plot_dir = os.path.join(out_dir, "plots")
     plot_files, plot_errors = plots.make_all(runs, plot_dir)
     ok = [r for r in runs if results.ok(r)]

@@ -8,8 +8,7 @@ import signal
 import subprocess
 import time
 
-from . import paths, state
-
+from netio_trace.system import paths, state
 READY_TIMEOUT = 90.0     # loading and attaching every program, BTF parsing included
 COMMAND_TIMEOUT = 30.0   # a snapshot symbolizes stacks: give it time
 

@@ -14,7 +14,7 @@ class GatedProcess:
     """
 
     def __init__(self, argv, stdout_path, stderr_path, cgroup=None):
-        """cgroup: an analysis.cgroup.WorkloadCgroup to move the child into while it waits
+        """cgroup: an netio_trace.system.cgroup.WorkloadCgroup to move the child into while it waits
         at the gate (before anyone is told its pid)."""
         self.argv = list(argv)
         gate_r, gate_w = os.pipe()

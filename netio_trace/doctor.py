@@ -8,8 +8,9 @@ import os
 import socket
 import sys
 
-from . import cgroup, machine, netns, paths, tracer
-
+from analysis import files
+from netio_trace import tracer
+from netio_trace.system import cgroup, machine, netns, paths
 TOOLS = ("ip", "perf", "iperf3", "bpftool", "inferno-flamegraph", "inferno-diff-folded",
          "chromium")
 ATTACH_KEYS = ("fentry", "kprobe", "tp_btf", "tracepoint", "perf_event", "uprobe")
@@ -18,9 +19,9 @@ SO_ZEROCOPY = getattr(socket, "SO_ZEROCOPY", 60)
 
 def probe_netns():
     """Create a namespace with a veth pair, then delete it. (ok, error)."""
-    if not paths.find_tool("ip"):
+    if not files.find_tool("ip"):
         return False, "ip (iproute2) not found"
-    from .signals import critical
+    from netio_trace.system.signals import critical
     try:
         with critical():      # a Ctrl-C here lands after the namespaces are gone again
             with netns.Topology("veth") as topo:
@@ -47,7 +48,7 @@ def probe_zerocopy_socket():
 
 
 def tool_paths():
-    return {t: paths.find_tool(t) for t in TOOLS}
+    return {t: files.find_tool(t) for t in TOOLS}
 
 
 def collect():

@@ -8,9 +8,10 @@ import os
 import sys
 import time
 
-from . import params as P
-from . import paths
-from .params import UsageError
+from analysis import files
+from netio_trace.run import params as P
+from netio_trace.run.params import UsageError
+from netio_trace.system import paths
 
 PROG = "netio-trace"
 EPILOG = """examples:
@@ -216,7 +217,7 @@ def resolve_run(a):
 
 
 def check_privileges(params):
-    from .privileges import privilege_error
+    from netio_trace.system.privileges import privilege_error
     err = privilege_error("run", need_bpf=params.trace)
     if err:
         raise UsageError(err)
@@ -225,7 +226,7 @@ def check_privileges(params):
 def preflight(params):
     """What must be on the machine for this sweep: one line per missing thing (UsageError)."""
     check_privileges(params)
-    if not paths.find_tool("ip"):
+    if not files.find_tool("ip"):
         raise UsageError("netio-trace run: `ip` (iproute2) not found; install it: apt-get install iproute2")
     need = ["netio-server", "netio-client"] + (["netio-tracer"] if params.trace else [])
     missing = [n for n in need if not paths.have_binary(n)]
@@ -236,7 +237,7 @@ def preflight(params):
         raise UsageError("netio-trace run: this kernel has no BTF (/sys/kernel/btf/vmlinux); the "
                          "tracer needs CONFIG_DEBUG_INFO_BTF=y, or run with --no-trace")
     if params.trace and params.attach != "auto":
-        from .tracer import TracerError, probe
+        from netio_trace.tracer import TracerError, probe
         try:
             allowed = probe().get("attach") or {}
         except TracerError as e:
@@ -249,7 +250,7 @@ def preflight(params):
                              f"kernel ({os.uname().release}); see `netio-trace doctor`, or use "
                              f"--attach auto")
     if "zero-copy" in params.strategies:
-        from .doctor import probe_zerocopy_socket
+        from netio_trace.doctor import probe_zerocopy_socket
         if not probe_zerocopy_socket():
             raise UsageError("netio-trace run: this kernel refuses SO_ZEROCOPY (MSG_ZEROCOPY needs "
                              "4.14+); leave zero-copy out of --strategies")
@@ -260,7 +261,7 @@ def cmd_run(a):
     preflight(params)
     make_out_dir(out, "--resume" if resume else "--out")
     from rich.console import Console
-    from .sweep import run_sweep
+    from netio_trace.run.sweep import run_sweep
     console = Console(stderr=True)
     if not console.is_terminal:       # a log: one line per run, no wrapping at 80 columns
         console = Console(stderr=True, width=200)
@@ -269,7 +270,7 @@ def cmd_run(a):
 
 # ---- trace -----------------------------------------------------------------------------------
 def cmd_trace(a, cmd):
-    from .privileges import privilege_error
+    from netio_trace.system.privileges import privilege_error
     if (a.pid is None) == (not cmd):
         raise UsageError("trace needs exactly one of --pid PID or -- CMD [ARGS...]")
     pid = None
@@ -304,12 +305,12 @@ def cmd_trace(a, cmd):
         import shutil
         if not (os.path.sep in cmd[0] and os.access(cmd[0], os.X_OK)) and not shutil.which(cmd[0]):
             raise UsageError(f"netio-trace trace: command {cmd[0]!r} not found")
-    from .tracer import trace_argv
+    from netio_trace.tracer import trace_argv
     # a command we start is sampled from a cgroup of its own (see analysis/cgroup.py); a
     # process given by --pid stays where it is, on per-task events
     cg = None
     if cmd and not a.no_sample and sample_source != "tick":
-        from .cgroup import WorkloadCgroup
+        from netio_trace.system.cgroup import WorkloadCgroup
         cg = WorkloadCgroup.create()
     argv = trace_argv(pid=pid, cmd=cmd, attach=attach, freq=freq, json_path=a.json,
                       folded=a.folded, netns=a.netns, duration=duration,
@@ -412,7 +413,7 @@ def run_tracer(argv, own_command):
 # ---- report / doctor -------------------------------------------------------------------------
 def cmd_report(a):
     from rich.console import Console
-    from .report import ReportError, build
+    from report.build import ReportError, build
     d = os.path.abspath(a.dir)
     if not os.path.isdir(d):
         raise UsageError(f"report {a.dir}: no such directory")
@@ -426,8 +427,8 @@ def cmd_report(a):
         info = build(d, console=console)
     except ReportError as e:
         raise UsageError(str(e)) from None
-    from .results import read_runs
-    from .summary import print_summary
+    from analysis.results import read_runs
+    from analysis.summary import print_summary
     print_summary(read_runs(os.path.join(d, "runs.jsonl")), console)
     console.print(f"report rebuilt from {info['runs']} run(s) in {time.monotonic() - t:.1f} s: "
                   f"{d}/report.html, report.md, results.csv")
@@ -435,11 +436,11 @@ def cmd_report(a):
 
 
 def cmd_doctor(a):
-    from .privileges import privilege_error
+    from netio_trace.system.privileges import privilege_error
     err = privilege_error("doctor")
     if err:
         raise UsageError(err + " (probing BPF, perf and namespaces needs it)")
-    from .doctor import main
+    from netio_trace.doctor import main
     return main(as_json=a.json)
 
 
@@ -450,7 +451,7 @@ def main(argv=None):
         i = argv.index("--")
         argv, cmd = argv[:i], argv[i + 1:]
     parser = build_parser()
-    from .signals import Guard, Interrupted
+    from netio_trace.system.signals import Guard, Interrupted
     guard = None
     try:
         a = parser.parse_args(argv)

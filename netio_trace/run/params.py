@@ -3,10 +3,9 @@ schedule in interleaved rounds, and sweep.json (what --resume compares against).
 import dataclasses
 import json
 
-from .sizes import format_size, parse_sizes
+from analysis.contract import run_key, STRATEGIES, TRANSPORTS  # noqa: F401 (re-used by the CLI)
+from analysis.sizes import format_size, parse_sizes
 
-STRATEGIES = ("two-copy", "one-copy", "zero-copy", "per-field")
-TRANSPORTS = ("veth", "loopback")
 MAX_THREADS = 256
 MAX_DURATION = 3600.0
 MAX_REPEAT = 100
@@ -143,9 +142,6 @@ class Config:
     def label(self):
         return f"{self.strategy} {format_size(self.msg_size)} ×{self.threads} {self.transport}"
 
-
-def run_key(strategy, msg_size, threads, transport, repeat):
-    return f"{strategy}/{int(msg_size)}/{int(threads)}/{transport}/{int(repeat)}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,9 @@
+"""The results contract's names (DESIGN.md, "Results contract"): the strategies and transports
+a run record may name, in the order reports and plots show them, and a run's key."""
+
+STRATEGIES = ("two-copy", "one-copy", "zero-copy", "per-field")
+TRANSPORTS = ("veth", "loopback")
+
+
+def run_key(strategy, msg_size, threads, transport, repeat):
+    return f"{strategy}/{int(msg_size)}/{int(threads)}/{transport}/{int(repeat)}"
