@@ -39,6 +39,7 @@ frameless libc leaf back into the stack, so the serializer is there even though 
 frame-pointer walk skips it.
 """
 import fnmatch
+import math
 import re
 
 CATEGORIES = ("user_copy", "kernel_tx_copy", "pinning", "fallback_copy", "completion",
@@ -192,6 +193,20 @@ def at_irq_enable_point(frames):
     return side == "k" and bool(_IRQ_ENABLE(name))
 
 
+# Below this many samples a share is flagged in the report, not hidden (issue 13).
+FEW_SAMPLES = 100
+
+
+def share_interval(k, n, z=1.96):
+    """95% Wilson score interval [low, high] of a share of k samples in n (binomial)."""
+    if n <= 0:
+        return [0.0, 1.0]
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
 def _num(v):
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
@@ -203,7 +218,8 @@ def attribute(folded_lines, source, task_clock_ns, tsc_hz, cycles, payload_bytes
     task_clock_ns, tsc_hz, cycles: from the perf object (cycles None where not counted);
     payload_bytes: bytes the workload moved.
 
-    share[c] = samples of c / all samples (sums to 1 when there are samples);
+    share[c] = samples of c / all samples (sums to 1 when there are samples), with its 95%
+    binomial interval in share_ci95[c]; few_samples when there are under FEW_SAMPLES;
     cycles_per_byte[c] = share[c] * total cycles / payload bytes, where total cycles are the
     counted cycles, or, with none counted, task-clock ns * tsc_hz / 1e9 and estimated true.
     A value that cannot be computed is None, never 0.
@@ -253,6 +269,8 @@ def attribute(folded_lines, source, task_clock_ns, tsc_hz, cycles, payload_bytes
         "source": source,
         "samples": total,
         "share": share,
+        "share_ci95": {c: share_interval(counts[c], total) for c in CATEGORIES},
+        "few_samples": total < FEW_SAMPLES,
         "cycles_per_byte": cpb,
         "estimated": estimated,
         "samples_by_category": counts,
