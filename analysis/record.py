@@ -80,6 +80,22 @@ def base_run(cfg, repeat):
             "transport": cfg.transport, "repeat": repeat}
 
 
+def failed_run(cfg, repeat, duration, error):
+    """The record of a run that could not start (its tracer could not attach)."""
+    return dict(base_run(cfg, repeat), duration_requested_s=duration, status="failed",
+                error=error, wall_s=0.0)
+
+
+def steady_throughput(server):
+    """(Gbit/s over the steady-state window, warm-up seconds) from the server's `steady`
+    object (bytes and seconds after its warm-up), or (None, None) where it has none."""
+    st = server.get("steady") if isinstance(server.get("steady"), dict) else {}
+    b, s = _num(st.get("bytes")), _num(st.get("seconds"))
+    if b is None or not s:
+        return None, None
+    return b * 8 / s / 1e9, _num(st.get("warmup_s"))
+
+
 def build_run(cfg, repeat, duration, server, client, snapshot=None, server_pid=None,
               client_pid=None, attribution=None):
     """The run object from the parsed server and client JSON and the tracer snapshot."""
@@ -95,7 +111,11 @@ def build_run(cfg, repeat, duration, server, client, snapshot=None, server_pid=N
     tput = _num(server.get("throughput_gbps"))
     if tput is None and bytes_sent is not None and seconds:
         tput = bytes_sent * 8 / seconds / 1e9
-    run["throughput_gbps"] = tput
+    # the throughput is the steady state's, after the warm-up (connection setup, slow start)
+    steady, warmup = steady_throughput(server)
+    run["throughput_gbps"] = steady if steady is not None else tput
+    run["throughput_whole_gbps"] = tput
+    run["warmup_s"] = warmup
     run["latency_us"] = (seconds * cfg.threads / messages * 1e6) if seconds and messages else None
     run["tcp"] = tcp_object(server)
     zc = server.get("zerocopy") if isinstance(server.get("zerocopy"), dict) else {}

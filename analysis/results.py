@@ -21,7 +21,8 @@ CSV_COLUMNS = ["strategy", "msg_size", "threads", "transport", "repeat", "throug
                "share_user_copy", "share_kernel_tx_copy", "share_pinning", "share_fallback_copy",
                "share_completion", "share_kernel_rx_copy", "share_other",
                "cpb_user_copy", "cpb_kernel_tx_copy", "cpb_pinning", "cpb_fallback_copy",
-               "cpb_completion", "cpb_kernel_rx_copy", "cpb_other", "cpb_estimated"]
+               "cpb_completion", "cpb_kernel_rx_copy", "cpb_other", "cpb_estimated",
+               "traced", "tracer_kept", "throughput_whole_gbps", "warmup_s"]
 CATEGORIES = ("user_copy", "kernel_tx_copy", "pinning", "fallback_copy", "completion",
               "kernel_rx_copy", "other")
 COPY_CATEGORIES = CATEGORIES[:-1]
@@ -54,7 +55,12 @@ def perf_value(perf, name):
 
 def key_of(run):
     return run_key(run["strategy"], run["msg_size"], run["threads"], run["transport"],
-                   run["repeat"])
+                   run["repeat"], traced(run))
+
+
+def traced(run):
+    """Was the tracer attached during the run (records from before the field: yes)."""
+    return run.get("traced", True) is not False
 
 
 def append_run(path, run):
@@ -177,6 +183,9 @@ def csv_row(run):
         "send_p99_us": sc.get("p99_us"),
         "attribution_source": attr.get("source"), "samples": attr.get("samples"),
         "cpb_estimated": attr.get("estimated") if attr else None,
+        "traced": traced(run), "tracer_kept": None,
+        "throughput_whole_gbps": _num(run.get("throughput_whole_gbps")),
+        "warmup_s": _num(run.get("warmup_s")),
     }
     for c in CATEGORIES:
         row[f"share_{c}"] = _num(share.get(c))
@@ -198,8 +207,21 @@ def write_csv(path, runs):
     with files.atomic_open(path, newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
         w.writeheader()
-        for r in sort_runs(runs):
-            w.writerow({k: _cell(v) for k, v in csv_row(r).items()})
+        for row in csv_rows(runs):
+            w.writerow({k: _cell(v) for k, v in row.items()})
+
+
+def csv_rows(runs):
+    """csv_row of every run, sorted, with tracer_kept (traced / untraced throughput of the
+    same configuration and round) on the traced runs that have their untraced pair."""
+    from analysis.passes import kept_by_run
+    kept = kept_by_run(runs)
+    rows = []
+    for r in sort_runs(runs):
+        row = csv_row(r)
+        row["tracer_kept"] = kept.get(key_of(r))
+        rows.append(row)
+    return rows
 
 
 def sort_runs(runs):
@@ -207,12 +229,11 @@ def sort_runs(runs):
     so = {s: i for i, s in enumerate(STRATEGIES)}
     to = {t: i for i, t in enumerate(TRANSPORTS)}
     return sorted(runs, key=lambda r: (to.get(r["transport"], 9), r["threads"], r["msg_size"],
-                                       so.get(r["strategy"], 9), r["repeat"]))
+                                       so.get(r["strategy"], 9), r["repeat"], traced(r)))
 
 
 def dataframe(runs):
     """pandas DataFrame of csv_row() for every run (numbers, None as NaN)."""
     import pandas as pd
-    rows = [csv_row(r) for r in runs]
-    df = pd.DataFrame(rows, columns=CSV_COLUMNS)
+    df = pd.DataFrame(csv_rows(runs), columns=CSV_COLUMNS)
     return df

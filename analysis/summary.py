@@ -38,12 +38,16 @@ def cpb_total(run):
     return sum(vals) if vals else None
 
 
-def rows(runs, threads=None):
+def rows(runs, threads=None, traced=None):
     """One dict per (transport, strategy, size) at the given thread count (default: the
-    smallest in the data), with spreads over repeats."""
+    smallest in the data), with spreads over repeats: throughput and latency from runs (the
+    answer runs), cycles, COPIED and syscall latency from traced (default: the traced runs
+    among runs, else runs)."""
     ok = [r for r in runs if results.ok(r)]
     if not ok:
         return []
+    if traced is None:
+        traced = [r for r in ok if results.traced(r)] or ok
     if threads is None:
         threads = min(r["threads"] for r in ok)
     ok = [r for r in ok if r["threads"] == threads]
@@ -53,17 +57,20 @@ def rows(runs, threads=None):
                   key=lambda k: (to.get(k[0], 9), so.get(k[1], 9), k[2]))
     out = []
     for tr, st, sz in keys:
-        rs = [r for r in ok if (r["transport"], r["strategy"], r["msg_size"]) == (tr, st, sz)]
-        row = {"transport": tr, "strategy": st, "msg_size": sz, "threads": threads, "n": len(rs),
-               "throughput": stats.spread(r.get("throughput_gbps") for r in rs),
-               "latency": stats.spread(r.get("latency_us") for r in rs),
-               "cpb": {c: stats.spread(cpb(r, c) for r in rs) for c in results.CATEGORIES},
-               "cpb_total": stats.spread(cpb_total(r) for r in rs),
-               "estimated": any((r.get("attribution") or {}).get("estimated") for r in rs),
-               "copied_pct": stats.spread(copied_pct(r) for r in rs),
-               "send_p99": stats.spread(send_p99(r) for r in rs),
-               "syscall": results.send_syscall(rs[0])}
-        out.append(row)
+        key = (tr, st, sz, threads)
+        rs = [r for r in ok if (r["transport"], r["strategy"], r["msg_size"]) == key[:3]]
+        ts = [r for r in traced
+              if (r["transport"], r["strategy"], r["msg_size"], r["threads"]) == key] or rs
+        out.append({"transport": tr, "strategy": st, "msg_size": sz, "threads": threads,
+                    "n": len(rs),
+                    "throughput": stats.spread(r.get("throughput_gbps") for r in rs),
+                    "latency": stats.spread(r.get("latency_us") for r in rs),
+                    "cpb": {c: stats.spread(cpb(r, c) for r in ts) for c in results.CATEGORIES},
+                    "cpb_total": stats.spread(cpb_total(r) for r in ts),
+                    "estimated": any((r.get("attribution") or {}).get("estimated") for r in ts),
+                    "copied_pct": stats.spread(copied_pct(r) for r in ts),
+                    "send_p99": stats.spread(send_p99(r) for r in ts),
+                    "syscall": results.send_syscall(ts[0])})
     return out
 
 
@@ -75,7 +82,9 @@ def print_summary(runs, console):
     from rich import box
     from rich.console import Console
     from rich.table import Table
-    rs = rows(runs)
+    from analysis import passes
+    answers, traced, _ = passes.split(runs)
+    rs = rows(answers, traced=traced)
     if not rs:
         console.print("[red]no successful run: nothing to summarize[/]")
         return

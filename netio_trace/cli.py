@@ -40,9 +40,12 @@ def build_parser():
     sub = p.add_subparsers(dest="command", metavar="{run,trace,report,doctor}")
 
     r = sub.add_parser("run", help="run the sweep: workloads × strategies × sizes × threads, "
-                       "traced; writes runs.jsonl, results.csv, plots, flame graphs, report",
-                       description="Run every configuration in interleaved rounds with the "
-                       "tracer attached once for the whole sweep, then build the report.")
+                       "untraced and traced; writes runs.jsonl, results.csv, plots, flame "
+                       "graphs, report",
+                       description="Run every configuration in interleaved rounds, each twice: "
+                       "untraced (the answers: throughput, latency, comparisons) and traced "
+                       "(copies, attribution, stacks; the tracer is loaded once and attached "
+                       "only for these runs), then build the report.")
     d = P.DEFAULTS
     r.add_argument("--strategies", metavar="LIST",
                    help=f"comma list of {','.join(P.STRATEGIES)} (default {','.join(d['strategies'])})")
@@ -59,15 +62,20 @@ def build_parser():
                    help=f"interleaved rounds: every configuration once, then again "
                    f"(default {d['repeat']})")
     r.add_argument("--out", metavar="DIR", help="results directory (default results/<timestamp>/)")
-    r.add_argument("--no-trace", action="store_true",
-                   help="run the workloads without the tracer (no copy accounting, stacks, counters)")
+    passes = r.add_mutually_exclusive_group()
+    passes.add_argument("--no-trace", action="store_true",
+                        help="the untraced pass only: no tracer (no copy accounting, stacks, "
+                        "counters)")
+    passes.add_argument("--trace-only", action="store_true",
+                        help="the traced pass only (faster; throughput is then measured with "
+                        "the tracer attached, and the report says so)")
     r.add_argument("--attach", metavar="MODE",
                    help=f"tracer attach rung: {'|'.join(P.ATTACH_MODES)} (default auto: the best "
                    f"the kernel allows)")
     r.add_argument("--freq", metavar="HZ", help=f"stack sampling frequency (default {P.DEFAULT_FREQ})")
     r.add_argument("--sample-source", metavar="SRC",
                    help=f"what stacks are sampled on: {'|'.join(P.SAMPLE_SOURCES)} (default auto: "
-                   "cycles where a PMU exists, else cpu-clock; tick: the scheduler tick, HZ per "
+                   "cycles where a PMU exists, else tick: the scheduler tick, HZ per "
                    "busy CPU at most, no timer of its own)")
     r.add_argument("--quick", action="store_true",
                    help="a small sweep (3 strategies × 4K,64K × 1 thread × veth × 3 rounds, ≤ 60 s)")
@@ -113,7 +121,7 @@ def sweep_params(a):
         transports=P.parse_transports(a.transport) if a.transport is not None else tuple(base["transports"]),
         duration=P.parse_duration(a.duration) if a.duration is not None else base["duration"],
         repeat=P.parse_repeat(a.repeat) if a.repeat is not None else base["repeat"],
-        trace=not a.no_trace,
+        passes=("untraced",) if a.no_trace else ("traced",) if a.trace_only else P.PASSES,
         attach=P.parse_attach(a.attach) if a.attach is not None else "auto",
         freq=P.parse_freq(a.freq) if a.freq is not None else P.DEFAULT_FREQ,
         sample_source=(P.parse_sample_source(a.sample_source) if a.sample_source is not None
@@ -126,8 +134,8 @@ def _given(a):
              "transports": a.transport, "duration": a.duration, "repeat": a.repeat,
              "attach": a.attach, "freq": a.freq, "sample_source": a.sample_source}
     out = {k for k, v in names.items() if v is not None}
-    if a.no_trace:
-        out.add("trace")
+    if a.no_trace or a.trace_only:
+        out.add("passes")
     if a.quick:
         out |= {"strategies", "sizes", "threads", "transports", "duration", "repeat"}
     return out

@@ -150,6 +150,13 @@ class ControlTracer:
     def reset(self):
         self.command("reset")
 
+    def detach_probes(self):
+        """Nothing of ours attached (an untraced run): the programs stay loaded."""
+        self.command("detach")
+
+    def attach_probes(self):
+        self.command("attach")
+
     def snapshot(self, json_path, folded_path=None):
         """Write the trace object (and folded stacks) and return it loaded."""
         cmd = f"snapshot {json_path}" + (f" {folded_path}" if folded_path else "")

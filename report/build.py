@@ -8,7 +8,7 @@ import collections
 import os
 import time
 
-from analysis import files, record, results, stats, summary
+from analysis import attribution, files, passes, record, results, stats, summary
 from analysis.contract import STRATEGIES, TRANSPORTS
 from analysis.sizes import format_bytes, format_size
 from report import doc as docmod
@@ -76,8 +76,22 @@ def crossover_findings(ok):
                 per = ", ".join(f"{_sz(s)} {stats.fmt_spread(x)}" for s, x in zip(sizes, ratios) if x)
                 if per:
                     text += f" Paired {b}/{a} by size, median (min–max): {per}."
+                text += _undecided_text(sub, a, b, sizes, th, tr)
                 out.append((tr, th, a, b, c, text))
     return out
+
+
+def _undecided_text(sub, a, b, sizes, th, tr):
+    """The sizes where the paired ratios still straddle 1 after the extra rounds."""
+    und = []
+    for size in sizes:
+        rs = stats.paired_ratios(sub, a, b, lambda r: r.get("throughput_gbps"), size, th, tr)
+        if passes.undecided(rs):
+            und.append(f"{_sz(size)} ({', '.join(f'{x:.2f}' for x in rs)})")
+    if not und:
+        return ""
+    return (f" **Undecided** at {'; '.join(und)}: {b} was ahead in some rounds and behind in "
+            f"others, extra rounds included, so this machine's noise decides nothing there.")
 
 
 def _crossover_text(a, b, c, sizes, ratios, th, tr):
@@ -107,10 +121,12 @@ def _crossover_text(a, b, c, sizes, ratios, th, tr):
     return f"{where}: not enough data to compare {a} and {b}."
 
 
-def zerocopy_findings(ok):
-    """Why zero-copy loses (or not), per transport, at the largest size and smallest threads."""
+def zerocopy_findings(answers, traced):
+    """Why zero-copy loses (or not), per transport, at the largest size and smallest threads:
+    throughput from the answer runs, the evidence (COPIED, bytes, cycles) from the traced."""
     out = []
-    for tr in _order((r["transport"] for r in ok), TRANSPORTS):
+    ok = traced or answers
+    for tr in _order((r["transport"] for r in answers), TRANSPORTS):
         zc = [r for r in ok if r["transport"] == tr and r["strategy"] == "zero-copy"]
         if not zc:
             continue
@@ -128,13 +144,13 @@ def zerocopy_findings(ok):
                            / r["bytes_sent"] for r in zc
                            if r.get("bytes_sent") and (r.get("trace") or {}).get("zc_tx_bytes") is not None)
         ratio = None
-        if one:
-            rs = stats.paired_ratios(ok, "one-copy", "zero-copy",
-                                     lambda r: r.get("throughput_gbps"), size, th, tr)
-            ratio = stats.spread(rs)
+        rs = stats.paired_ratios(answers, "one-copy", "zero-copy",
+                                 lambda r: r.get("throughput_gbps"), size, th, tr)
+        ratio = stats.spread(rs)
         head = f"**{tr}**"
         if ratio:
-            verdict = "loses to" if ratio["median"] < 1 else "beats"
+            verdict = {"ahead": "beats", "behind": "loses to",
+                       "undecided": "is undecided against"}[passes.verdict(rs)]
             head += (f": at {_sz(size)}, {th} thread(s), zero-copy {verdict} one-copy — "
                      f"zero-copy/one-copy throughput = {stats.fmt_spread(ratio)} (paired rounds).")
         lines.append(head)
@@ -169,7 +185,8 @@ def zerocopy_findings(ok):
                              ("completion", "completion handling"),
                              ("kernel_tx_copy", "a kernel tx copy")):
                 if sh[c]:
-                    parts.append(f"{label} {_pct(sh[c]['median'], 1)} of the samples "
+                    parts.append(f"{label} {_pct(sh[c]['median'], 1)} of the samples"
+                                 f"{_interval(att, c)} "
                                  f"({stats.fmt_spread(cpb[c], '{:.2f}')} cycles/B)")
             if parts:
                 lines.append(f"Where zero-copy's cycles go at {_sz(size)}"
@@ -195,6 +212,18 @@ def zerocopy_findings(ok):
     return out
 
 
+def _interval(attributions, category):
+    """ " [95%: lo–hi]" of a category's share in the run with the most samples, flagged when
+    that run has too few samples for the share to mean much."""
+    best = max(attributions, key=lambda a: a.get("samples") or 0)
+    ci = (best.get("share_ci95") or {}).get(category)
+    if not ci:
+        return ""
+    few = (f", only {best.get('samples')} samples" if (best.get("samples") or 0)
+           < attribution.FEW_SAMPLES else "")
+    return f" [95%: {_pct(ci[0], 1)}–{_pct(ci[1], 1)}{few}]"
+
+
 def _scale(s):
     if not s:
         return s
@@ -210,8 +239,10 @@ def _cs(r, per):
     return cs / r["duration_s"] if r.get("duration_s") else None
 
 
-def threads_findings(ok, cores):
-    """How thread count changes throughput and context switches, at the largest size."""
+def threads_findings(ok, cores, traced=None):
+    """How thread count changes throughput (from ok, the answer runs) and context switches
+    (from the traced runs, whose perf counters count them), at the largest size."""
+    traced = ok if traced is None else traced
     out = []
     beyond = []
     for tr in _order((r["transport"] for r in ok), TRANSPORTS):
@@ -228,6 +259,8 @@ def threads_findings(ok, cores):
                 sp = stats.spread(r.get("throughput_gbps") for r in rs)
                 if sp:
                     meds[th] = sp
+                rs = [r for r in traced if r["transport"] == tr and r["strategy"] == st
+                      and r["msg_size"] == size and r["threads"] == th]
                 cm = stats.spread(_cs(r, "MiB") for r in rs)
                 if cm:
                     cs_mib[th] = cm
@@ -387,38 +420,63 @@ def _sweep_desc(runs):
             + (f" of {join(durs, lambda d: f'{d:g}')} s per run" if durs else ""))
 
 
-def _traced_note(ok, source):
-    """What the throughput and latency figures were measured under: the tracer or nothing."""
-    traced = [r for r in ok if r.get("traced")]
+def _passes_note(answers, traced, answers_traced, source):
+    """Which pass each figure comes from (DESIGN.md, "Two passes")."""
     if not traced:
         return ("Measured without the tracer (`--no-trace`): throughput and latency are the "
                 "workloads' own; there is no copy accounting, syscall histogram or stack here.")
-    selfns = stats.spread(_num(((r.get("trace") or {}).get("self") or {}).get("ns_per_message"))
-                          for r in traced)
-    return (f"Throughput and latency were measured with the tracer attached ({len(traced)} of "
-            f"{len(ok)} runs): copy accounting, per-call syscall histograms, "
-            + (f"stack sampling on {', '.join(f'`{x}`' for x in source)}" if source
-               else "no stack sampling")
-            + " and perf counters. That slows the workloads, by a share that can differ "
-            "between strategies: its BPF programs alone took "
-            + (f"{stats.fmt_spread(selfns, '{:.0f}')} ns per message" if selfns else "an unknown time")
-            + " (from `bpf_stats`), and the syscall tracing path and the sampling interrupts "
-            "come on top. To compare the strategies' throughput without it, run the same sweep "
-            "with `netio-trace run --no-trace`; `make bench` measures what the tracer costs on "
-            "this machine."
-            + (" Sampling on `cpu-clock` (no PMU) takes a timer interrupt per sample, which in a "
-               "VM costs an exit each: `--sample-source tick` samples on the scheduler tick, "
-               "which fires anyway, at a fraction of the cost." if "cpu-clock" in source else ""))
+    sampling = (f"stack sampling on {', '.join(f'`{x}`' for x in source)}" if source
+                else "no stack sampling")
+    if answers_traced:
+        return ("**Throughput and latency were measured with the tracer attached** "
+                f"(`--trace-only`: {len(traced)} traced runs, no untraced pass): copy "
+                f"accounting, syscall histograms, {sampling} and perf counters slowed the "
+                "workloads, by a share that can differ between strategies. Run without "
+                "`--trace-only` for answers the instrument does not bend.")
+    return (f"Every answer below (throughput, latency, retransmits, comparisons, crossovers) "
+            f"comes from the **untraced pass** ({len(answers)} runs with nothing of the tracer "
+            f"attached); copy bytes, attribution, histograms and flame graphs come from the "
+            f"**traced pass** ({len(traced)} runs: copy accounting, syscall histograms, "
+            f"{sampling} and perf counters). Each configuration ran in both passes in the same "
+            f"rounds, so what the tracer cost is measured below, per configuration.")
+
+
+def tracer_cost_rows(runs):
+    """[transport, threads, size, strategy, kept (median, min–max), rounds] per configuration
+    that ran in both passes."""
+    cost = passes.tracer_cost(runs)
+    so = {s: i for i, s in enumerate(STRATEGIES)}
+    to = {t: i for i, t in enumerate(TRANSPORTS)}
+    keys = sorted(cost, key=lambda k: (to.get(k[3], 9), k[2], k[1], so.get(k[0], 9)))
+    return [[k[3], k[2], format_size(k[1]), k[0], stats.fmt_spread(cost[k]), cost[k]["n"]]
+            for k in keys]
+
+
+def _tracer_cost_section(d, runs, selfns):
+    d.h(2, "What the instrument cost in this sweep")
+    rows = tracer_cost_rows(runs)
+    if not rows:
+        d.p("No configuration ran both untraced and traced (`--no-trace` or `--trace-only`): "
+            "the tracer's cost was not measured in this sweep.")
+        return
+    d.p("Throughput the workloads kept with the tracer attached: traced / untraced, paired "
+        "within a round (the two runs of a configuration run next to each other), median "
+        "(min–max). 1.00 is free; the answers above do not carry this cost."
+        + (f" Its BPF programs alone took {stats.fmt_spread(selfns, '{:.0f}')} ns per message "
+           "(`bpf_stats`)." if selfns else ""))
+    d.table(["transport", "threads", "size", "strategy", "kept (min–max)", "rounds"], rows,
+            left=4)
 
 
 def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
     ok = [r for r in runs if results.ok(r)]
+    answers, traced, answers_traced = passes.split(runs)
     bad = [r for r in runs if not results.ok(r)]
     m = _machine(runs)
     d = docmod.Doc("netio-trace report: where the bytes get copied, and what each copy costs")
-    estimated = any((r.get("attribution") or {}).get("estimated") for r in ok)
-    per = _attach_summary(ok)
-    source = sorted({(r.get("attribution") or {}).get("source") for r in ok} - {None})
+    estimated = any((r.get("attribution") or {}).get("estimated") for r in traced)
+    per = _attach_summary(traced)
+    source = sorted({(r.get("attribution") or {}).get("source") for r in traced} - {None})
 
     d.h(1, "Machine and sweep")
     d.bullets([
@@ -435,7 +493,7 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
         "ran in interleaved rounds (every configuration once, then again), and ratios are paired "
         "within a round. Latency here is duration × threads / messages (mean time per message on "
         "one connection); per-call syscall latency comes from the tracer's histograms.")
-    d.p(_traced_note(ok, source), "note")
+    d.p(_passes_note(answers, traced, answers_traced, source), "note")
     timer_sources = [s for s in source if s in ("cpu-clock", "tick")]
     timer_text = " and ".join({"cpu-clock": "the software `cpu-clock` timer",
                                "tick": "the scheduler tick"}[s] for s in timer_sources)
@@ -462,21 +520,21 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
     # answers
     d.h(1, "Answers")
     d.h(2, "Where one-copy overtakes two-copy, and zero-copy overtakes one-copy")
-    cf = crossover_findings(ok)
+    cf = crossover_findings(answers)
     if cf:
         for tr, th, a, b, c, text in cf:
             d.p(text, "answer")
     else:
         d.p("Not enough strategies in this sweep to compare.")
     d.h(2, "Why zero-copy loses on veth (or does not)")
-    zf = zerocopy_findings(ok)
+    zf = zerocopy_findings(answers, traced)
     if zf:
         for tr, text in zf:
             d.p(text, "answer")
     else:
         d.p("No zero-copy run in this sweep.")
     d.h(2, "Threads: throughput and context switches")
-    tf = threads_findings(ok, m.get("cores"))
+    tf = threads_findings(answers, m.get("cores"), traced)
     if tf:
         d.bullets(tf)
     else:
@@ -484,7 +542,7 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
 
     # flags
     d.h(2, "Runs to read with care")
-    flagged = [(r, record.retrans_share(r)) for r in ok]
+    flagged = [(r, record.retrans_share(r)) for r in answers]
     flagged = [(r, s) for r, s in flagged if s is not None and s > RETRANS_FLAG]
     if flagged:
         d.p(f"{len(flagged)} run(s) retransmitted more than {RETRANS_FLAG:.0%} of their segments "
@@ -501,9 +559,7 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
                 [[r.get("key") or results.key_of(r), r.get("status"), r.get("error") or ""]
                  for r in bad], left=3)
     else:
-        d.p("Every run was consistent: bytes sent = bytes received"
-            + (", tracer tx bytes = bytes sent, tracer rx copy bytes = bytes received" if per else "")
-            + ".")
+        d.p("Every run was consistent: bytes sent = bytes received" + _tracer_checks(ok) + ".")
 
     # tracer
     d.h(1, "Tracer: attach rungs and counters")
@@ -520,17 +576,22 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
     elif per:
         d.p("Every perf counter was countable.")
     selfns = stats.spread(_num(((r.get("trace") or {}).get("self") or {}).get("ns_per_message"))
-                          for r in ok)
-    if selfns:
-        d.p(f"Tracer's own BPF run time per message: {stats.fmt_spread(selfns, '{:.0f}')} ns "
-            f"(from `bpf_stats`).")
+                          for r in traced)
+    _tracer_cost_section(d, runs, selfns)
+    few = [r for r in traced if (r.get("attribution") or {}).get("few_samples")]
+    if few:
+        d.p(f"{len(few)} traced run(s) have fewer than {attribution.FEW_SAMPLES} stack samples: "
+            "their category shares are wide (each share's 95% interval is in runs.jsonl, "
+            "`attribution.share_ci95`): " + ", ".join(
+                f"`{r.get('key') or results.key_of(r)}` ({r['attribution']['samples']})"
+                for r in few[:8]) + (" …" if len(few) > 8 else ""), "note")
     drops = sum(_num((r.get("trace") or {}).get("drops")) or 0 for r in ok)
     if drops:
         d.p(f"The tracer dropped {drops} event(s) over the sweep.", "bad")
 
     # summary table
     d.h(1, "Summary per strategy and size")
-    rows = summary.rows(ok)
+    rows = summary.rows(answers, traced=traced)
     if rows:
         est = " (est.)" if estimated else ""
         header = ["transport", "strategy", "size", "Gbit/s (min–max)", "µs/msg"] + \
@@ -551,7 +612,7 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
     d.h(2, "Every configuration")
     d.table(["transport", "threads", "size", "strategy", "Gbit/s (min–max)", "µs/msg (min–max)",
              "retrans", "runs"],
-            _all_rows(ok), left=4)
+            _all_rows(answers), left=4)
 
     d.h(1, "Plots")
     captions = {
@@ -562,8 +623,9 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
         "syscall_latency": "Send syscall latency histograms per strategy (tracer)",
         "cache_misses": "Cache misses vs message size",
         "threads_scaling": "Threads vs throughput and context switches",
+        "tracer_cost": "What the tracer cost: traced / untraced throughput per configuration",
     }
-    for name in ("throughput_vs_size", "latency_vs_threads",
+    for name in ("throughput_vs_size", "latency_vs_threads", "tracer_cost",
                  "zerocopy_fallback", "syscall_latency", "cache_misses", "threads_scaling"):
         f = plot_files.get(name)
         if f:
@@ -589,6 +651,17 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
                "`raw/<run>/`: each run's workload JSON, stderr and tracer snapshot",
                "Rebuild everything from `runs.jsonl` and the folded stacks: `netio-trace report DIR`"])
     return d
+
+
+def _tracer_checks(ok):
+    """", tracer tx bytes = bytes sent (N runs)…" for the checks that were made."""
+    out = ""
+    for check, text in (("tracer_tx_eq_sent", "tracer tx bytes = bytes sent"),
+                        ("tracer_rx_eq_received", "tracer rx copy bytes = bytes received")):
+        n = sum(1 for r in ok if (r.get("checks") or {}).get(check) is True)
+        if n:
+            out += f", {text} (checked in {n} traced run(s))"
+    return out
 
 
 def _m(s, fmt="{:.2f}"):

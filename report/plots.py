@@ -37,7 +37,8 @@ def _frame(runs):
         return None
     df = results.dataframe(ok)
     for c in df.columns:
-        if c not in ("strategy", "transport", "status", "error", "tcp_cc", "attribution_source"):
+        if c not in ("strategy", "transport", "status", "error", "tcp_cc", "attribution_source",
+                     "traced"):
             df[c] = pd.to_numeric(df[c], errors="coerce")
     df["size"] = df["msg_size"].map(format_size)
     return df
@@ -165,15 +166,29 @@ def cycles_per_byte(df, out_dir):
     return _save(fig, out_dir, "cycles_per_byte.png")
 
 
-def cache_misses(df, out_dir):
-    have = [c for c in ("L1_cache_misses", "LLC_load_misses") if df[c].notna().any()]
+def _no_cache_misses_reason(traced_runs):
+    """Why no cache miss was counted: (title, detail)."""
+    if not traced_runs:
+        return ("Cache misses: not counted in this sweep",
+                "--no-trace: no traced run, and perf counters run only beside the tracer")
+    perfs = [r.get("perf") for r in traced_runs]
+    if all(p is None for p in perfs):
+        return ("Cache misses: not counted in this sweep",
+                "perf counters were off (--no-counters)")
+    return ("Cache misses: not countable on this machine",
+            "no hardware PMU: L1-dcache-load-misses and LLC-load-misses are unsupported here "
+            "(never reported as 0)")
+
+
+def cache_misses(df, out_dir, traced_runs=()):
+    have = [c for c in ("L1_cache_misses", "LLC_load_misses")
+            if df is not None and df[c].notna().any()]
     if not have:
+        title, detail = _no_cache_misses_reason(list(traced_runs))
         fig, ax = plt.subplots(figsize=(7, 2.2))
         ax.axis("off")
-        ax.text(0.5, 0.6, "Cache misses: not countable on this machine", ha="center",
-                va="center", fontsize=14, weight="bold")
-        ax.text(0.5, 0.25, "no hardware PMU: L1-dcache-load-misses and LLC-load-misses are "
-                "unsupported here (never reported as 0)", ha="center", va="center", fontsize=9)
+        ax.text(0.5, 0.6, title, ha="center", va="center", fontsize=14, weight="bold")
+        ax.text(0.5, 0.25, detail, ha="center", va="center", fontsize=9)
         return _save(fig, out_dir, "cache_misses.png")
     d = df.copy()
     long = []
@@ -281,12 +296,18 @@ def zerocopy_fallback(df, out_dir):
     return _save(g.figure, out_dir, "zerocopy_fallback.png")
 
 
-def threads_scaling(df, out_dir):
+def threads_scaling(df, out_dir, traced_df=None):
+    """Throughput by threads from df (the answer runs), context switches from traced_df (the
+    traced runs: their perf counters count them)."""
     if df["threads"].nunique() < 2:
         return None
     size = int(df["msg_size"].max())
     d = df[df["msg_size"] == size].copy()
-    d["cs_per_mib"] = d["context_switches"] / (d["bytes_sent"] / 2 ** 20)
+    t = (traced_df if traced_df is not None else df)
+    t = t[t["msg_size"] == size].copy()
+    t["cs_per_mib"] = t["context_switches"] / (t["bytes_sent"] / 2 ** 20)
+    d["cs_per_mib"] = float("nan")
+    d = pd.concat([d, t[["strategy", "threads", "transport", "cs_per_mib"]]], ignore_index=True)
     threads = sorted(d["threads"].unique())
     has_cs = d["cs_per_mib"].notna().any()
     fig, axes = plt.subplots(1, 2 if has_cs else 1, figsize=(10 if has_cs else 5.5, 3.4),
@@ -315,25 +336,63 @@ def threads_scaling(df, out_dir):
     return _save(fig, out_dir, "threads_scaling.png")
 
 
+def tracer_cost(df, out_dir):
+    """What the workloads kept with the tracer attached, per configuration (issue 13)."""
+    d = df[df["tracer_kept"].notna()].copy()
+    if d.empty:
+        return None
+    sizes = sorted(d["msg_size"].unique())
+    g = sns.relplot(data=d, x="msg_size", y="tracer_kept", hue="strategy",
+                    hue_order=_order(d["strategy"], STRATEGIES), palette=PALETTE,
+                    col="threads", row="transport" if d["transport"].nunique() > 1 else None,
+                    kind="line", estimator="median", errorbar=MINMAX, marker="o", height=3.0,
+                    aspect=1.1)
+    for ax in g.axes.flat:
+        _size_axis(ax, sizes)
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+        ax.grid(alpha=0.3)
+    g.set_axis_labels("message size (bytes)", "traced / untraced throughput")
+    g.figure.suptitle("What the tracer cost: throughput kept with it attached, paired within "
+                      "rounds (median, min–max)", y=1.04)
+    return _save(g.figure, out_dir, "tracer_cost.png")
+
+
 PLOTS = ("throughput_vs_size", "latency_vs_threads", "cycles_per_byte", "cache_misses",
-         "syscall_latency", "zerocopy_fallback", "threads_scaling")
+         "syscall_latency", "zerocopy_fallback", "threads_scaling", "tracer_cost")
+
+
+def _draw(name, answers, traced, all_runs, frames, out_dir):
+    """One plot from the pass its figures come from (DESIGN.md, "Two passes")."""
+    df_answers, df_traced, df_all = frames
+    fn = globals()[name]
+    if name in ("throughput_vs_size", "latency_vs_threads"):
+        return fn(df_answers, out_dir)
+    if name == "threads_scaling":
+        return fn(df_answers, out_dir, df_traced)
+    if name == "tracer_cost":
+        return fn(df_all, out_dir)
+    if name == "cache_misses":
+        return fn(df_traced, out_dir, traced)
+    if name == "syscall_latency":
+        return fn(traced, out_dir) if traced else None
+    return fn(df_traced, out_dir) if df_traced is not None else None
 
 
 def make_all(runs, out_dir):
     """Write every plot; returns {plot name: file name or None} and a list of errors."""
+    from analysis import passes
     os.makedirs(out_dir, exist_ok=True)
     sns.set_theme(style="whitegrid", context="notebook", font_scale=0.85)
-    df = _frame(runs)
+    answers, traced, _ = passes.split(runs)
+    frames = (_frame(answers), _frame(traced), _frame(runs))
     written, errors = {}, []
-    if df is None:
+    if frames[0] is None:
         return {p: None for p in PLOTS}, ["no successful run to plot"]
     for name in PLOTS:
-        fn = globals()[name]
         try:
-            written[name] = fn(runs, out_dir) if name == "syscall_latency" else fn(df, out_dir)
+            written[name] = _draw(name, answers, traced, runs, frames, out_dir)
         except Exception as e:   # one bad plot must not cost the report
             plt.close("all")
             written[name] = None
             errors.append(f"{name}: {type(e).__name__}: {e}")
     return written, errors
-

@@ -454,9 +454,14 @@ static unsigned attach_rung(struct tracer_bpf *t, struct bpf_object *obj, enum r
 			struct attached_prog *ap = &t->progs[t->nprogs++];
 			snprintf(ap->name, sizeof(ap->name), "%s", rows[i].prog);
 			snprintf(ap->target, sizeof(ap->target), "%s:%s", how_names[rows[i].how], resolved[i]);
-			ap->prog_fd = bpf_program__fd(bpf_object__find_program_by_name(obj, rows[i].prog));
+			ap->prog = bpf_object__find_program_by_name(obj, rows[i].prog);
+			ap->prog_fd = bpf_program__fd(ap->prog);
 			ap->pp = pp;
 			ap->link = link;
+			if (rows[i].how == H_KPROBE || rows[i].how == H_KRETPROBE) {
+				snprintf(ap->kfunc, sizeof(ap->kfunc), "%s", resolved[i]);
+				ap->kretprobe = rows[i].how == H_KRETPROBE;
+			}
 			attached++;
 			if (rows[i].group)
 				group_hits[rows[i].group]++;
@@ -570,6 +575,7 @@ static int open_follow(struct tracer_bpf *t, char *err, size_t errlen)
 		snprintf(ap->target, sizeof(ap->target), "%s:sched_process_fork",
 			 i == 0 ? "tp_btf" : "raw_tp");
 		ap->prog_fd = bpf_program__fd(prog);
+		ap->prog = prog;
 		ap->pp = PP_NR;
 		ap->link = link;
 		return 0;
@@ -795,6 +801,8 @@ void tracer_bpf_filter_changed(struct tracer_bpf *t)
 
 void tracer_bpf_poll(struct tracer_bpf *t)
 {
+	if (t->detached)
+		return;
 	for (int i = 0; i < t->nprogs; i++) {
 		struct attached_prog *ap = &t->progs[i];
 		uint32_t zero = 0, wanted = 0;
@@ -827,6 +835,42 @@ void tracer_bpf_rearm(struct tracer_bpf *t)
 		if (ap->wanted_fd >= 0)
 			bpf_map_update_elem(ap->wanted_fd, &zero, &val, BPF_ANY);
 	}
+}
+
+void tracer_bpf_detach(struct tracer_bpf *t)
+{
+	tracer_bpf_rearm(t);	/* the on-demand ones: detached, waiting for their condition */
+	for (int i = 0; i < t->nprogs; i++) {
+		bpf_link__destroy(t->progs[i].link);
+		t->progs[i].link = NULL;
+	}
+	t->detached = true;
+}
+
+static struct bpf_link *attach_again(const struct attached_prog *ap)
+{
+	if (ap->kfunc[0])
+		return bpf_program__attach_kprobe(ap->prog, ap->kretprobe, ap->kfunc);
+	return bpf_program__attach(ap->prog);
+}
+
+int tracer_bpf_attach(struct tracer_bpf *t, char *err, size_t errlen)
+{
+	for (int i = 0; i < t->nprogs; i++) {
+		struct attached_prog *ap = &t->progs[i];
+
+		if (ap->lazy || ap->link || !ap->prog)
+			continue;
+		ap->link = attach_again(ap);
+		if (!ap->link) {
+			snprintf(err, errlen, "attaching %s (%s) again: %s", ap->name, ap->target,
+				 strerror(errno));
+			tracer_bpf_detach(t);
+			return -1;
+		}
+	}
+	t->detached = false;
+	return 0;
 }
 
 const char *tracer_bpf_targets(const struct tracer_bpf *t, enum probe_point pp, char *buf,

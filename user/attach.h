@@ -49,6 +49,9 @@ struct attached_prog {
 	bool lazy;		/* attached on demand by tracer_bpf_poll() */
 	struct bpf_program *bpf_prog;	/* lazy: the program to attach */
 	int wanted_fd;		/* lazy: array map whose [0] != 0 asks for the attach */
+	struct bpf_program *prog;	/* what tracer_bpf_attach() attaches again */
+	char kfunc[64];		/* kprobe rows: the function; "" for the others */
+	bool kretprobe;
 };
 
 struct tracer_bpf {
@@ -64,6 +67,7 @@ struct tracer_bpf {
 	    in_send, sk_owner, zc_state, exit_wanted;
 	/* send and receive calls end at the socket layer; sys_exit is attached on demand */
 	bool sc_end_at_socket;
+	bool detached;		/* tracer_bpf_detach(): loaded, nothing attached */
 };
 
 const char *rung_name(enum rung r);
@@ -85,6 +89,12 @@ void tracer_bpf_filter_changed(struct tracer_bpf *t);
 void tracer_bpf_poll(struct tracer_bpf *t);
 /* Detach them again and re-arm the condition (at `reset`). */
 void tracer_bpf_rearm(struct tracer_bpf *t);
+
+/* An untraced run (issue 13): destroy every link, so no program of ours runs anywhere; the
+ * programs and maps stay loaded. tracer_bpf_attach() attaches them again as they were (the
+ * on-demand ones re-armed); 0, or -1 with err filled (everything detached again). */
+void tracer_bpf_detach(struct tracer_bpf *t);
+int tracer_bpf_attach(struct tracer_bpf *t, char *err, size_t errlen);
 
 const char *tracer_bpf_targets(const struct tracer_bpf *t, enum probe_point pp, char *buf,
 			       size_t len);

@@ -91,6 +91,7 @@ struct profiler {
 	struct bpf_link *tick_link;
 	/* cgroup scope: one event per CPU counting only while a task of the cgroup runs there */
 	char cgroup[PATH_MAX];	/* its path below the cgroup2 root ("/netio-trace-1"), or "" */
+	char cgroup_dir[PATH_MAX];	/* as given to profiler_open, for profiler_attach() */
 	struct task_event *cev;	/* one per CPU (tid = the CPU) */
 	int ncev;
 	struct symbolizer *sym;
@@ -682,11 +683,25 @@ static int tick_setup(struct profiler *p, char *err, size_t errlen)
 	return 0;
 }
 
+static int open_events(struct profiler *p, char *err, size_t errlen);
+
+/* A hardware cycles sampling event opens here (there is a PMU). */
+static bool have_cycles(int freq)
+{
+	struct perf_event_attr attr;
+	int fd;
+
+	sample_attr(&attr, 1, freq);
+	fd = perf_open(&attr, 0);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
 struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_map_fd,
 			       const char *cgroup_dir, char *err, size_t errlen)
 {
 	struct profiler *p = calloc(1, sizeof(*p));
-	struct perf_event_attr attr;
 	int e;
 
 	if (!p) {
@@ -696,6 +711,10 @@ struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	p->freq = freq_hz > 0 ? freq_hz : 999;
+	/* auto: cycles where a PMU exists; else the tick, which fires anyway (a cpu-clock timer
+	 * of our own costs a VM exit per sample: bench/results.md has both side by side) */
+	if (src == PROFILE_SRC_AUTO && !have_cycles(p->freq))
+		src = PROFILE_SRC_TICK;
 	p->tick = src == PROFILE_SRC_TICK;
 
 	p->skel = profile_bpf__open();
@@ -748,11 +767,7 @@ struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_
 		 * source for the whole profile; DESIGN.md's results name these two). In a VM
 		 * the tick is far cheaper (a cpu-clock timer's every expiry and re-arm is a VM
 		 * exit; bench/results.md has both side by side), but it is asked for by name. */
-		sample_attr(&attr, 1, p->freq);
-		e = perf_open(&attr, 0);
-		p->hw = e >= 0;
-		if (e >= 0)
-			close(e);
+		p->hw = have_cycles(p->freq);
 		if (src == PROFILE_SRC_CYCLES && !p->hw) {
 			snprintf(err, errlen, "--sample-source cycles: no hardware cycles event "
 				 "here (no PMU); use cpu-clock or tick");
@@ -762,19 +777,10 @@ struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_
 			p->hw = 0;
 		p->source = p->hw ? "cycles" : "cpu-clock";
 		p->eff_freq = p->freq;
-		if (cgroup_dir && open_cgroup_events(p, cgroup_dir, err, errlen))
+		if (cgroup_dir)
+			snprintf(p->cgroup_dir, sizeof(p->cgroup_dir), "%s", cgroup_dir);
+		if (open_events(p, err, errlen))
 			goto out;
-		if (add_softirqd_events(p) < 0) {
-			e = errno;
-			if (e == EINVAL)
-				snprintf(err, errlen,
-					 "perf_event_open(%s, %d Hz): %s (above "
-					 "kernel.perf_event_max_sample_rate?)",
-					 p->source, p->freq, strerror(e));
-			else
-				fail(err, errlen, "%s: %s", "sampling events on ksoftirqd", e);
-			goto out;
-		}
 	}
 
 	if (pthread_create(&p->poller, NULL, poller_main, p) == 0)
@@ -783,6 +789,59 @@ struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_
 out:
 	profiler_close(p);
 	return NULL;
+}
+
+/* The events every perf-event source keeps for the whole trace: the cgroup's per-CPU events
+ * (with --sample-cgroup) and ksoftirqd's. */
+static int open_events(struct profiler *p, char *err, size_t errlen)
+{
+	if (p->cgroup_dir[0] && open_cgroup_events(p, p->cgroup_dir, err, errlen))
+		return -1;
+	if (add_softirqd_events(p) < 0) {
+		int e = errno;
+
+		if (e == EINVAL)
+			snprintf(err, errlen, "perf_event_open(%s, %d Hz): %s (above "
+				 "kernel.perf_event_max_sample_rate?)", p->source, p->freq, strerror(e));
+		else
+			fail(err, errlen, "%s: %s", "sampling events on ksoftirqd", e);
+		return -1;
+	}
+	return 0;
+}
+
+void profiler_detach(struct profiler *p)
+{
+	for (int i = 0; i < p->ntev; i++)
+		drop_task_event(&p->tev[i]);
+	p->ntev = 0;
+	for (int i = 0; i < p->ncev; i++)
+		drop_task_event(&p->cev[i]);
+	free(p->cev);
+	p->cev = NULL;
+	p->ncev = 0;
+	bpf_link__destroy(p->tick_link);
+	p->tick_link = NULL;
+}
+
+int profiler_attach(struct profiler *p, char *err, size_t errlen)
+{
+	if (p->tick) {
+		if (!p->tick_link)
+			p->tick_link = bpf_program__attach(p->skel->progs.tick_sample);
+		if (!p->tick_link) {
+			fail(err, errlen, "%s: %s", "attach tp_btf/hrtimer_expire_entry", errno);
+			return -1;
+		}
+		return 0;
+	}
+	if (p->ntev || p->ncev)
+		return 0;	/* attached already */
+	if (open_events(p, err, errlen)) {
+		profiler_detach(p);
+		return -1;
+	}
+	return 0;
 }
 
 void profiler_close(struct profiler *p)

@@ -13,7 +13,7 @@
 struct profiler;
 
 enum profile_source {
-	PROFILE_SRC_AUTO,      /* cycles where a PMU exists, else cpu-clock (DESIGN.md) */
+	PROFILE_SRC_AUTO,      /* cycles where a PMU exists, else the tick (issue 13) */
 	PROFILE_SRC_CYCLES,
 	PROFILE_SRC_CPU_CLOCK,
 	PROFILE_SRC_TICK,
@@ -36,6 +36,11 @@ struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_
  * sampled by the cgroup's events already. 0, or -1 with errno. Nothing to do for the tick
  * source (the followed-tgid filter in the program decides). */
 int profiler_add_pid(struct profiler *p, pid_t pid);
+/* An untraced run (issue 13): close every sampling event and detach the tick program, so
+ * nothing of ours samples anywhere; pids added before are forgotten. profiler_attach() opens
+ * them again (0, or -1 with err filled). */
+void profiler_detach(struct profiler *p);
+int profiler_attach(struct profiler *p, char *err, size_t errlen);
 /* Stop sampling every pid added (ksoftirqd stays sampled). */
 void profiler_clear_pids(struct profiler *p);
 /* "cycles", "cpu-clock" or "tick": what the samples are taken on. */

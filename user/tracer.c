@@ -60,6 +60,7 @@ struct tracer {
 	 * the next window, someone else holds the stats on (then nothing is scaled) */
 	unsigned long long stats_off_runs;
 	bool stats_off_runs_taken, stats_external;
+	bool detached;		/* `detach`: loaded, nothing of ours attached (an untraced run) */
 };
 
 static void usage(FILE *f)
@@ -83,7 +84,7 @@ static void usage(FILE *f)
 "  --freq HZ       stack sampling frequency (default 999; tick: at most CONFIG_HZ)\n"
 "  --sample-source auto|cycles|cpu-clock|tick\n"
 "                  what stack samples are taken on: auto (default) is cycles where a PMU\n"
-"                  exists, else cpu-clock; tick samples on the scheduler tick (no timer of\n"
+"                  exists, else tick; tick samples on the scheduler tick (no timer of\n"
 "                  its own, CONFIG_HZ per busy CPU: far cheaper in a VM); a source named\n"
 "                  explicitly exits 2 if it cannot be used here\n"
 "  --sample-cgroup DIR\n"
@@ -92,7 +93,8 @@ static void usage(FILE *f)
 "                  is on that CPU, not from per-task events, whose timers re-arm at every\n"
 "                  context switch (a VM exit each in a VM); pids outside it keep per-task\n"
 "                  events; -- CMD starts in it\n"
-"  --control       read commands on stdin (pid add, netns add, clear, reset, snapshot, quit)\n"
+"  --control       read commands on stdin (pid add, netns add, clear, reset, detach, attach,\n"
+"                  snapshot, quit)\n"
 "  --bpf-stats M   BPF run-time stats for the self cost: sampled (default: on 10%% of the\n"
 "                  time, scaled), always (exact, costs ~2 clock reads per program run), off\n"
 "  --probe         print what this kernel allows as JSON and exit\n"
@@ -279,6 +281,8 @@ static void stats_restore(struct tracer *tr)
 
 static void periodic(struct tracer *tr)
 {
+	if (tr->detached)
+		return;
 	stats_tick(tr);
 	tracer_bpf_poll(&tr->bpf);
 }
@@ -473,6 +477,36 @@ static int snapshot_to(struct tracer *tr, const char *path, const char *folded, 
 	return 0;
 }
 
+/* ---- attach and detach (the two passes, issue 13) ----------------------------------- */
+
+/* Nothing of ours stays attached: no program link, no sampling event, no BPF run-time stats;
+ * the followed set is emptied (an untraced run starts new processes anyway). */
+static void detach_all(struct tracer *tr)
+{
+	clear_all(tr);
+	tracer_bpf_detach(&tr->bpf);
+	if (tr->prof)
+		profiler_detach(tr->prof);
+	if (tr->stats_mode == STATS_SAMPLED)
+		stats_window(tr, false);
+	tr->detached = true;
+}
+
+static int attach_all(struct tracer *tr, char *err, size_t errlen)
+{
+	if (!tr->detached)
+		return 0;
+	if (tracer_bpf_attach(&tr->bpf, err, errlen))
+		return -1;
+	if (tr->prof && profiler_attach(tr->prof, err, errlen)) {
+		tracer_bpf_detach(&tr->bpf);
+		return -1;
+	}
+	tr->detached = false;
+	stats_restart(tr);
+	return 0;
+}
+
 /* ---- control loop -------------------------------------------------------------------- */
 
 static void reply(const char *fmt, ...)
@@ -574,6 +608,8 @@ static int control_loop(struct tracer *tr)
 			long pid = strtol(argv[2], &end, 10);
 			if (*end || pid <= 0)
 				reply("error bad pid %s", argv[2]);
+			else if (tr->detached)
+				reply("error detached: attach before adding a pid");
 			else if (follow_pid(tr, pid, err, sizeof(err)))
 				reply("error %s", err);
 			else
@@ -589,6 +625,14 @@ static int control_loop(struct tracer *tr)
 		} else if (!strcmp(argv[0], "reset") && argc == 1) {
 			reset_all(tr);
 			reply("ok");
+		} else if (!strcmp(argv[0], "detach") && argc == 1) {
+			detach_all(tr);
+			reply("ok");
+		} else if (!strcmp(argv[0], "attach") && argc == 1) {
+			if (attach_all(tr, err, sizeof(err)))
+				reply("error %s", err);
+			else
+				reply("ok");
 		} else if (!strcmp(argv[0], "snapshot") && (argc == 2 || argc == 3)) {
 			if (snapshot_to(tr, argv[1], argc == 3 ? argv[2] : NULL, err, sizeof(err), false))
 				reply("error %s", err);
@@ -596,7 +640,7 @@ static int control_loop(struct tracer *tr)
 				reply("ok");
 		} else {
 			reply("error unknown command (pid add PID | netns add NAME | clear | reset | "
-			      "snapshot JSON [FOLDED] | quit)");
+			      "detach | attach | snapshot JSON [FOLDED] | quit)");
 		}
 	}
 	return 0;

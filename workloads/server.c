@@ -412,8 +412,76 @@ static void put_zc(struct jw *w, const struct wl_zc_counters *z)
 	jw_obj_end(w);
 }
 
+/* The steady-state window (issue 13): bytes sent between the end of the warm-up (connection
+ * setup, slow start) and the deadline, read from the senders' counters at both marks. */
+struct steady {
+	double warmup_s, seconds;
+	uint64_t bytes;
+};
+
+#define WARMUP_SHARE 0.2	/* of the duration, */
+#define WARMUP_MAX_S 1.0	/* at most */
+
+static uint64_t bytes_so_far(const struct conn *conns, int n)
+{
+	uint64_t sum = 0;
+
+	for (int i = 0; i < n; i++)
+		sum += __atomic_load_n(&conns[i].bytes, __ATOMIC_RELAXED);
+	return sum;
+}
+
+static struct timespec after(const struct timespec *t0, double s)
+{
+	struct timespec t = *t0;
+
+	t.tv_sec += (time_t)s;
+	t.tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
+/* Sleep until when (or until every thread has given up), without waking in between: a
+ * periodic wakeup here moves the senders between CPUs. 0 at the deadline, -1 if they gave up. */
+static int sleep_until(const struct timespec *when)
+{
+	int gave_up;
+
+	pthread_mutex_lock(&g_lock);
+	while (g_running > 0 && pthread_cond_timedwait(&g_done, &g_lock, when) != ETIMEDOUT)
+		;
+	gave_up = g_running == 0;
+	pthread_mutex_unlock(&g_lock);
+	return gave_up ? -1 : 0;
+}
+
+/* Let the senders run for the duration, marking the steady-state window; then stop them. */
+static void run_for(const struct wl_options *o, const struct conn *conns, struct steady *st)
+{
+	struct timespec start, warm, end;
+	double w = o->duration * WARMUP_SHARE;
+	uint64_t b0;
+
+	st->warmup_s = w < WARMUP_MAX_S ? w : WARMUP_MAX_S;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	warm = after(&start, st->warmup_s);
+	end = after(&start, o->duration);
+	if (sleep_until(&warm) == 0) {
+		b0 = bytes_so_far(conns, o->threads);
+		double t0 = wl_now();
+		if (sleep_until(&end) == 0) {
+			st->bytes = bytes_so_far(conns, o->threads) - b0;
+			st->seconds = wl_now() - t0;
+		}
+	}
+	atomic_store(&g_stop, 1);
+}
+
 static int print_json(const struct wl_options *o, struct conn *conns, int nconns, int port,
-		      const char *global_error)
+		      const char *global_error, const struct steady *steady)
 {
 	struct wl_zc_counters zt = { 0 };
 	struct wl_tcp_stats tt = { 0 };
@@ -471,6 +539,13 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	jw_u64(&w, "messages", messages);
 	jw_double(&w, "seconds", t1 > t0 ? t1 - t0 : 0);
 	jw_double(&w, "throughput_gbps", wl_gbps(bytes, t1 > t0 ? t1 - t0 : 0));
+	if (steady && steady->seconds > 0) {
+		jw_obj_begin(&w, "steady");
+		jw_double(&w, "warmup_s", steady->warmup_s);
+		jw_u64(&w, "bytes", steady->bytes);
+		jw_double(&w, "seconds", steady->seconds);
+		jw_obj_end(&w);
+	}
 	jw_u64(&w, "send_calls", calls);
 	jw_u64(&w, "partial_retries", partial);
 	jw_u64(&w, "enobufs_retries", enobufs);
@@ -515,7 +590,7 @@ static int fatal(const struct wl_options *o, int port, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return print_json(o, NULL, 0, port, msg);
+	return print_json(o, NULL, 0, port, msg, NULL);
 }
 
 /* Reads the 4-byte connection index; -1 if the peer does not say a valid one in time. */
@@ -547,6 +622,7 @@ int main(int argc, char **argv)
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 	struct conn *conns;
+	struct steady steady = { 0 };
 	char err[300], where[80];
 	int lfd, one = 1, port, i, r, accepted = 0;
 
@@ -636,25 +712,9 @@ int main(int argc, char **argv)
 			return fatal(&o, port, "pthread_create: %s", strerror(r));
 	}
 	pthread_barrier_wait(&g_barrier);
-	if (o.duration) {
-		/* Sleep until the deadline (or until every thread has given up), without waking
-		 * in between: a periodic wakeup here moves the senders between CPUs. */
-		struct timespec end;
-
-		clock_gettime(CLOCK_MONOTONIC, &end);
-		end.tv_sec += (time_t)o.duration;
-		end.tv_nsec += (long)((o.duration - (double)(time_t)o.duration) * 1e9);
-		if (end.tv_nsec >= 1000000000L) {
-			end.tv_sec++;
-			end.tv_nsec -= 1000000000L;
-		}
-		pthread_mutex_lock(&g_lock);
-		while (g_running > 0 && pthread_cond_timedwait(&g_done, &g_lock, &end) != ETIMEDOUT)
-			;
-		pthread_mutex_unlock(&g_lock);
-		atomic_store(&g_stop, 1);
-	}
+	if (o.duration)
+		run_for(&o, conns, &steady);
 	for (i = 0; i < o.threads; i++)
 		pthread_join(conns[i].thread, NULL);
-	return print_json(&o, conns, o.threads, port, NULL);
+	return print_json(&o, conns, o.threads, port, NULL, o.duration ? &steady : NULL);
 }

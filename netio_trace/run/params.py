@@ -144,6 +144,28 @@ class Config:
 
 
 
+PASSES = ("untraced", "traced")
+
+
+@dataclasses.dataclass(frozen=True)
+class Slot:
+    """One run of the schedule: a configuration, its round, and whether the tracer is on."""
+    repeat: int
+    config: Config
+    traced: bool
+
+    def key(self):
+        return run_key(self.config.strategy, self.config.msg_size, self.config.threads,
+                       self.config.transport, self.repeat, self.traced)
+
+
+def passes_in_round(passes, repeat):
+    """The passes in the order round `repeat` (0-based) runs them: untraced first in odd rounds
+    (1st, 3rd…), traced first in even ones, so that drift falls on both."""
+    order = [p for p in PASSES if p in passes]
+    return order if repeat % 2 == 0 else order[::-1]
+
+
 @dataclasses.dataclass(frozen=True)
 class SweepParams:
     strategies: tuple
@@ -152,14 +174,19 @@ class SweepParams:
     transports: tuple
     duration: float
     repeat: int
-    trace: bool = True
+    passes: tuple = PASSES
     attach: str = "auto"
     freq: int = DEFAULT_FREQ
     sample_source: str = "auto"
 
     # What makes two sweeps the same sweep (what --resume compares).
     IDENTITY = ("strategies", "sizes", "threads", "transports", "duration", "repeat",
-                "trace", "attach", "freq", "sample_source")
+                "passes", "attach", "freq", "sample_source")
+
+    @property
+    def trace(self):
+        """The tracer is needed: some pass is traced."""
+        return "traced" in self.passes
 
     def configs(self):
         """Every configuration, strategy innermost, so that the strategies being compared run
@@ -168,15 +195,31 @@ class SweepParams:
                 for tr in self.transports for t in self.threads
                 for size in self.sizes for s in self.strategies]
 
+    def groups(self):
+        """Configurations that differ only by strategy (the ones a report compares), in order."""
+        out = {}
+        for c in self.configs():
+            out.setdefault((c.transport, c.threads, c.msg_size), []).append(c)
+        return list(out.values())
+
+    def round_slots(self, repeat, groups=None):
+        """One round: for each group, every pass in this round's order, strategies innermost
+        (the strategies compared run next to each other, and so do a configuration's untraced
+        and traced runs)."""
+        return [Slot(repeat, c, p == "traced")
+                for g in (groups if groups is not None else self.groups())
+                for p in passes_in_round(self.passes, repeat) for c in g]
+
     def schedule(self):
-        """(repeat, Config) in interleaved rounds: every configuration once, then again."""
-        return [(r, c) for r in range(self.repeat) for c in self.configs()]
+        """Every Slot, in interleaved rounds: every configuration in every pass, then again."""
+        return [s for r in range(self.repeat) for s in self.round_slots(r)]
 
     def to_dict(self):
         return {"format": SWEEP_FORMAT,
                 "strategies": list(self.strategies), "sizes": list(self.sizes),
                 "threads": list(self.threads), "transports": list(self.transports),
                 "duration": self.duration, "repeat": self.repeat, "trace": self.trace,
+                "passes": list(self.passes),
                 "attach": self.attach, "freq": self.freq, "sample_source": self.sample_source}
 
     @classmethod
@@ -188,7 +231,7 @@ class SweepParams:
             return cls(strategies=tuple(d["strategies"]), sizes=tuple(int(x) for x in d["sizes"]),
                        threads=tuple(int(x) for x in d["threads"]),
                        transports=tuple(d["transports"]), duration=float(d["duration"]),
-                       repeat=int(d["repeat"]), trace=bool(d.get("trace", True)),
+                       repeat=int(d["repeat"]), passes=_passes_of(d),
                        attach=d.get("attach", "auto"), freq=int(d.get("freq", DEFAULT_FREQ)),
                        # sweeps written before --sample-source existed sampled on auto
                        sample_source=d.get("sample_source", "auto"))
@@ -208,9 +251,20 @@ class SweepParams:
         return (f"strategies {_fmt('strategies', self.strategies)}; sizes {_fmt('sizes', self.sizes)}; "
                 f"threads {_fmt('threads', self.threads)}; transport {_fmt('transports', self.transports)}; "
                 f"{self.repeat} × {self.duration:g} s; "
+                + " and ".join(self.passes) + " passes; "
                 + (f"tracer {self.attach}, sampling {self.freq} Hz"
                    + (f" on {self.sample_source}" if self.sample_source != "auto" else "")
                    if self.trace else "no tracer"))
+
+
+def _passes_of(d):
+    """sweep.json's passes; sweeps written before the two passes had one, named by "trace"."""
+    if "passes" in d:
+        passes = tuple(p for p in PASSES if p in d["passes"])
+        if not passes or len(passes) != len(d["passes"]):
+            raise ValueError(f"passes {d['passes']!r}")
+        return passes
+    return ("traced",) if d.get("trace", True) else ("untraced",)
 
 
 def _fmt(field, value):

@@ -77,6 +77,10 @@ class Progress:
             self.live.__enter__()
         return self
 
+    def extend(self, n):
+        """n more runs than announced (the extra rounds of undecided comparisons)."""
+        self.total += n
+
     def start_run(self, label):
         self.current = label
         self.run_started = time.monotonic()

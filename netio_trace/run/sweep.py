@@ -1,5 +1,7 @@
-"""The sweep: every configuration in interleaved rounds, the tracer loaded once, each run
-written to runs.jsonl as it ends, a live progress display, the report at the end.
+"""The sweep: every configuration in interleaved rounds, untraced and traced, the tracer loaded
+once (attached only for the traced runs), extra rounds for comparisons the noise left
+undecided, each run written to runs.jsonl as it ends, a live progress display, the report at
+the end.
 
 Ctrl-C / SIGTERM: the current run's workloads and namespaces are removed, the tracer detached,
 nothing half-written; the exit status is 130 / 143 and `--resume DIR` finishes the job.
@@ -9,39 +11,33 @@ import os
 import signal
 import time
 
-from analysis import files, results
-from analysis.contract import run_key
+from analysis import attribution, files, record, results, summary
+from netio_trace.run import extra
+from netio_trace.run.instrument import Instrument
 from netio_trace.run.progress import Progress
 from netio_trace.run.runner import run_one
 from netio_trace.system import cgroup, machine, netns, state
 from netio_trace.system.signals import critical, Guard, Interrupted
-from netio_trace.tracer import ControlTracer, TracerError
+from netio_trace.tracer import TracerError
 
 SWEEP_FILE = "sweep.json"
 
 
-def _attributor():
-    """attribute(snapshot, folded_path, server_json) -> DESIGN.md attribution object."""
+def _attribute(snapshot, folded_path, server_json):
+    """The DESIGN.md attribution object of a traced run's snapshot and folded stacks."""
     try:
-        from analysis import attribution
-    except ImportError:
-        return None
-
-    def attribute(snapshot, folded_path, server_json):
-        try:
-            with open(folded_path) as f:
-                lines = f.read().splitlines()
-        except OSError:
-            lines = []
-        perf = snapshot.get("perf") or {}
-        samples = snapshot.get("samples") or {}
-        return attribution.attribute(
-            lines, samples.get("source") or "cpu-clock",
-            results.perf_value(perf, "task_clock_ns"),
-            perf.get("tsc_hz") or snapshot.get("tsc_hz"),
-            results.perf_value(perf, "cycles"),
-            server_json.get("bytes"))
-    return attribute
+        with open(folded_path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        lines = []
+    perf = snapshot.get("perf") or {}
+    samples = snapshot.get("samples") or {}
+    return attribution.attribute(
+        lines, samples.get("source") or "tick",
+        results.perf_value(perf, "task_clock_ns"),
+        perf.get("tsc_hz") or snapshot.get("tsc_hz"),
+        results.perf_value(perf, "cycles"),
+        server_json.get("bytes"))
 
 
 def write_sweep_file(out_dir, params, extra=None):
@@ -55,32 +51,7 @@ def write_sweep_file(out_dir, params, extra=None):
 def _pending(params, out_dir):
     done = {results.key_of(r) for r in results.read_runs(os.path.join(out_dir, results.RUNS))
             if results.ok(r)}
-    return [(rep, cfg) for rep, cfg in params.schedule()
-            if run_key(cfg.strategy, cfg.msg_size, cfg.threads, cfg.transport, rep) not in done]
-
-
-def _start_tracer(params, out_dir, cg=None):
-    """The sweep's tracer; with cg, sampling the workloads' cgroup, else (or if the kernel
-    refuses cgroup events) per-task events."""
-    for sample_cgroup in ([cg.path, None] if cg is not None else [None]):
-        t = ControlTracer(attach=params.attach, freq=params.freq,
-                          sample_source=(params.sample_source if params.sample_source != "auto"
-                                         else None),
-                          log_path=os.path.join(out_dir, "tracer.log"),
-                          extra_args=(["--sample-cgroup", sample_cgroup] if sample_cgroup
-                                      else []))
-        try:
-            t.start()
-            return t
-        except TracerError:
-            with critical():
-                t.close()
-            if sample_cgroup is None:
-                raise
-        except BaseException:      # interrupted while loading: stop it by its pid
-            with critical():
-                t.close()
-            raise
+    return [slot for slot in params.schedule() if slot.key() not in done]
 
 
 def cleanup_dead_runs(console=None):
@@ -126,130 +97,127 @@ def run_sweep(params, out_dir, console, resume=False, build_report=True):
             state.close_state()
 
 
+class _Sweep:
+    """What the runs of one sweep share: the tracer across passes, the results file, the
+    machine; run() does one slot and records it."""
+
+    def __init__(self, params, out_dir, console):
+        self.params, self.out_dir, self.console = params, out_dir, console
+        self.runs_path = os.path.join(out_dir, results.RUNS)
+        self.instrument = Instrument(params, out_dir)
+        self.index = len(results.read_runs(self.runs_path, dedup=False))
+        mach = machine.info()
+        self.machine = {k: mach[k] for k in ("hostname", "kernel", "arch", "cpu", "cores",
+                                             "memory_gib", "virtualization", "default_cc")}
+
+    def run(self, slot, prog):
+        cfg, rep = slot.config, slot.repeat
+        label = f"{cfg.label()} #{rep + 1} {'traced' if slot.traced else 'untraced'}"
+        prog.start_run(label)
+        try:
+            tracer = self.instrument.for_run(slot.traced)
+        except TracerError as e:
+            run = record.failed_run(cfg, rep, self.params.duration, str(e))
+        else:
+            run = run_one(cfg, rep, self.params.duration, self.out_dir, self.index,
+                          tracer=tracer, attribute=_attribute if tracer else None,
+                          cgroup=self.instrument.cgroup)
+        self.index += 1
+        run.update(round=rep, key=slot.key(), traced=slot.traced, machine=self.machine,
+                   finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        with critical():
+            results.append_run(self.runs_path, run)
+        prog.end_run(label, run)
+
+
+def _announce(params, out_dir, console, todo):
+    total = len(params.schedule())
+    console.print(f"sweep: {params.describe()}")
+    console.print(f"{len(todo)} run(s) to do" + (f" of {total}" if len(todo) != total else "")
+                  + f" → {out_dir}")
+
+
 def _run_sweep(params, out_dir, console, resume, build_report):
-    runs_path = os.path.join(out_dir, results.RUNS)
     if not resume:
         write_sweep_file(out_dir, params, {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                             "machine": machine.info()})
     todo = _pending(params, out_dir)
-    total_sched = len(params.schedule())
-    console.print(f"sweep: {params.describe()}")
-    console.print(f"{len(todo)} run(s) to do" + (f" of {total_sched}" if len(todo) != total_sched
-                                                  else "") + f" → {out_dir}")
-    mach = machine.info()
-    mach_short = {k: mach[k] for k in ("hostname", "kernel", "arch", "cpu", "cores",
-                                       "memory_gib", "virtualization", "default_cc")}
-    attribute = _attributor() if params.trace else None
-    if params.trace and attribute is None:
-        console.print("[yellow]analysis.attribution is not available: runs are recorded "
-                      "without attribution[/]")
-    tracer = None
-    tracer_error = None
-    status = 0
+    _announce(params, out_dir, console, todo)
+    sweep = _Sweep(params, out_dir, console)
     interrupted = None
-    cg = None
-    start_index = len(results.read_runs(runs_path, dedup=False))
+    t0 = time.monotonic()
     with Guard():
         try:
-            # stack samples on perf events come from one event per CPU on the workloads'
-            # cgroup (removed in the finally below)
-            if params.trace and todo and params.sample_source != "tick":
-                cg = cgroup.WorkloadCgroup.create()
-            if params.trace and todo:
-                try:
-                    tracer = _start_tracer(params, out_dir, cg)
-                    smp = tracer.samples or {}
-                    console.print("tracer ready: attach " + ", ".join(
-                        f"{k}={v}" for k, v in (tracer.attach or {}).items())
-                        + (f"; samples on {smp.get('source')} at "
-                           + (f"{smp['freq']:g} Hz" if smp.get("freq") else "an unknown rate")
-                           + (", one event per CPU on the workloads' cgroup"
-                              if smp.get("scope") == "cgroup" else "")
-                           if smp else "; no stack samples"))
-                except TracerError as e:
-                    tracer_error = str(e)
-                    tracer = None
-                    if params.attach != "auto":
-                        console.print(f"netio-trace run: --attach {params.attach}: {e}",
-                                      style="red")
-                        return 2
-                    if params.sample_source != "auto":
-                        console.print(f"netio-trace run: --sample-source "
-                                      f"{params.sample_source}: {e}", style="red")
-                        return 2
-                    console.print(f"[red]tracer: {e}[/]")
-            n_all = total_sched
-            with Progress(len(todo), console, report_estimate=2.5 + 0.015 * n_all,
+            status = _open_instrument(sweep)
+            if status:
+                return status
+            with Progress(len(todo), console, report_estimate=2.5 + 0.015 * len(todo),
                           run_estimate=params.duration + 0.2) as prog:
-                for i, (rep, cfg) in enumerate(todo):
-                    label = f"{cfg.label()} #{rep + 1}"
-                    prog.start_run(label)
-                    if params.trace and (tracer is None or not tracer.alive()):
-                        if tracer is not None:
-                            tracer.close()
-                            tracer = None
-                            try:
-                                tracer = _start_tracer(params, out_dir, cg)
-                                tracer_error = None
-                            except TracerError as e:
-                                tracer_error = str(e)
-                    if params.trace and tracer is None:
-                        run = {"strategy": cfg.strategy, "msg_size": cfg.msg_size,
-                               "threads": cfg.threads, "transport": cfg.transport,
-                               "repeat": rep, "duration_requested_s": params.duration,
-                               "status": "failed",
-                               "error": f"tracer could not attach: {tracer_error}",
-                               "wall_s": 0.0}
-                    else:
-                        run = run_one(cfg, rep, params.duration, out_dir, start_index + i,
-                                      tracer=tracer, attribute=attribute, cgroup=cg)
-                    run["round"] = rep
-                    run["key"] = run_key(cfg.strategy, cfg.msg_size, cfg.threads,
-                                         cfg.transport, rep)
-                    run["traced"] = params.trace
-                    run["machine"] = mach_short
-                    run["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-                    with critical():
-                        results.append_run(runs_path, run)
-                    prog.end_run(label, run)
+                for slot in todo:
+                    sweep.run(slot, prog)
+                extra.run_extra_rounds(sweep, prog, t0)
         except Interrupted as e:
             interrupted = e.signum
         except KeyboardInterrupt:
             interrupted = signal.SIGINT
         finally:
-            if tracer is not None:
-                tracer.close()
-            if cg is not None:
-                cg.remove()
+            sweep.instrument.close()
     if interrupted is not None:
-        n = len(results.read_runs(runs_path))
+        n = len(results.read_runs(sweep.runs_path))
         console.print(f"[yellow]interrupted ({signal.Signals(interrupted).name}): {n} finished "
-                      f"run(s) kept in {runs_path}; finish with: netio-trace run --resume "
+                      f"run(s) kept in {sweep.runs_path}; finish with: netio-trace run --resume "
                       f"{out_dir}[/]")
         return 128 + int(interrupted)
+    return _finish(out_dir, console, build_report)
 
+
+def _open_instrument(sweep):
+    """Load the tracer (detached); 2 when a rung or sample source the user forced fails."""
+    params = sweep.params
+    try:
+        sweep.instrument.open()
+    except TracerError as e:
+        flag = (f"--attach {params.attach}" if params.attach != "auto"
+                else f"--sample-source {params.sample_source}")
+        sweep.console.print(f"netio-trace run: {flag}: {e}", style="red")
+        return 2
+    line = sweep.instrument.describe()
+    if line:
+        sweep.console.print(line if sweep.instrument.tracer else f"[red]{line}[/]")
+    return 0
+
+
+def _build_report(out_dir, console, runs_path):
+    """The report; its status (0, 1 if it failed, 128+signal if interrupted)."""
+    from report import build as report
+    t = time.monotonic()
+    console.print("building the report …")
+    try:
+        with Guard():
+            report.build(out_dir, console=console)
+        console.print(f"report built in {time.monotonic() - t:.1f} s")
+        return 0
+    except Interrupted as e:
+        _remove_partial(out_dir)
+        console.print(f"[yellow]interrupted while building the report: every run is in "
+                      f"{runs_path}; rebuild it with: netio-trace report {out_dir}[/]")
+        return 128 + int(e.signum)
+    except Exception as e:      # the runs stand; say what failed and how to retry
+        console.print(f"[red]the report failed: {type(e).__name__}: {e}; every run is in "
+                      f"{runs_path}; retry with: netio-trace report {out_dir}[/]")
+        return 1
+
+
+def _finish(out_dir, console, build_report):
+    runs_path = os.path.join(out_dir, results.RUNS)
     all_runs = results.read_runs(runs_path)
     bad = [r for r in all_runs if not results.ok(r)]
-    if bad:
-        status = 1
+    status = 1 if bad else 0
     if build_report:
-        from report import build as report
-        t = time.monotonic()
-        console.print("building the report …")
-        try:
-            with Guard():
-                report.build(out_dir, console=console)
-            console.print(f"report built in {time.monotonic() - t:.1f} s")
-        except Interrupted as e:
-            _remove_partial(out_dir)
-            console.print(f"[yellow]interrupted while building the report: every run is in "
-                          f"{runs_path}; rebuild it with: netio-trace report {out_dir}[/]")
-            return 128 + int(e.signum)
-        except Exception as e:      # the runs stand; say what failed and how to retry
-            console.print(f"[red]the report failed: {type(e).__name__}: {e}; every run is in "
-                          f"{runs_path}; retry with: netio-trace report {out_dir}[/]")
-            status = 1
-    from analysis import summary
+        rs = _build_report(out_dir, console, runs_path)
+        if rs > 1:
+            return rs
+        status = status or rs
     summary.print_summary(all_runs, console)
     if bad:
         console.print(f"[red]{len(bad)} run(s) failed or were inconsistent[/]: "

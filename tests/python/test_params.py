@@ -12,27 +12,53 @@ def test_default_sweep_shape():
     assert p.threads == (1, 2, 4, 8)
     assert p.transports == ("veth",)
     assert len(p.configs()) == 60
-    assert len(p.schedule()) == 60 * p.repeat
+    assert p.passes == ("untraced", "traced")
+    assert len(p.schedule()) == 60 * p.repeat * 2
 
 
 def test_quick_is_small():
     q = P.SweepParams(**P.QUICK)
-    assert len(q.schedule()) <= 18
+    assert len(q.schedule()) <= 36
     assert set(q.strategies) == {"two-copy", "one-copy", "zero-copy"}
 
 
-def test_schedule_interleaved_rounds():
+def test_schedule_interleaved_rounds_in_both_passes():
     p = P.SweepParams(strategies=("two-copy", "one-copy"), sizes=(256, 4096), threads=(1,),
                       transports=("veth",), duration=0.1, repeat=3)
     sched = p.schedule()
-    n = len(p.configs())
-    # every configuration once per round, rounds in order: A B C D, A B C D, ...
+    n = len(p.configs()) * 2
     for r in range(3):
         block = sched[r * n:(r + 1) * n]
-        assert [rep for rep, _ in block] == [r] * n
-        assert [c for _, c in block] == p.configs()
-    # strategies being compared run next to each other
-    assert [c.strategy for c in p.configs()[:2]] == ["two-copy", "one-copy"]
+        assert {s.repeat for s in block} == {r}
+        # every configuration once per pass per round
+        assert sorted((s.config.msg_size, s.config.strategy, s.traced) for s in block) == \
+            sorted((c.msg_size, c.strategy, t) for c in p.configs() for t in (False, True))
+        # group by group (strategies differing only in strategy), the passes in this round's
+        # order: untraced first in odd rounds (1st, 3rd), traced first in even ones
+        first = r % 2 == 1
+        assert [(s.config.msg_size, s.traced, s.config.strategy) for s in block] == [
+            (size, t, st) for size in (256, 4096) for t in (first, not first)
+            for st in ("two-copy", "one-copy")]
+    assert len({s.key() for s in sched}) == len(sched)
+    assert all(s.key().endswith("/untraced") != s.traced for s in sched)
+
+
+def test_single_pass_schedules():
+    base = dict(strategies=("two-copy",), sizes=(256,), threads=(1,), transports=("veth",),
+                duration=0.1, repeat=2)
+    untraced = P.SweepParams(**base, passes=("untraced",))
+    assert [s.traced for s in untraced.schedule()] == [False, False] and not untraced.trace
+    traced = P.SweepParams(**base, passes=("traced",))
+    assert [s.traced for s in traced.schedule()] == [True, True] and traced.trace
+
+
+def test_old_sweep_files_keep_their_one_pass():
+    d = P.SweepParams(**P.QUICK).to_dict()
+    del d["passes"]
+    assert P.SweepParams.from_dict({**d, "trace": True}).passes == ("traced",)
+    assert P.SweepParams.from_dict({**d, "trace": False}).passes == ("untraced",)
+    with pytest.raises(P.UsageError):
+        P.SweepParams.from_dict({**d, "passes": ["sometimes"]})
 
 
 def test_sweep_file_roundtrip_and_differences():

@@ -13,6 +13,7 @@ import pytest
 from analysis import files
 
 from netio_trace.system import paths
+from netio_trace.system.machine import has_pmu
 from conftest import REPO
 
 pytestmark = pytest.mark.skipif(
@@ -75,17 +76,25 @@ def test_quick_end_to_end(tmp_path):
     assert p.returncode == 0, stderr[-3000:]
     assert wall <= 60, f"--quick took {wall:.1f} s"
     runs = _runs(out / "runs.jsonl")
-    assert len(runs) == 18
+    scheduled = [r for r in runs if r["repeat"] < 3]
+    assert len(scheduled) == 36            # 18 configurations' rounds, untraced and traced
+    assert sum(r["traced"] for r in scheduled) == 18
+    assert all(r["traced"] is False for r in runs if r["repeat"] >= 3)   # extra rounds
     for r in runs:
         assert r["status"] == "ok", r.get("error")
         assert r["bytes_sent"] == r["bytes_received"] > 0
-        assert r["trace"]["tx_bytes"] == r["bytes_sent"]
-        assert r["trace"]["rx_copy_bytes"] == r["bytes_received"]
         assert r["tcp"]["cc"] == "cubic"
-        assert r["attribution"] and abs(sum(r["attribution"]["share"].values()) - 1) < 1e-3
+        assert r["warmup_s"] > 0 and r["throughput_whole_gbps"] > 0
         for k in ("latency_us", "throughput_gbps", "duration_s", "messages_sent", "zerocopy",
                   "perf", "repeat", "msg_size", "threads", "transport"):
             assert k in r
+        if not r["traced"]:
+            assert r["trace"] is None and r["attribution"] is None
+            continue
+        assert r["trace"]["tx_bytes"] == r["bytes_sent"]
+        assert r["trace"]["rx_copy_bytes"] == r["bytes_received"]
+        assert r["attribution"] and abs(sum(r["attribution"]["share"].values()) - 1) < 1e-3
+        assert r["attribution"]["source"] == ("tick" if not has_pmu() else "cycles")
         if r["strategy"] == "zero-copy":
             assert r["zerocopy"]["completions"] == r["zerocopy"]["sends"] > 0
     with open(out / "results.csv") as f:
@@ -99,6 +108,12 @@ def test_quick_end_to_end(tmp_path):
     assert _left_behind(p.pid, out) == ([], [])
     md = (out / "report.md").read_text()
     assert os.uname().release in md and "zero-copy" in md
+    assert "What the instrument cost in this sweep" in md
+    with open(out / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["traced"] for r in rows} == {"true", "false"}
+    assert all(0 < float(r["tracer_kept"]) < 2 for r in rows
+               if r["traced"] == "true" and r["tracer_kept"])
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -119,15 +134,15 @@ def test_interrupt_then_resume(tmp_path, sig):
     assert "--resume" in stderr
     assert _left_behind(p.pid, out) == ([], [])
     done = _runs(out / "runs.jsonl")
-    assert 2 <= len(done) < 8
+    assert 2 <= len(done) < 16
     assert not (out / "report.md").exists()
     r = _start("run", "--resume", str(out))
     stdout, stderr = r.communicate(timeout=120)
     assert r.returncode == 0, stderr[-2000:]
-    assert f"{8 - len(done)} run(s) to do of 8" in stderr
+    assert f"{16 - len(done)} run(s) to do of 16" in stderr
     runs = _runs(out / "runs.jsonl")
-    keys = {x["key"] for x in runs}
-    assert len(keys) == 8 and len(runs) == 8
+    scheduled = {x["key"] for x in runs if x["repeat"] < 4}
+    assert len(scheduled) == 16 and len({x["key"] for x in runs}) == len(runs)
     assert all(x["status"] == "ok" for x in runs)
     assert (out / "report.html").exists()
     assert _left_behind(r.pid, out) == ([], [])

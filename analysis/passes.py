@@ -1,0 +1,80 @@
+"""The two passes of a sweep (DESIGN.md, "Two passes"; issue 13): which runs answer which
+question, the tracer's cost per configuration, and the comparisons the noise cannot decide.
+
+Throughput, latency, retransmits and every comparison between strategies come from the
+untraced runs; copy bytes, attribution, histograms and flame graphs from the traced ones. A
+sweep with no untraced run (--trace-only) answers from its traced runs, and says so.
+"""
+from analysis import results, stats
+
+CONFIG = ("strategy", "msg_size", "threads", "transport")
+
+
+def split(runs):
+    """(answer runs, traced runs, answers_traced) of the ok runs: the answers are the untraced
+    runs, or the traced ones where the sweep has no untraced run (answers_traced True)."""
+    ok = [r for r in runs if results.ok(r)]
+    traced = [r for r in ok if results.traced(r)]
+    untraced = [r for r in ok if not results.traced(r)]
+    if untraced:
+        return untraced, traced, False
+    return traced, traced, True
+
+
+def _config(r):
+    return tuple(r[k] for k in CONFIG)
+
+
+def kept_by_run(runs):
+    """{key of a traced run: its throughput / the untraced run's of the same configuration and
+    round}: what the tracer let the workload keep, paired within a round."""
+    untraced = {(_config(r), r["repeat"]): r for r in runs
+                if results.ok(r) and not results.traced(r)}
+    out = {}
+    for r in runs:
+        if not (results.ok(r) and results.traced(r)):
+            continue
+        u = untraced.get((_config(r), r["repeat"]))
+        t_tr, t_un = r.get("throughput_gbps"), (u or {}).get("throughput_gbps")
+        if t_tr is not None and t_un:
+            out[results.key_of(r)] = t_tr / t_un
+    return out
+
+
+def tracer_cost(runs):
+    """{configuration tuple (CONFIG order): spread of traced / untraced throughput, paired
+    within rounds} for every configuration that ran in both passes."""
+    ratios = {}
+    by_key = kept_by_run(runs)
+    for r in runs:
+        k = results.key_of(r)
+        if k in by_key:
+            ratios.setdefault(_config(r), []).append(by_key[k])
+    return {c: stats.spread(v) for c, v in ratios.items()}
+
+
+def comparisons(runs, pairs):
+    """[(transport, threads, size, a, b, [paired b/a ratios])] for each pair of strategies
+    (a, b) in pairs at each configuration where both ran, from the given (answer) runs."""
+    out = []
+    keys = sorted({(r["transport"], r["threads"], r["msg_size"]) for r in runs})
+    have = {(r["transport"], r["threads"], r["msg_size"], r["strategy"]) for r in runs}
+    for tr, th, size in keys:
+        for a, b in pairs:
+            if (tr, th, size, a) in have and (tr, th, size, b) in have:
+                rs = stats.paired_ratios(runs, a, b, lambda r: r.get("throughput_gbps"),
+                                         size, th, tr)
+                out.append((tr, th, size, a, b, rs))
+    return out
+
+
+def undecided(ratios):
+    """Paired ratios that straddle 1: b is ahead in some rounds and behind in others."""
+    return bool(ratios) and min(ratios) < 1 < max(ratios)
+
+
+def verdict(ratios):
+    """"ahead", "behind" or "undecided" for b against a, from the paired ratios b/a."""
+    if not ratios or undecided(ratios):
+        return "undecided"
+    return "ahead" if min(ratios) >= 1 else "behind"

@@ -1,0 +1,77 @@
+"""Extra rounds for comparisons the noise left undecided (issue 13).
+
+After the scheduled rounds, a comparison the report draws (one strategy against the next at one
+configuration) whose paired ratios straddle 1 gets more interleaved rounds of its group, in the
+answering pass only, while the sweep's time budget allows. What is still undecided after them
+the report calls undecided, with the ratios.
+"""
+import statistics
+import time
+
+from analysis import passes, results
+from analysis.contract import STRATEGIES
+from netio_trace.run.params import Slot
+
+MAX_EXTRA_ROUNDS = 3
+# The budget: the scheduled runs' estimated time and this share more (the default sweep's
+# rounds then stay inside its 5 minutes, report included).
+BUDGET_MARGIN = 0.15
+RUN_OVERHEAD_S = 0.2      # namespaces, gate, snapshot: a run's wall time beyond its duration
+
+
+def compared_pairs(strategies):
+    """Each strategy against the next one in the contract's order (two-copy → one-copy →
+    zero-copy …): the comparisons the report draws."""
+    ordered = [s for s in STRATEGIES if s in strategies]
+    return list(zip(ordered, ordered[1:]))
+
+
+def undecided_groups(params, answer_runs):
+    """The groups (lists of Config) with at least one undecided comparison."""
+    bad = {(tr, th, size) for tr, th, size, _a, _b, ratios
+           in passes.comparisons(answer_runs, compared_pairs(params.strategies))
+           if passes.undecided(ratios)}
+    return [g for g in params.groups()
+            if (g[0].transport, g[0].threads, g[0].msg_size) in bad]
+
+
+def budget_s(params):
+    return len(params.schedule()) * (params.duration + RUN_OVERHEAD_S) * (1 + BUDGET_MARGIN)
+
+
+def _wall_per_run(runs, params):
+    walls = [r["wall_s"] for r in runs if isinstance(r.get("wall_s"), (int, float))
+             and r["wall_s"] > 0]
+    return statistics.median(walls) if walls else params.duration + RUN_OVERHEAD_S
+
+
+def _fit(groups, per_run, left_s):
+    """The groups whose runs fit in left_s, in order."""
+    out = []
+    for g in groups:
+        if (sum(len(x) for x in out) + len(g)) * per_run > left_s:
+            break
+        out.append(g)
+    return out
+
+
+def run_extra_rounds(sweep, prog, t0):
+    """Run extra rounds of the undecided groups; returns how many runs were added."""
+    params = sweep.params
+    answer_traced = "untraced" not in params.passes
+    added = 0
+    for _ in range(MAX_EXTRA_ROUNDS):
+        runs = results.read_runs(sweep.runs_path)
+        answers, _traced, _ = passes.split(runs)
+        groups = undecided_groups(params, answers)
+        left = budget_s(params) - (time.monotonic() - t0)
+        groups = _fit(groups, _wall_per_run(runs, params), left)
+        if not groups:
+            break
+        rep = max(r["repeat"] for r in runs) + 1
+        slots = [Slot(rep, c, answer_traced) for g in groups for c in g]
+        prog.extend(len(slots))
+        for slot in slots:
+            sweep.run(slot, prog)
+        added += len(slots)
+    return added
