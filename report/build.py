@@ -428,11 +428,19 @@ def _passes_note(answers, traced, answers_traced, source):
     sampling = (f"stack sampling on {', '.join(f'`{x}`' for x in source)}" if source
                 else "no stack sampling")
     if answers_traced:
+        selfns = stats.spread(_num(((r.get("trace") or {}).get("self") or {})
+                                   .get("ns_per_message")) for r in traced)
         return ("**Throughput and latency were measured with the tracer attached** "
                 f"(`--trace-only`: {len(traced)} traced runs, no untraced pass): copy "
                 f"accounting, syscall histograms, {sampling} and perf counters slowed the "
-                "workloads, by a share that can differ between strategies. Run without "
-                "`--trace-only` for answers the instrument does not bend.")
+                "workloads, by a share that can differ between strategies: its BPF programs "
+                "alone took " + (f"{stats.fmt_spread(selfns, '{:.0f}')} ns per message"
+                                 if selfns else "an unknown time")
+                + " (from `bpf_stats`). Run without `--trace-only` for answers the instrument "
+                "does not bend."
+                + (" Sampling on `cpu-clock` takes a timer interrupt per sample, which in a VM "
+                   "costs an exit each: `--sample-source tick` samples on the scheduler tick, "
+                   "which fires anyway." if "cpu-clock" in source else ""))
     return (f"Every answer below (throughput, latency, retransmits, comparisons, crossovers) "
             f"comes from the **untraced pass** ({len(answers)} runs with nothing of the tracer "
             f"attached); copy bytes, attribution, histograms and flame graphs come from the "

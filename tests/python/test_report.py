@@ -125,7 +125,8 @@ def test_no_pmu_image_says_not_countable(built):
 def test_report_says_the_figures_were_measured_traced(built, fixture_dir):
     d, _ = built
     md = (d / "report.md").read_text()
-    assert "measured with the tracer attached" in md and "`netio-trace run --no-trace`" in md
+    # the fixture is a sweep of the traced pass only (as --trace-only makes)
+    assert "measured with the tracer attached" in md and "without `--trace-only`" in md
     assert re.search(r"its BPF programs alone took \d+( \(\d+–\d+\))? ns per message", md)
     assert "`--sample-source tick`" in md       # the fixture sampled on cpu-clock (no PMU)
     # the same sweep run with --no-trace says so instead
@@ -141,3 +142,37 @@ def test_report_says_the_figures_were_measured_traced(built, fixture_dir):
     md = (fixture_dir / "report.md").read_text()
     assert "Measured without the tracer (`--no-trace`)" in md
     assert "measured with the tracer attached" not in md
+
+
+def test_two_pass_sweep_answers_from_the_untraced_pass(fixture_dir):
+    """Every traced run of the fixture gets an untraced twin 1.25x as fast: the answers take
+    the twins' throughput, the tracer's cost is 0.80 per configuration, in the report and in
+    results.csv."""
+    import csv
+    import json
+    runs = [json.loads(line) for line in (fixture_dir / "runs.jsonl").read_text().splitlines()]
+    twins = []
+    for r in runs:
+        u = dict(r, traced=False, trace=None, attribution=None)
+        if r.get("throughput_gbps"):
+            u["throughput_gbps"] = r["throughput_gbps"] * 1.25
+        twins.append(u)
+    (fixture_dir / "runs.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in runs + twins))
+    report.build(str(fixture_dir))
+    md = (fixture_dir / "report.md").read_text()
+    assert "comes from the **untraced pass**" in md
+    assert "What the instrument cost in this sweep" in md
+    assert "| 0.80 (0.80–0.80) |" in md
+    assert (fixture_dir / "plots" / "tracer_cost.png").stat().st_size > 1000
+    with open(fixture_dir / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    kept = [float(r["tracer_kept"]) for r in rows if r["traced"] == "true" and r["tracer_kept"]]
+    assert kept and all(abs(k - 0.8) < 1e-6 for k in kept)
+    assert all(r["tracer_kept"] == "" for r in rows if r["traced"] == "false")
+    # the summary's throughput is the untraced twins'
+    from analysis import summary, passes
+    answers, traced, answers_traced = passes.split(runs + twins)
+    assert not answers_traced and all(r["traced"] is False for r in answers)
+    row = summary.rows(answers, traced=traced)[0]
+    assert row["cpb_total"] is not None
