@@ -13,9 +13,9 @@ from analysis.contract import STRATEGIES
 from netio_trace.run.params import Slot
 
 MAX_EXTRA_ROUNDS = 3
-# The budget: the scheduled runs' estimated time and this share more (the default sweep's
-# rounds then stay inside its 5 minutes, report included).
-BUDGET_MARGIN = 0.15
+# The budget of the extra rounds: this share of the time the scheduled rounds took (the default
+# sweep then stays inside its 5 minutes, report included).
+EXTRA_SHARE = 0.2
 RUN_OVERHEAD_S = 0.2      # namespaces, gate, snapshot: a run's wall time beyond its duration
 
 
@@ -35,10 +35,6 @@ def undecided_groups(params, answer_runs):
             if (g[0].transport, g[0].threads, g[0].msg_size) in bad]
 
 
-def budget_s(params):
-    return len(params.schedule()) * (params.duration + RUN_OVERHEAD_S) * (1 + BUDGET_MARGIN)
-
-
 def _wall_per_run(runs, params):
     walls = [r["wall_s"] for r in runs if isinstance(r.get("wall_s"), (int, float))
              and r["wall_s"] > 0]
@@ -56,15 +52,18 @@ def _fit(groups, per_run, left_s):
 
 
 def run_extra_rounds(sweep, prog, t0):
-    """Run extra rounds of the undecided groups; returns how many runs were added."""
+    """Run extra rounds of the undecided groups, for at most EXTRA_SHARE of the time the
+    scheduled rounds took since t0; returns how many runs were added."""
     params = sweep.params
     answer_traced = "untraced" not in params.passes
     added = 0
+    t_extra = time.monotonic()
+    budget = (t_extra - t0) * EXTRA_SHARE
     for _ in range(MAX_EXTRA_ROUNDS):
         runs = results.read_runs(sweep.runs_path)
         answers, _traced, _ = passes.split(runs)
         groups = undecided_groups(params, answers)
-        left = budget_s(params) - (time.monotonic() - t0)
+        left = budget - (time.monotonic() - t_extra)
         groups = _fit(groups, _wall_per_run(runs, params), left)
         if not groups:
             break
