@@ -436,16 +436,15 @@ static int pid_in_cgroup(pid_t pid, const char *cgroup)
 	return in;
 }
 
-/* One event per CPU on the cgroup dir: it counts (and its timer runs) only while a task of
- * the cgroup is on that CPU, so a switch between two tasks of the cgroup costs nothing, where
- * per-task events re-arm their timer at every switch. 0, or -1 with err filled. */
-static int open_cgroup_events(struct profiler *p, const char *dir, char *err, size_t errlen)
+/* dir is a cgroup2 directory: its real path into real, its path below the cgroup2 mount into
+ * rel ("/netio-trace-1"); 0, or -1 with err filled. */
+static int check_cgroup_dir(const char *dir, char real[PATH_MAX], char rel[PATH_MAX], char *err,
+			    size_t errlen)
 {
-	char root[PATH_MAX], real[PATH_MAX];
-	int ncpu = libbpf_num_possible_cpus(), cgfd, cpu;
+	char root[PATH_MAX];
 	size_t n;
 
-	if (cgroup2_root(root, sizeof(root)) || !realpath(dir, real)) {
+	if (cgroup2_root(root, PATH_MAX) || !realpath(dir, real)) {
 		snprintf(err, errlen, "--sample-cgroup %s: not a cgroup2 directory", dir);
 		return -1;
 	}
@@ -454,7 +453,20 @@ static int open_cgroup_events(struct profiler *p, const char *dir, char *err, si
 		snprintf(err, errlen, "--sample-cgroup %s: not below the cgroup2 mount %s", dir, root);
 		return -1;
 	}
-	snprintf(p->cgroup, sizeof(p->cgroup), "%s", real[n] ? real + n : "/");
+	snprintf(rel, PATH_MAX, "%s", real[n] ? real + n : "/");
+	return 0;
+}
+
+/* One event per CPU on the cgroup dir: it counts (and its timer runs) only while a task of
+ * the cgroup is on that CPU, so a switch between two tasks of the cgroup costs nothing, where
+ * per-task events re-arm their timer at every switch. 0, or -1 with err filled. */
+static int open_cgroup_events(struct profiler *p, const char *dir, char *err, size_t errlen)
+{
+	char real[PATH_MAX];
+	int ncpu = libbpf_num_possible_cpus(), cgfd, cpu;
+
+	if (check_cgroup_dir(dir, real, p->cgroup, err, errlen))
+		return -1;
 	cgfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	p->cev = ncpu > 0 ? calloc(ncpu, sizeof(*p->cev)) : NULL;
 	if (cgfd < 0 || !p->cev) {
@@ -685,6 +697,7 @@ static int tick_setup(struct profiler *p, char *err, size_t errlen)
 
 static int open_events(struct profiler *p, char *err, size_t errlen);
 
+
 /* A hardware cycles sampling event opens here (there is a PMU). */
 static bool have_cycles(int freq)
 {
@@ -716,6 +729,12 @@ struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_
 	if (src == PROFILE_SRC_AUTO && !have_cycles(p->freq))
 		src = PROFILE_SRC_TICK;
 	p->tick = src == PROFILE_SRC_TICK;
+	if (cgroup_dir && p->tick) {	/* not used by the tick, but never wrong in silence */
+		char real[PATH_MAX], rel[PATH_MAX];
+
+		if (check_cgroup_dir(cgroup_dir, real, rel, err, errlen))
+			goto out;
+	}
 
 	p->skel = profile_bpf__open();
 	if (!p->skel) {

@@ -45,7 +45,7 @@ def small_bench():
 def test_each_sampler_samples_the_loop_at_its_rate(small_bench):
     before = bench.bpf_programs()
     dur = small_bench.args.duration
-    ours = small_bench.busy_loop(dur, bench.sampling_alone())
+    ours = small_bench.busy_loop(dur, bench.sampling_alone(bench.timer_source()))
     # sampling alone: only the stack sampler (and the one probe point it keeps) attached
     assert set(ours["attached"]) == bench.SAMPLING_ALONE_ATTACHED
     # 999 Hz on the loop's CPU for the loop's time (the loop is on-CPU the whole run)

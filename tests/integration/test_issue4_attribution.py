@@ -1,5 +1,5 @@
 """Issue 4's "must show", at exactly its figures: `netio-trace run` at 64 KiB, 1 thread, over
-veth, one run of each strategy with the tracer's stack sampling at its default 999 Hz; the
+veth, one traced run of each strategy (--trace-only) with the tracer's default stack sampling; the
 attribution and flame graphs of the results directory, as users read them (runs.jsonl,
 flamegraphs/*.svg).
 
@@ -42,7 +42,7 @@ def sweep(tmp_path_factory):
     cp = subprocess.run([os.path.join(REPO, "netio-trace"), "run", "--strategies",
                          ",".join(STRATEGIES), "--sizes", "64K", "--threads", "1",
                          "--transport", "veth", "--duration", "1", "--repeat", "1",
-                         "--out", str(out)],
+                         "--trace-only", "--out", str(out)],
                         capture_output=True, text=True, timeout=300,
                         env={**os.environ, "NETIO_BUILD": BUILD})
     assert cp.returncode == 0, cp.stderr[-2000:]
@@ -50,6 +50,7 @@ def sweep(tmp_path_factory):
     with open(out / "runs.jsonl") as f:
         for line in f:
             r = json.loads(line)
+            assert r["traced"] is True
             runs[r["strategy"]] = r
     assert set(runs) == set(STRATEGIES)
     return out, runs

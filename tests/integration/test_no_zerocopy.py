@@ -117,7 +117,8 @@ def test_run_without_zero_copy_still_works(tmp_path):
     assert cp.returncode == 0, cp.stderr[-2000:]
     with open(out / "runs.jsonl") as f:
         runs = [json.loads(line) for line in f]
-    assert len(runs) == 1 and runs[0]["status"] == "ok"
+    assert [r["traced"] for r in runs] == [False, True]
+    assert all(r["status"] == "ok" for r in runs)
 
 
 def test_zero_copy_server_fails_clearly(tmp_path):
