@@ -43,10 +43,10 @@ $(BUILD)/workloads/%.o: workloads/%.c $(wildcard workloads/*.h) | $(BUILD)/workl
 	$(CC) $(CFLAGS) -fno-omit-frame-pointer -Iworkloads -c $< -o $@
 
 $(BUILD)/netio-server: $(BUILD)/workloads/server.o $(WL_LIB_OBJS)
-	$(CC) $(CFLAGS) $^ -o $@ -lpthread
+	$(CC) $(CFLAGS) $^ -o $@ -lpthread -luring
 
 $(BUILD)/netio-client: $(BUILD)/workloads/client.o $(WL_LIB_OBJS)
-	$(CC) $(CFLAGS) $^ -o $@ -lpthread
+	$(CC) $(CFLAGS) $^ -o $@ -lpthread -luring
 
 # the bench's timer floor: computation only (bench/busy_loop.c)
 $(BUILD)/netio-busy-loop: bench/busy_loop.c | $(BUILD)/workloads
@@ -77,7 +77,7 @@ $(BUILD)/tests/test_irqframes: tests/unit/test_irqframes.c $(BUILD)/user/irqfram
 	$(CC) $(CFLAGS) -Iuser $^ -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(WL_LIB_OBJS) | $(BUILD)/tests
-	$(CC) $(CFLAGS) -Iworkloads -Iuser $^ -o $@ -lpthread
+	$(CC) $(CFLAGS) -Iworkloads -Iuser $^ -o $@ -lpthread -luring
 
 unittest: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do $$t; done

@@ -22,6 +22,11 @@ static inline uint64_t field_seed(uint32_t conn, uint64_t msg, int field)
 
 int wl_message_init(struct wl_message *m, size_t size)
 {
+	return wl_message_init_aligned(m, size, 0);
+}
+
+int wl_message_init_aligned(struct wl_message *m, size_t size, size_t align)
+{
 	int i;
 
 	memset(m, 0, sizeof(*m));
@@ -32,7 +37,8 @@ int wl_message_init(struct wl_message *m, size_t size)
 	m->size = size;
 	for (i = 0; i < WL_FIELDS; i++) {
 		m->len[i] = wl_field_len(size, i);
-		m->field[i] = malloc(m->len[i]);
+		m->field[i] = align ? aligned_alloc(align, (m->len[i] + align - 1) & ~(align - 1))
+				    : malloc(m->len[i]);
 		if (!m->field[i]) {
 			wl_message_free(m);
 			errno = ENOMEM;
@@ -40,6 +46,16 @@ int wl_message_init(struct wl_message *m, size_t size)
 		}
 	}
 	return 0;
+}
+
+size_t wl_message_pages(size_t size, size_t page_size)
+{
+	size_t pages = 0;
+	int i;
+
+	for (i = 0; i < WL_FIELDS; i++)
+		pages += (wl_field_len(size, i) + page_size - 1) / page_size;
+	return pages;
 }
 
 void wl_message_free(struct wl_message *m)

@@ -31,6 +31,12 @@ static inline size_t wl_field_offset(size_t size, int i)
 
 /* Allocates the 8 fields (size >= 8). 0, or -1 with errno (ENOMEM, EINVAL). */
 int wl_message_init(struct wl_message *m, size_t size);
+/* The same with every field starting at a multiple of align (a power of two >= 8): a field
+ * then spans the fewest pages, which a UDP zero-copy datagram (at most MAX_SKB_FRAGS page
+ * fragments) needs. */
+int wl_message_init_aligned(struct wl_message *m, size_t size, size_t align);
+/* Pages the fields of a message of size bytes span at most when aligned to page_size. */
+size_t wl_message_pages(size_t size, size_t page_size);
 void wl_message_free(struct wl_message *m);
 
 /* Pattern: byte off of field f of message msg on connection conn. */

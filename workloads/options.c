@@ -146,6 +146,9 @@ static const char *const strategy_names[] = {
 	[STRAT_ONE_COPY] = "one-copy",
 	[STRAT_ZERO_COPY] = "zero-copy",
 	[STRAT_PER_FIELD] = "per-field",
+	[STRAT_SENDFILE] = "sendfile",
+	[STRAT_IO_URING] = "io-uring",
+	[STRAT_IO_URING_ZC] = "io-uring-zc",
 };
 
 const char *wl_strategy_name(enum wl_strategy s)
@@ -165,8 +168,8 @@ int wl_parse_strategy(const char *s, enum wl_strategy *out, char *err, size_t er
 			return 0;
 		}
 	}
-	return fail(err, errlen, "--strategy '%s': unknown (choose two-copy, one-copy, zero-copy "
-		    "or per-field)", s ? s : "");
+	return fail(err, errlen, "--strategy '%s': unknown (choose two-copy, one-copy, zero-copy, "
+		    "per-field, sendfile, io-uring or io-uring-zc)", s ? s : "");
 }
 
 /* Congestion control names are short kernel identifiers (TCP_CA_NAME_MAX = 16). */
@@ -193,18 +196,31 @@ bad:
 const char *wl_usage(enum wl_role role)
 {
 	if (role == WL_SERVER)
-		return "usage: netio-server --strategy two-copy|one-copy|zero-copy|per-field "
-		       "--size BYTES --threads N\n"
+		return "usage: netio-server --strategy STRATEGY --size BYTES --threads N\n"
 		       "                    --port P [--addr A] [--netns NAME] "
-		       "(--duration S | --count MSGS) [--verify] [--cc NAME]\n"
-		       "  BYTES: 8 .. 64MiB (suffixes K, KiB, M, MiB); N: 1 .. 256; P: 0 = any free port\n";
+		       "(--duration S | --count MSGS) [--verify] [--cc NAME] [--udp]\n"
+		       "  BYTES: 8 .. 64MiB (suffixes K, KiB, M, MiB); N: 1 .. 256; P: 0 = any free port\n"
+		       "  STRATEGY, per message of 8 heap fields:\n"
+		       "    two-copy     serialize the fields into one buffer, send() it\n"
+		       "    one-copy     one sendmsg() with an iovec of the 8 fields\n"
+		       "    zero-copy    sendmsg(MSG_ZEROCOPY), a ring of messages, each reused after its completion\n"
+		       "    per-field    8 send() calls (over --udp: 7 with MSG_MORE, one datagram)\n"
+		       "    io-uring     IORING_OP_SENDMSG with the 8-field iovec, one send in flight\n"
+		       "    io-uring-zc  IORING_OP_SENDMSG_ZC with IORING_SEND_ZC_REPORT_USAGE, a ring of\n"
+		       "                 messages, each reused after its notification (Linux 6.2+)\n"
+		       "  and one that does not send heap fields:\n"
+		       "    sendfile     the message serialized into a memfd once (with --verify: each message\n"
+		       "                 to fresh file pages) and sent from the page cache with sendfile(2)\n"
+		       "  --udp: one datagram per message to A:P on a connected UDP socket, nobody receives\n"
+		       "         (no listening, no client); BYTES must fit the path MTU unfragmented;\n"
+		       "         not with sendfile\n";
 	return "usage: netio-client --addr A --port P --threads N --size BYTES [--netns NAME] "
 	       "[--verify] [--cc NAME]\n";
 }
 
 enum opt_id {
 	O_STRATEGY, O_SIZE, O_THREADS, O_PORT, O_ADDR, O_NETNS, O_DURATION, O_COUNT,
-	O_VERIFY, O_CC, O_HELP, O_NUM,
+	O_VERIFY, O_CC, O_UDP, O_HELP, O_NUM,
 };
 
 static const struct {
@@ -222,6 +238,7 @@ static const struct {
 	[O_COUNT]    = { "count", 1, 1 },
 	[O_VERIFY]   = { "verify", 0, 3 },
 	[O_CC]       = { "cc", 1, 3 },
+	[O_UDP]      = { "udp", 0, 1 },
 	[O_HELP]     = { "help", 0, 3 },
 };
 
@@ -307,6 +324,9 @@ int wl_options_parse(enum wl_role role, int argc, char **argv, struct wl_options
 			if (wl_parse_cc(val, &o->cc, err, errlen) < 0)
 				return -1;
 			break;
+		case O_UDP:
+			o->udp = 1;
+			break;
 		case O_HELP:
 			return 1;
 		}
@@ -324,5 +344,14 @@ int wl_options_parse(enum wl_role role, int argc, char **argv, struct wl_options
 		return fail(err, errlen, "missing --addr");
 	if (role == WL_SERVER && seen[O_DURATION] == seen[O_COUNT])
 		return fail(err, errlen, "give exactly one of --duration and --count");
+	if (o->udp && !seen[O_ADDR])
+		return fail(err, errlen, "--udp needs --addr (where the datagrams go)");
+	if (o->udp && o->port == 0)
+		return fail(err, errlen, "--udp needs a --port between 1 and 65535");
+	if (o->udp && o->cc)
+		return fail(err, errlen, "--cc is for TCP, not --udp");
+	if (o->udp && o->strategy == STRAT_SENDFILE)
+		return fail(err, errlen, "--strategy sendfile cannot run over --udp (sendfile has no "
+			    "datagram boundaries)");
 	return 0;
 }

@@ -19,6 +19,9 @@ enum wl_strategy {
 	STRAT_ONE_COPY,
 	STRAT_ZERO_COPY,
 	STRAT_PER_FIELD,
+	STRAT_SENDFILE,
+	STRAT_IO_URING,
+	STRAT_IO_URING_ZC,
 	STRAT_NONE = -1,
 };
 
@@ -34,6 +37,7 @@ struct wl_options {
 	uint64_t count;         /* messages per connection; 0 = not given */
 	int verify;
 	const char *cc;         /* NULL = cubic if available, else the system default */
+	int udp;                /* server: datagrams to --addr:--port, no receiver (--udp) */
 };
 
 /* The parsers below return 0 on success, -1 with a one-line reason in err. */

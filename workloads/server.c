@@ -1,8 +1,10 @@
-/* netio-server: the sender. One thread and one TCP connection per --threads, each sending
- * messages with the chosen copy strategy (see DEVELOPERS.md, Workloads). */
+/* netio-server: the sender. One thread and one TCP connection per --threads (with --udp, one
+ * connected UDP socket sending a datagram per message to a path where nobody receives), each
+ * sending messages with the chosen copy strategy (see DEVELOPERS.md, Workloads). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/ip.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -10,16 +12,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "filesend.h"
 #include "json.h"
 #include "message.h"
 #include "netutil.h"
 #include "options.h"
 #include "tcp_stats.h"
+#include "uring.h"
 #include "zerocopy.h"
 
 #define PROG "netio-server"
@@ -36,6 +41,7 @@
 #define ZC_ENOBUFS_S     5.0          /* ENOBUFS without any progress for this long: fail */
 #define ZC_FINAL_WAIT_S  5.0          /* at the end, wait this long for missing completions */
 #define HELLO_TIMEOUT_S  10
+#define UDP_IP_HEADERS   28u          /* IPv4 + UDP headers of a datagram */
 
 struct conn {
 	uint32_t idx;
@@ -44,14 +50,17 @@ struct conn {
 	pthread_t thread;
 
 	/* buffers */
-	struct wl_message msg;          /* two-copy, one-copy, per-field */
+	struct wl_message msg;          /* two-copy, one-copy, per-field, io-uring */
 	struct iovec iov[WL_FIELDS];
 	uint8_t *flat;                  /* two-copy: the serialization buffer */
-	struct wl_message *ring;        /* zero-copy: ring of messages */
+	struct wl_message *ring;        /* zero-copy, io-uring-zc: ring of messages */
 	struct iovec (*ring_iov)[WL_FIELDS];
 	uint32_t nring;
 	struct wl_zc_tracker zc;
 	int zc_ready;
+	struct wl_filemsg file;         /* sendfile */
+	int file_ready;
+	struct wl_uring uring;          /* io-uring, io-uring-zc */
 
 	/* results */
 	double t_start, t_end;
@@ -61,6 +70,7 @@ struct conn {
 	char error[256];
 };
 
+static size_t g_page_size;
 static pthread_barrier_t g_barrier;
 static atomic_int g_stop;
 static int g_running;                   /* threads still sending, under g_lock */
@@ -79,24 +89,64 @@ static int conn_fail(struct conn *c, const char *fmt, ...)
 
 /* ---- setup ---------------------------------------------------------------- */
 
+/* Strategies whose buffers the kernel may still hold after the send returns: a ring of
+ * messages, each reused only after its completion. */
+static int uses_ring(enum wl_strategy s)
+{
+	return s == STRAT_ZERO_COPY || s == STRAT_IO_URING_ZC;
+}
+
+static int is_uring(enum wl_strategy s)
+{
+	return s == STRAT_IO_URING || s == STRAT_IO_URING_ZC;
+}
+
+static int conn_setup_file(struct conn *c)
+{
+	if (wl_filemsg_init(&c->file, c->o->size, c->idx, c->o->verify) < 0)
+		return conn_fail(c, "sendfile: cannot prepare the message file: %s", strerror(errno));
+	c->file_ready = 1;
+	return 0;
+}
+
+static int conn_setup_uring(struct conn *c)
+{
+	int zc = c->o->strategy == STRAT_IO_URING_ZC;
+
+	if (wl_uring_init(&c->uring, zc, zc ? c->zc.cap : 0) < 0)
+		return conn_fail(c, "io_uring: %s", strerror(errno));
+	return 0;
+}
+
+static int conn_setup_one(struct conn *c)
+{
+	const struct wl_options *o = c->o;
+
+	if (wl_message_init(&c->msg, o->size) < 0)
+		return conn_fail(c, "cannot allocate a %zu-byte message", o->size);
+	wl_message_fill(&c->msg, c->idx, 0);
+	wl_message_iov(&c->msg, c->iov);
+	if (o->strategy == STRAT_TWO_COPY) {
+		c->flat = malloc(o->size);
+		if (!c->flat)
+			return conn_fail(c, "cannot allocate %zu bytes", o->size);
+		/* Touch it now so page faults are not measured. */
+		wl_message_serialize(&c->msg, c->flat);
+	}
+	return 0;
+}
+
 static int conn_setup(struct conn *c)
 {
 	const struct wl_options *o = c->o;
 	uint32_t i;
 
-	if (o->strategy != STRAT_ZERO_COPY) {
-		if (wl_message_init(&c->msg, o->size) < 0)
-			return conn_fail(c, "cannot allocate a %zu-byte message", o->size);
-		wl_message_fill(&c->msg, c->idx, 0);
-		wl_message_iov(&c->msg, c->iov);
-		if (o->strategy == STRAT_TWO_COPY) {
-			c->flat = malloc(o->size);
-			if (!c->flat)
-				return conn_fail(c, "cannot allocate %zu bytes", o->size);
-			/* Touch it now so page faults are not measured. */
-			wl_message_serialize(&c->msg, c->flat);
-		}
-		return 0;
+	if (o->strategy == STRAT_SENDFILE)
+		return conn_setup_file(c);
+	if (!uses_ring(o->strategy)) {
+		if (conn_setup_one(c) < 0)
+			return -1;
+		return is_uring(o->strategy) ? conn_setup_uring(c) : 0;
 	}
 
 	c->nring = (uint32_t)(ZC_RING_BYTES / o->size);   /* size >= 8: fits */
@@ -109,7 +159,8 @@ static int conn_setup(struct conn *c)
 	if (!c->ring || !c->ring_iov)
 		return conn_fail(c, "cannot allocate the zero-copy ring");
 	for (i = 0; i < c->nring; i++) {
-		if (wl_message_init(&c->ring[i], o->size) < 0)
+		/* a zero-copy datagram's fields start on pages: see udp_frags_fit() */
+		if (wl_message_init_aligned(&c->ring[i], o->size, o->udp ? g_page_size : 0) < 0)
 			return conn_fail(c, "cannot allocate %u messages of %zu bytes", c->nring, o->size);
 		wl_message_fill(&c->ring[i], c->idx, i);
 		wl_message_iov(&c->ring[i], c->ring_iov[i]);
@@ -117,7 +168,7 @@ static int conn_setup(struct conn *c)
 	if (wl_zc_init(&c->zc, c->nring, c->nring * 4 + 256, 0) < 0)
 		return conn_fail(c, "cannot allocate the zero-copy tracker");
 	c->zc_ready = 1;
-	return 0;
+	return is_uring(o->strategy) ? conn_setup_uring(c) : 0;
 }
 
 static void conn_free(struct conn *c)
@@ -133,6 +184,10 @@ static void conn_free(struct conn *c)
 	free(c->ring_iov);
 	if (c->zc_ready)
 		wl_zc_free(&c->zc);
+	if (c->file_ready)
+		wl_filemsg_free(&c->file);
+	wl_uring_free(&c->uring);
+	c->file_ready = 0;
 	c->flat = NULL;
 	c->ring = NULL;
 	c->ring_iov = NULL;
@@ -141,11 +196,11 @@ static void conn_free(struct conn *c)
 
 /* ---- sending -------------------------------------------------------------- */
 
-/* send() until len bytes are gone. */
-static int send_buf(struct conn *c, const uint8_t *p, size_t len)
+/* send() until len bytes are gone (flags: MSG_MORE for a UDP datagram built by several). */
+static int send_buf(struct conn *c, const uint8_t *p, size_t len, int flags)
 {
 	while (len) {
-		ssize_t r = send(c->fd, p, len, MSG_NOSIGNAL);
+		ssize_t r = send(c->fd, p, len, MSG_NOSIGNAL | flags);
 
 		c->send_calls++;
 		if (r < 0) {
@@ -162,13 +217,22 @@ static int send_buf(struct conn *c, const uint8_t *p, size_t len)
 	return 0;
 }
 
+/* Waits up to timeout_ms for completions: MSG_ZEROCOPY's on the error queue, io_uring's
+ * notifications on the ring. The number read, or -1 with errno. */
+static int zc_poll(struct conn *c, int timeout_ms)
+{
+	if (c->o->strategy == STRAT_IO_URING_ZC)
+		return wl_uring_reap(&c->uring, &c->zc, timeout_ms);
+	return wl_zc_wait(c->fd, &c->zc, timeout_ms);
+}
+
 /* Waits for completions until slot is free and the id window has room. */
 static int zc_wait_for(struct conn *c, int slot)
 {
 	double stall = 0;
 
 	while ((slot >= 0 && wl_zc_slot_busy(&c->zc, (uint32_t)slot)) || wl_zc_window_full(&c->zc)) {
-		int r = wl_zc_wait(c->fd, &c->zc, 100);
+		int r = zc_poll(c, 100);
 
 		if (r < 0)
 			return conn_fail(c, "zero-copy: waiting for completions: %s", strerror(errno));
@@ -269,7 +333,7 @@ static int run_two_copy(struct conn *c)
 		if (o->verify)
 			wl_message_fill(&c->msg, c->idx, n);
 		wl_message_serialize(&c->msg, c->flat);
-		if (send_buf(c, c->flat, o->size) < 0)
+		if (send_buf(c, c->flat, o->size, 0) < 0)
 			return -1;
 		c->messages++;
 	}
@@ -295,13 +359,15 @@ static int run_per_field(struct conn *c)
 {
 	const struct wl_options *o = c->o;
 	uint64_t n;
+	/* over UDP the 8 sends build one datagram: MSG_MORE on all but the last */
+	int more = o->udp ? MSG_MORE : 0;
 	int i;
 
 	for (n = 0; keep_going(o, n); n++) {
 		if (o->verify)
 			wl_message_fill(&c->msg, c->idx, n);
 		for (i = 0; i < WL_FIELDS; i++)
-			if (send_buf(c, c->msg.field[i], c->msg.len[i]) < 0)
+			if (send_buf(c, c->msg.field[i], c->msg.len[i], i < WL_FIELDS - 1 ? more : 0) < 0)
 				return -1;
 		c->messages++;
 	}
@@ -334,6 +400,111 @@ static int run_zero_copy(struct conn *c)
 	return 0;
 }
 
+/* sendfile() from off until len bytes are gone. */
+static int send_file(struct conn *c, off_t off, size_t len)
+{
+	while (len) {
+		ssize_t r = sendfile(c->fd, c->file.fd, &off, len);
+
+		c->send_calls++;
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return conn_fail(c, "sendfile: %s", strerror(errno));
+		}
+		if (r == 0)
+			return conn_fail(c, "sendfile: the message file ended early");
+		c->bytes += (uint64_t)r;
+		len -= (size_t)r;
+		if (len)
+			c->partial_retries++;
+	}
+	return 0;
+}
+
+static int run_sendfile(struct conn *c)
+{
+	const struct wl_options *o = c->o;
+	uint64_t n;
+	off_t off;
+
+	for (n = 0; keep_going(o, n); n++) {
+		if (wl_filemsg_prepare(&c->file, c->idx, n, &off) < 0)
+			return conn_fail(c, "sendfile: writing message %llu to the file: %s",
+					 (unsigned long long)n, strerror(errno));
+		if (send_file(c, off, o->size) < 0)
+			return -1;
+		c->messages++;
+	}
+	return 0;
+}
+
+/* One IORING_OP_SENDMSG(_ZC) at a time until len bytes of the 8-field iovec base are gone;
+ * zc_slot >= 0: zero-copy from that ring slot, each send an id of the tracker. */
+static int uring_send_iov(struct conn *c, const struct iovec *base, size_t len, int zc_slot)
+{
+	struct iovec scratch[WL_FIELDS], *iov = scratch;
+	size_t cnt = WL_FIELDS;
+
+	memcpy(scratch, base, sizeof(scratch));
+	while (len) {
+		int res, more;
+
+		if (zc_slot >= 0 && wl_zc_window_full(&c->zc) && zc_wait_for(c, -1) < 0)
+			return -1;
+		if (wl_uring_sendmsg(&c->uring, c->fd, iov, cnt, &c->zc, &res, &more) < 0)
+			return conn_fail(c, "io_uring: %s", strerror(errno));
+		c->send_calls++;
+		if (more)
+			wl_zc_sent(&c->zc, (uint32_t)zc_slot);
+		if (res < 0)
+			return conn_fail(c, "io_uring sendmsg: %s", strerror(-res));
+		c->bytes += (uint64_t)res;
+		len -= (size_t)res;
+		if (len) {
+			c->partial_retries++;
+			wl_iov_advance(&iov, &cnt, (size_t)res);
+		}
+	}
+	return 0;
+}
+
+static int run_io_uring(struct conn *c)
+{
+	const struct wl_options *o = c->o;
+	uint64_t n;
+
+	for (n = 0; keep_going(o, n); n++) {
+		if (o->verify)
+			wl_message_fill(&c->msg, c->idx, n);
+		if (uring_send_iov(c, c->iov, o->size, -1) < 0)
+			return -1;
+		c->messages++;
+	}
+	return 0;
+}
+
+static int run_io_uring_zc(struct conn *c)
+{
+	const struct wl_options *o = c->o;
+	uint32_t slot = 0;
+	uint64_t n;
+
+	for (n = 0; keep_going(o, n); n++) {
+		/* The slot's previous message must be notified before we write or resend it. */
+		if (wl_zc_slot_busy(&c->zc, slot) && zc_wait_for(c, (int)slot) < 0)
+			return -1;
+		if (o->verify)
+			wl_message_fill(&c->ring[slot], c->idx, n);
+		if (uring_send_iov(c, c->ring_iov[slot], o->size, (int)slot) < 0)
+			return -1;
+		c->messages++;
+		if (++slot == c->nring)
+			slot = 0;
+	}
+	return 0;
+}
+
 /* Every notification, or fail loudly after a bounded wait. */
 static void zc_finish(struct conn *c, double max_wait)
 {
@@ -345,7 +516,7 @@ static void zc_finish(struct conn *c, double max_wait)
 
 		if (left <= 0)
 			break;
-		r = wl_zc_wait(c->fd, &c->zc, (int)(left * 1000) + 1);
+		r = zc_poll(c, (int)(left * 1000) + 1);
 		if (r < 0) {
 			conn_fail(c, "zero-copy: waiting for completions: %s", strerror(errno));
 			break;
@@ -380,6 +551,15 @@ static void *conn_thread(void *arg)
 		case STRAT_ZERO_COPY:
 			run_zero_copy(c);
 			break;
+		case STRAT_SENDFILE:
+			run_sendfile(c);
+			break;
+		case STRAT_IO_URING:
+			run_io_uring(c);
+			break;
+		case STRAT_IO_URING_ZC:
+			run_io_uring_zc(c);
+			break;
 		default:
 			break;
 		}
@@ -387,8 +567,10 @@ static void *conn_thread(void *arg)
 	c->t_end = wl_now();
 	if (c->zc_ready)
 		zc_finish(c, c->error[0] ? 0.5 : ZC_FINAL_WAIT_S);
-	wl_tcp_stats_read(c->fd, &c->tcp);
-	shutdown(c->fd, SHUT_WR);
+	if (!c->o->udp) {
+		wl_tcp_stats_read(c->fd, &c->tcp);
+		shutdown(c->fd, SHUT_WR);
+	}
 	close(c->fd);
 	c->fd = -1;
 	conn_free(c);
@@ -531,6 +713,7 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	jw_obj_begin(&w, NULL);
 	jw_str(&w, "role", "server");
 	jw_str(&w, "strategy", wl_strategy_name(o->strategy));
+	jw_str(&w, "proto", o->udp ? "udp" : "tcp");
 	jw_u64(&w, "size", o->size);
 	jw_int(&w, "threads", o->threads);
 	jw_int(&w, "port", port);
@@ -616,15 +799,136 @@ static int read_hello(int fd, int threads, uint32_t *idx)
 	return *idx < (uint32_t)threads ? 0 : -1;
 }
 
+/* Listens on --addr:--port, says `listening <port>`, and accepts one connection per thread,
+ * each placed by the index its client says. 0 with *port set, or what fatal() returns. */
+static int accept_tcp(const struct wl_options *o, struct conn *conns, int *port)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	char err[300], where[80];
+	int lfd, one = 1, accepted = 0;
+
+	*port = o->port;
+	if (wl_resolve(o->addr, o->port, 1, &ss, &sslen, err, sizeof(err)) < 0)
+		return fatal(o, o->port, "%s", err);
+	wl_format_addr((struct sockaddr *)&ss, where, sizeof(where));
+
+	lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0)
+		return fatal(o, o->port, "socket: %s", strerror(errno));
+	if (o->cc && wl_tcp_set_cc(lfd, o->cc) < 0) {
+		fprintf(stderr, PROG ": --cc %s: not available here (%s)\n", o->cc, strerror(errno));
+		exit(2);
+	}
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (struct sockaddr *)&ss, sslen) < 0)
+		return fatal(o, o->port, "cannot listen on %s: %s", where, strerror(errno));
+	if (listen(lfd, o->threads < 128 ? 128 : o->threads) < 0)
+		return fatal(o, o->port, "listen on %s: %s", where, strerror(errno));
+	sslen = sizeof(ss);
+	getsockname(lfd, (struct sockaddr *)&ss, &sslen);
+	*port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+					       : ((struct sockaddr_in *)&ss)->sin_port);
+	fprintf(stderr, "listening %d\n", *port);
+
+	while (accepted < o->threads) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		uint32_t idx;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return fatal(o, *port, "accept: %s", strerror(errno));
+		}
+		if (read_hello(fd, o->threads, &idx) < 0 || conns[idx].fd >= 0) {
+			fprintf(stderr, PROG ": dropped a connection without a valid, unused index\n");
+			close(fd);
+			continue;
+		}
+		if (wl_tcp_apply_cc(fd, o->cc) < 0) {
+			close(fd);
+			return fatal(o, *port, "--cc %s: %s", o->cc, strerror(errno));
+		}
+		if (o->strategy == STRAT_ZERO_COPY && wl_zc_enable(fd) < 0) {
+			close(fd);
+			return fatal(o, *port, "SO_ZEROCOPY: %s", strerror(errno));
+		}
+		conns[idx].fd = fd;
+		accepted++;
+	}
+	close(lfd);
+	return 0;
+}
+
+/* A zero-copy datagram carries the user's pages as at most MAX_SKB_FRAGS fragments (the
+ * default of net.core.max_skb_frags), else the send fails with EMSGSIZE. Fields starting on
+ * pages span the fewest. */
+static int udp_frags_fit(const struct wl_options *o, char *err, size_t errlen)
+{
+	size_t pages = wl_message_pages(o->size, g_page_size);
+	FILE *f = fopen("/proc/sys/net/core/max_skb_frags", "r");
+	unsigned frags = 17;
+
+	if (f) {
+		if (fscanf(f, "%u", &frags) != 1)
+			frags = 17;
+		fclose(f);
+	}
+	if (pages <= frags)
+		return 0;
+	snprintf(err, errlen, "--size %zu: a zero-copy datagram holds at most %u page fragments, "
+		 "and 8 fields of this size span %zu pages", o->size, frags, pages);
+	return -1;
+}
+
+/* --udp: a UDP socket per thread connected to --addr:--port that never fragments
+ * (IP_PMTUDISC_DO): a message must fit the path MTU in one datagram, else exit 2. */
+static int connect_udp(const struct wl_options *o, struct conn *conns)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	char err[300], where[80];
+	int i, pmtu = IP_PMTUDISC_DO, mtu = 0;
+	socklen_t mlen = sizeof(mtu);
+
+	if (wl_resolve(o->addr, o->port, 0, &ss, &sslen, err, sizeof(err)) < 0)
+		return fatal(o, o->port, "%s", err);
+	wl_format_addr((struct sockaddr *)&ss, where, sizeof(where));
+	if (ss.ss_family != AF_INET)
+		return fatal(o, o->port, "--udp: %s is not an IPv4 address", where);
+	if (uses_ring(o->strategy) && udp_frags_fit(o, err, sizeof(err)) < 0) {
+		fprintf(stderr, PROG ": %s\n", err);
+		exit(2);
+	}
+	for (i = 0; i < o->threads; i++) {
+		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+		if (fd < 0)
+			return fatal(o, o->port, "socket: %s", strerror(errno));
+		conns[i].fd = fd;
+		if (setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) < 0 ||
+		    connect(fd, (struct sockaddr *)&ss, sslen) < 0 ||
+		    getsockopt(fd, IPPROTO_IP, IP_MTU, &mtu, &mlen) < 0)
+			return fatal(o, o->port, "UDP to %s: %s", where, strerror(errno));
+		if (o->size + UDP_IP_HEADERS > (size_t)mtu) {
+			fprintf(stderr, PROG ": --size %zu: a datagram to %s must fit the path MTU %d "
+				"unfragmented (at most %d bytes)\n", o->size, where, mtu,
+				mtu - (int)UDP_IP_HEADERS);
+			exit(2);
+		}
+		if (o->strategy == STRAT_ZERO_COPY && wl_zc_enable(fd) < 0)
+			return fatal(o, o->port, "SO_ZEROCOPY: %s", strerror(errno));
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct wl_options o;
-	struct sockaddr_storage ss;
-	socklen_t sslen;
 	struct conn *conns;
 	struct steady steady = { 0 };
-	char err[300], where[80];
-	int lfd, one = 1, port, i, r, accepted = 0;
+	char err[300];
+	int port, i, r;
 
 	r = wl_options_parse(WL_SERVER, argc, argv, &o, err, sizeof(err));
 	if (r == 1) {
@@ -635,64 +939,25 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s (try --help)\n", err);
 		return 2;
 	}
+	if (is_uring(o.strategy) &&
+	    wl_uring_check(o.strategy == STRAT_IO_URING_ZC, err, sizeof(err)) < 0) {
+		fprintf(stderr, PROG ": --strategy %s: %s\n", wl_strategy_name(o.strategy), err);
+		return 2;
+	}
 	signal(SIGPIPE, SIG_IGN);
+	g_page_size = (size_t)sysconf(_SC_PAGESIZE);
 
 	if (o.netns && wl_enter_netns(o.netns, err, sizeof(err)) < 0)
 		return fatal(&o, o.port, "%s", err);
-	if (wl_resolve(o.addr, o.port, 1, &ss, &sslen, err, sizeof(err)) < 0)
-		return fatal(&o, o.port, "%s", err);
-	wl_format_addr((struct sockaddr *)&ss, where, sizeof(where));
-
-	lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (lfd < 0)
-		return fatal(&o, o.port, "socket: %s", strerror(errno));
-	if (o.cc && wl_tcp_set_cc(lfd, o.cc) < 0) {
-		fprintf(stderr, PROG ": --cc %s: not available here (%s)\n", o.cc, strerror(errno));
-		return 2;
-	}
-	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(lfd, (struct sockaddr *)&ss, sslen) < 0)
-		return fatal(&o, o.port, "cannot listen on %s: %s", where, strerror(errno));
-	if (listen(lfd, o.threads < 128 ? 128 : o.threads) < 0)
-		return fatal(&o, o.port, "listen on %s: %s", where, strerror(errno));
-	sslen = sizeof(ss);
-	getsockname(lfd, (struct sockaddr *)&ss, &sslen);
-	port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-					      : ((struct sockaddr_in *)&ss)->sin_port);
-	fprintf(stderr, "listening %d\n", port);
-
 	conns = calloc((size_t)o.threads, sizeof(*conns));
 	if (!conns)
-		return fatal(&o, port, "out of memory");
+		return fatal(&o, o.port, "out of memory");
 	for (i = 0; i < o.threads; i++)
 		conns[i].fd = -1;
-
-	while (accepted < o.threads) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		uint32_t idx;
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			return fatal(&o, port, "accept: %s", strerror(errno));
-		}
-		if (read_hello(fd, o.threads, &idx) < 0 || conns[idx].fd >= 0) {
-			fprintf(stderr, PROG ": dropped a connection without a valid, unused index\n");
-			close(fd);
-			continue;
-		}
-		if (wl_tcp_apply_cc(fd, o.cc) < 0) {
-			close(fd);
-			return fatal(&o, port, "--cc %s: %s", o.cc, strerror(errno));
-		}
-		if (o.strategy == STRAT_ZERO_COPY && wl_zc_enable(fd) < 0) {
-			close(fd);
-			return fatal(&o, port, "SO_ZEROCOPY: %s", strerror(errno));
-		}
-		conns[idx].fd = fd;
-		accepted++;
-	}
-	close(lfd);
+	port = o.port;
+	r = o.udp ? connect_udp(&o, conns) : accept_tcp(&o, conns, &port);
+	if (r)
+		return r;
 
 	pthread_barrier_init(&g_barrier, NULL, (unsigned)o.threads + 1);
 	{
