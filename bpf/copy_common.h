@@ -11,8 +11,11 @@
 #define PAGE_SIZE 4096
 #endif
 
-/* tcp_sendmsg() entry: open the send scope of this thread if its process is followed. */
-static __always_inline void on_sendmsg_enter(struct sock *sk)
+#define NETIO_MSG_SPLICE_PAGES 0x8000000	/* 6.5+: sendfile/splice hand pages, not an iov */
+
+/* tcp_sendmsg() / udp_sendmsg() entry: open the send scope of this thread if its process is
+ * followed, noting whether the send splices pages (sendfile, splice on 6.5+). */
+static __always_inline void on_sendmsg_enter(struct sock *sk, struct msghdr *msg)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tgid = id >> 32, tid = (u32)id;
@@ -20,6 +23,7 @@ static __always_inline void on_sendmsg_enter(struct sock *sk)
 
 	if (!tgid_followed(tgid))
 		return;
+	sc.spliced = !!(BPF_CORE_READ(msg, msg_flags) & NETIO_MSG_SPLICE_PAGES);
 	count_update_error(bpf_map_update_elem(&in_send, &tid, &sc, BPF_ANY));
 }
 
@@ -37,6 +41,8 @@ static __always_inline void on_sendmsg_exit(long ret)
 		if (ps) {
 			ps->tx_bytes += ret;
 			ps->tx_calls++;
+			if (sc->spliced)
+				ps->tx_spliced_bytes += ret;
 		}
 		struct sock *sk = (struct sock *)sc->sk;
 		unsigned long skflags = BPF_CORE_READ(sk, __sk_common.skc_flags);
@@ -115,6 +121,7 @@ static __always_inline void on_sendpage_exit(long ret)
 	if (ps) {
 		ps->tx_bytes += ret;
 		ps->tx_calls++;
+		ps->tx_spliced_bytes += ret;
 	}
 }
 

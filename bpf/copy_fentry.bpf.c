@@ -28,16 +28,30 @@ static __always_inline u64 func_arg(void *ctx, u32 n)
 	return v;
 }
 
-/* tx_bytes: tcp_sendmsg(sk, msg, size) */
+/* tx_bytes: tcp_sendmsg(sk, msg, size) and udp_sendmsg(sk, msg, len) */
 SEC("fentry")
-int BPF_PROG(fx_sendmsg_in, struct sock *sk)
+int BPF_PROG(fx_sendmsg_in, struct sock *sk, struct msghdr *msg)
 {
-	on_sendmsg_enter(sk);
+	on_sendmsg_enter(sk, msg);
 	return 0;
 }
 
 SEC("fexit")
 int fx_sendmsg_out(u64 *ctx)
+{
+	on_sendmsg_exit((int)func_ret(ctx));
+	return 0;
+}
+
+SEC("fentry")
+int BPF_PROG(fx_udp_sendmsg_in, struct sock *sk, struct msghdr *msg)
+{
+	on_sendmsg_enter(sk, msg);
+	return 0;
+}
+
+SEC("fexit")
+int fx_udp_sendmsg_out(u64 *ctx)
 {
 	on_sendmsg_exit((int)func_ret(ctx));
 	return 0;

@@ -38,10 +38,11 @@ static __always_inline bool unstash(void *map, u64 *v)
 	return true;
 }
 
+/* tcp_sendmsg(sk, msg, size); udp_sendmsg(sk, msg, len) attaches the same pair */
 SEC("kprobe")
-int BPF_KPROBE(kp_sendmsg_in, struct sock *sk)
+int BPF_KPROBE(kp_sendmsg_in, struct sock *sk, struct msghdr *msg)
 {
-	on_sendmsg_enter(sk);
+	on_sendmsg_enter(sk, msg);
 	return 0;
 }
 

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Copy accounting from tracepoints only (tp_btf): the rung every kernel since 5.5 allows.
- *   tx_bytes      sock:sock_send_length (6.3+), TCP sockets, ret > 0
+ *   tx_bytes      sock:sock_send_length (6.3+), TCP and UDP sockets, ret > 0
+ *   tx_spliced    of those, the sends made inside sendfile(2) or splice(2): page-cache or pipe
+ *                 pages spliced into the socket (MSG_SPLICE_PAGES), not copied. The tracepoint's
+ *                 flags are 0 for every send (sock_sendmsg_nosec passes 0: seen on 6.18 with
+ *                 sendfile and with MSG_DONTWAIT), so the syscall the thread is in tells
  *   rx_copy       sock:sock_recv_length (6.3+), ret > 0 unless MSG_TRUNC (a receive returns
  *                 what it copied to the user); else skb:skb_copy_datagram_iovec (len about to
  *                 be copied), one event per skb instead of one per call
@@ -8,9 +12,12 @@
  *   current thread (syscalls.bpf.c): its latency runs from sys_enter to there.
  *   zc_tx_bytes   net:net_dev_start_xmit, skbs flagged SKBFL_ZEROCOPY_ENABLE: data_len
  *                 (their user pages), per device netns and per owning socket
- *   fallback copy net:netif_receive_skb, a flagged skb delivered locally will be copied;
- *                 tcp:tcp_probe confirms the flag is gone when TCP sees the segment
- *   tx_copy       inferred in user space: tx_bytes - zc_tx_bytes
+ *   fallback copy net:netif_receive_skb, a flagged skb received in a followed netns, less those
+ *                 skb:kfree_skb frees still flagged after they were received (forwarded to a
+ *                 blackhole, dropped): since 6.17 only local delivery copies, before it every
+ *                 received skb was copied first; tcp:tcp_probe confirms the flag is gone when
+ *                 TCP sees the segment
+ *   tx_copy       inferred in user space: tx_bytes - zc_tx_bytes - tx_spliced_bytes
  * The owner of a zerocopy TCP socket is named at every sock_send_length of a followed
  * process; the bytes of skbs that left before (inside the socket's first send) wait on the
  * socket (maps.h, sk_info) and are claimed then. Without sock_send_length (before 6.3) they
@@ -28,6 +35,28 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #define NETIO_IPPROTO_TCP 6
+#define NETIO_IPPROTO_UDP 17
+#define NETIO_PF_IO_WORKER 0x00000010	/* io_uring's worker and SQPOLL threads */
+
+/* syscalls whose sends splice pages into the socket, and io_uring's */
+#if defined(__TARGET_ARCH_x86)
+#define NR_SENDFILE 40
+#define NR_SPLICE 275
+#define NR_IO_URING_ENTER 426
+#elif defined(__TARGET_ARCH_arm64)
+#define NR_SENDFILE 71
+#define NR_SPLICE 76
+#define NR_IO_URING_ENTER 426
+#else
+#define NR_SENDFILE -2
+#define NR_SPLICE -2
+#define NR_IO_URING_ENTER -2
+#endif
+
+static __always_inline bool counted_proto(u16 proto)
+{
+	return proto == NETIO_IPPROTO_TCP || proto == NETIO_IPPROTO_UDP;
+}
 
 /* [0] = 1 once a zerocopy skb was received in a followed netns: the tracer then attaches
  * tp_tcp_probe (until then it would run for every TCP segment with nothing to confirm), and
@@ -77,10 +106,40 @@ static __always_inline struct tgid_stats *socket_event_stats(struct task_state *
 	return ts;
 }
 
+/* An io_uring zero-copy send leaves SOCK_ZEROCOPY unset: the bytes xmit kept pending on a
+ * socket it saw zerocopy skbs of go to the process whose io_uring sends on it. */
+static __always_inline void claim_zc_pending(struct sock *sk, u32 tgid)
+{
+	u64 key = (u64)sk;
+
+	if (bpf_map_lookup_elem(&sk_owner, &key))
+		note_zc_owner(key, tgid);
+}
+
+/* A send that does not end the thread's traced send, sendmsg or write: inside sendfile or
+ * splice (spliced pages), or made by io_uring (inside io_uring_enter, or on one of its
+ * workers). Costs a register read, and only such sends pay it while syscalls are traced. */
+static __always_inline void untraced_send(struct sock *sk, int ret, u32 tgid,
+					  struct tgid_stats *ts)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	long nr;
+
+	if (task->flags & NETIO_PF_IO_WORKER) {
+		claim_zc_pending(sk, tgid);
+		return;
+	}
+	nr = current_syscall_nr();
+	if (nr == NR_SENDFILE || nr == NR_SPLICE)
+		ts->p.tx_spliced_bytes += ret;
+	else if (nr == NR_IO_URING_ENTER)
+		claim_zc_pending(sk, tgid);
+}
+
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 {
-	bool counts = ret > 0 && sk->sk_protocol == NETIO_IPPROTO_TCP;
+	bool counts = ret > 0 && counted_proto(sk->sk_protocol);
 	struct task_state *st = socket_call_ending(true);
 	struct tgid_stats *ts;
 	u32 tgid;
@@ -91,6 +150,8 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 	if (counts) {
 		ts->p.tx_bytes += ret;
 		ts->p.tx_calls++;
+		if (!st)
+			untraced_send(sk, ret, tgid, ts);
 	}
 	if (st)
 		sc_finish(st, ts, ret);
@@ -141,10 +202,32 @@ int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 	return 0;
 }
 
-/* A zerocopy skb leaves a device: count its user pages once per sequence range (a retransmit
- * is not new zerocopy data), for the device's netns and, for a TCP socket (the sockets
- * tx_bytes counts), for the socket's owner; before the owner is known (the first send of a
- * socket has not returned yet), as pending on the socket. */
+/* The bytes of a zerocopy TCP skb not counted before: a retransmit is not new zerocopy data. */
+static __always_inline u32 tcp_fresh_bytes(struct sk_info *si, struct sk_buff *skb, u32 data_len)
+{
+	struct tcphdr th = {};
+	u32 seq, end;
+
+	if (bpf_probe_read_kernel(&th, sizeof(th), skb->head + skb->transport_header))
+		return data_len;
+	seq = bpf_ntohl(th.seq);
+	end = seq + data_len;
+	if (!si->seq_valid) {
+		si->seq_valid = 1;
+		si->max_end_seq = end;
+		return data_len;
+	}
+	if ((s32)(end - si->max_end_seq) <= 0)
+		return 0;
+	data_len = (s32)(seq - si->max_end_seq) < 0 ? end - si->max_end_seq : data_len;
+	si->max_end_seq = end;
+	return data_len;
+}
+
+/* A zerocopy skb leaves a device: count its user pages, for the device's netns and, for a TCP
+ * or UDP socket (the sockets tx_bytes counts), for the socket's owner; before the owner is
+ * known (the first send of a socket has not returned yet), as pending on the socket. TCP's
+ * once per sequence range; a UDP datagram is never sent twice. */
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 {
@@ -152,6 +235,7 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 	bool ns_followed;
 	struct sk_info *si = NULL;
 	struct sock *sk;
+	u16 proto = 0;
 	u64 key;
 
 	if (!skb_zc(skb))
@@ -163,7 +247,9 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 	inum = dev->nd_net.net->ns.inum;
 	ns_followed = netns_followed(inum);
 	sk = skb->sk;
-	if (sk && BPF_CORE_READ(sk, sk_protocol) == NETIO_IPPROTO_TCP) {
+	if (sk)
+		proto = BPF_CORE_READ(sk, sk_protocol);
+	if (counted_proto(proto)) {
 		key = (u64)sk;
 		si = bpf_map_lookup_elem(&sk_owner, &key);
 		if (!si && ns_followed) {
@@ -174,20 +260,8 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 		}
 	}
 	if (si) {
-		struct tcphdr th = {};
-		if (bpf_probe_read_kernel(&th, sizeof(th), skb->head + skb->transport_header) == 0) {
-			u32 seq = bpf_ntohl(th.seq), end = seq + data_len;
-			if (!si->seq_valid) {
-				si->seq_valid = 1;
-				si->max_end_seq = end;
-			} else if ((s32)(end - si->max_end_seq) > 0) {
-				if ((s32)(seq - si->max_end_seq) < 0)
-					fresh = end - si->max_end_seq;
-				si->max_end_seq = end;
-			} else {
-				fresh = 0;
-			}
-		}
+		if (proto == NETIO_IPPROTO_TCP)
+			fresh = tcp_fresh_bytes(si, skb, data_len);
 		if (fresh && si->tgid) {
 			struct proc_stats *ps = proc_get(si->tgid);
 			if (ps)
@@ -224,6 +298,32 @@ int BPF_PROG(tp_netif_receive, struct sk_buff *skb)
 	if (ns) {
 		ns->fallback_copy_bytes += skb->data_len;
 		ns->fallback_copy_skbs++;
+	}
+	return 0;
+}
+
+/* A zerocopy skb freed with its user pages after it was received in a followed netns (its
+ * skb_iif set): forwarded to a blackhole, or dropped before local delivery. It was never
+ * copied, so netif_receive_skb counted it as a fallback copy for nothing. */
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(tp_kfree_skb, struct sk_buff *skb)
+{
+	struct net_device *dev;
+	struct netns_stats *ns;
+	u32 inum;
+
+	if (!skb->skb_iif || !skb_zc(skb))
+		return 0;
+	dev = skb->dev;
+	if (!dev)
+		return 0;
+	inum = dev->nd_net.net->ns.inum;
+	if (!netns_followed(inum))
+		return 0;
+	ns = netns_get(inum);
+	if (ns) {
+		ns->zc_rx_kept_bytes += skb->data_len;
+		ns->zc_rx_kept_skbs++;
 	}
 	return 0;
 }

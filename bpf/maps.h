@@ -49,7 +49,7 @@ struct {
  * from the user iov and page pinning belong to a send. */
 struct send_scope {
 	u32 tgid;
-	u32 pad;
+	u32 spliced;		/* MSG_SPLICE_PAGES: pages handed over, nothing copied */
 	u64 sk;
 };
 

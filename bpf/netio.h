@@ -54,6 +54,8 @@ struct proc_stats {
 	u64 pinned_pages;	/* user pages pinned for those skbs */
 	u64 rx_copy_bytes;	/* skb -> user copies (skb_copy_datagram_iter) */
 	u64 rx_calls;		/* receives that copied (sock_recv_length), or skb copies */
+	u64 tx_spliced_bytes;	/* part of tx_bytes sent from page-cache pages (sendfile, splice):
+				 * no copy from the user */
 };
 
 /* Per network namespace (inode number), per CPU: softirq-side events. */
@@ -66,6 +68,9 @@ struct netns_stats {
 	u64 zc_completions;	/* completion notifications (one per ubuf_info) */
 	u64 zc_completed_sends;	/* sends they cover */
 	u64 zc_copied_sends;	/* sends whose notification says "copied" */
+	u64 zc_rx_kept_bytes;	/* of fallback_copy_bytes: zerocopy skbs received here and freed
+				 * with their user pages, never copied (forwarded, dropped) */
+	u64 zc_rx_kept_skbs;
 };
 
 /* One class of syscalls of one process. count: calls (send and receive classes: counted when

@@ -141,6 +141,13 @@ static void read_comm(struct proc_snap *p)
 	}
 }
 
+/* Inferred copy: what was sent, less what left as user pages or spliced pages. */
+static unsigned long long not_copied_rest(unsigned long long tx, unsigned long long zc,
+					  unsigned long long spliced)
+{
+	return tx > zc + spliced ? tx - zc - spliced : 0;
+}
+
 static int cmp_proc(const void *a, const void *b)
 {
 	const struct proc_snap *x = a, *y = b;
@@ -241,10 +248,11 @@ int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 		}
 		if (s->tx_copy_inferred) {
 			p->tx_copy_inferred = true;
-			p->st.tx_copy_bytes = p->st.tx_bytes > p->st.zc_tx_bytes ?
-					      p->st.tx_bytes - p->st.zc_tx_bytes : 0;
+			p->st.tx_copy_bytes = not_copied_rest(p->st.tx_bytes, p->st.zc_tx_bytes,
+							      p->st.tx_spliced_bytes);
 		}
 		s->tx_bytes += p->st.tx_bytes;
+		s->tx_spliced_bytes += p->st.tx_spliced_bytes;
 		s->tx_calls += p->st.tx_calls;
 		s->rx_copy_bytes += p->st.rx_copy_bytes;
 		s->pinned_pages += p->st.pinned_pages;
@@ -263,6 +271,11 @@ int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 	}
 	for (int i = 0; i < s->nnetns; i++) {
 		struct netns_stats *n = &s->netns[i].st;
+		/* tracepoint rung: received zerocopy skbs, less those freed uncopied */
+		n->fallback_copy_bytes -= n->zc_rx_kept_bytes < n->fallback_copy_bytes ?
+					  n->zc_rx_kept_bytes : n->fallback_copy_bytes;
+		n->fallback_copy_skbs -= n->zc_rx_kept_skbs < n->fallback_copy_skbs ?
+					 n->zc_rx_kept_skbs : n->fallback_copy_skbs;
 		zc_netns += n->zc_tx_bytes;
 		s->fallback_copy_bytes += n->fallback_copy_bytes;
 		s->fallback_copy_skbs += n->fallback_copy_skbs;
@@ -279,7 +292,7 @@ int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 	else
 		s->zc_tx_bytes = zc_procs > zc_netns ? zc_procs : zc_netns;
 	if (s->tx_copy_inferred)
-		s->tx_copy_bytes = s->tx_bytes > s->zc_tx_bytes ? s->tx_bytes - s->zc_tx_bytes : 0;
+		s->tx_copy_bytes = not_copied_rest(s->tx_bytes, s->zc_tx_bytes, s->tx_spliced_bytes);
 	else
 		for (int i = 0; i < s->nprocs; i++)
 			s->tx_copy_bytes += s->procs[i].st.tx_copy_bytes;
@@ -385,6 +398,7 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 	json_kv_uint(j, "tx_calls", s->tx_calls);
 	json_kv_uint(j, "tx_copy_bytes", s->tx_copy_bytes);
 	json_kv_bool(j, "tx_copy_inferred", s->tx_copy_inferred);
+	json_kv_uint(j, "tx_spliced_bytes", s->tx_spliced_bytes);
 	if (t->rung[PP_PINNING] == RUNG_UNAVAILABLE)
 		json_kv_null(j, "zc_tx_bytes");
 	else
@@ -439,6 +453,7 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 		json_kv_uint(j, "tx_calls", p->st.tx_calls);
 		json_kv_uint(j, "tx_copy_bytes", p->st.tx_copy_bytes);
 		json_kv_bool(j, "tx_copy_inferred", p->tx_copy_inferred);
+		json_kv_uint(j, "tx_spliced_bytes", p->st.tx_spliced_bytes);
 		json_kv_uint(j, "zc_tx_bytes", p->st.zc_tx_bytes);
 		json_kv_uint(j, "rx_copy_bytes", p->st.rx_copy_bytes);
 		json_kv_uint(j, "rx_copy_calls", p->st.rx_calls);
@@ -468,6 +483,8 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 		json_kv_uint(j, "zc_completions", n->zc_completions);
 		json_kv_uint(j, "zc_completed_sends", n->zc_completed_sends);
 		json_kv_uint(j, "zc_copied_sends", n->zc_copied_sends);
+		json_kv_uint(j, "zc_rx_kept_bytes", n->zc_rx_kept_bytes);
+		json_kv_uint(j, "zc_rx_kept_skbs", n->zc_rx_kept_skbs);
 		json_end(j);
 	}
 	json_end(j);

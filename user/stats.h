@@ -37,8 +37,8 @@ struct snapshot {
 	int nnetns;
 	unsigned long long drops, forks_followed;
 	/* totals (DESIGN.md trace object) */
-	unsigned long long tx_bytes, tx_calls, tx_copy_bytes, zc_tx_bytes, fallback_copy_bytes,
-			   rx_copy_bytes, pinned_pages;
+	unsigned long long tx_bytes, tx_calls, tx_copy_bytes, tx_spliced_bytes, zc_tx_bytes,
+			   fallback_copy_bytes, rx_copy_bytes, pinned_pages;
 	bool tx_copy_inferred, pinned_pages_null, tx_from_syscalls;
 	struct sc_stats sc[SC_NR_CLASSES];
 	bool has_sc[SC_NR_CLASSES];

@@ -33,16 +33,18 @@ void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s)
 		s->duration_s, s->nprocs, msgs);
 	fprintf(f, "\nWhere the bytes were copied (bytes/msg = bytes per send call):\n");
 	fprintf(f, "  %-38s %-12s %16s %12s\n", "copy site", "rung", "bytes", "bytes/msg");
-	copy_row(f, "tx: bytes sent (tcp_sendmsg)", rung_name(t->rung[PP_TX_BYTES]),
+	copy_row(f, "tx: bytes sent (TCP and UDP)", rung_name(t->rung[PP_TX_BYTES]),
 		 t->rung[PP_TX_BYTES] != RUNG_UNAVAILABLE, s->tx_bytes, msgs, false);
 	copy_row(f, "tx: copy from user (kernel)", rung_name(t->rung[PP_TX_COPY]),
 		 t->rung[PP_TX_COPY] != RUNG_UNAVAILABLE, s->tx_copy_bytes, msgs, s->tx_copy_inferred);
+	copy_row(f, "tx: spliced (sendfile, splice)", rung_name(t->rung[PP_TX_BYTES]),
+		 t->rung[PP_TX_BYTES] != RUNG_UNAVAILABLE, s->tx_spliced_bytes, msgs, false);
 	copy_row(f, "tx: zero-copy (user pages)", rung_name(t->rung[PP_PINNING]),
 		 t->rung[PP_PINNING] != RUNG_UNAVAILABLE, s->zc_tx_bytes, msgs, false);
 	if (!s->pinned_pages_null)
 		fprintf(f, "  %-38s %-12s %16llu pages\n", "tx: pinned pages", rung_name(t->rung[PP_PINNING]),
 			s->pinned_pages);
-	copy_row(f, "fallback copy (zc delivered locally)", rung_name(t->rung[PP_FALLBACK_COPY]),
+	copy_row(f, "fallback copy (zc received, copied)", rung_name(t->rung[PP_FALLBACK_COPY]),
 		 t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE, s->fallback_copy_bytes, msgs, false);
 	copy_row(f, "rx: copy to user", rung_name(t->rung[PP_RX_COPY]),
 		 t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE, s->rx_copy_bytes, msgs, false);
