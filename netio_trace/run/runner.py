@@ -129,117 +129,169 @@ def _remove_namespaces(topo):
             netns._ip("netns", "delete", ns, check=False)
 
 
+class _Files:
+    """Where one run writes: raw/<run>/ (workload JSON and stderr, the tracer's snapshot) and
+    folded/<run>.folded, relative names for the record."""
+
+    def __init__(self, out_dir, name):
+        self.raw_rel = os.path.join("raw", name)
+        self.raw = os.path.join(out_dir, self.raw_rel)
+        self.folded_rel = os.path.join("folded", name + ".folded")
+        self.folded = os.path.join(out_dir, self.folded_rel)
+        self.server_out = os.path.join(self.raw, "server.json")
+        self.server_err = os.path.join(self.raw, "server.err")
+        self.client_out = os.path.join(self.raw, "client.json")
+        self.client_err = os.path.join(self.raw, "client.err")
+        os.makedirs(self.raw, exist_ok=True)
+        os.makedirs(os.path.dirname(self.folded), exist_ok=True)
+
+
+def _open_topology(topo):
+    """Create the run's namespaces; removed again if creating them is interrupted."""
+    with critical():
+        try:
+            topo.__enter__()
+        except BaseException:
+            _remove_namespaces(topo)
+            raise
+
+
+def _follow_topology(tracer, topo):
+    tracer.clear()
+    tracer.reset()
+    for ns in topo.namespaces:
+        tracer.netns_add(ns)
+
+
+def _start(argv, out, err, cgroup, tracer):
+    """A gated workload, recorded in the state file and followed by the tracer before it runs
+    its first instruction."""
+    p = GatedProcess(argv, out, err, cgroup=cgroup)
+    state.note_child(p.pid, argv[0])
+    if tracer is not None:
+        tracer.pid_add(p.pid)
+    p.release()
+    return p
+
+
+def _server_argv(cfg, duration, port, topo):
+    return [paths.binary("netio-server"), "--strategy", cfg.strategy,
+            "--size", str(cfg.msg_size), "--threads", str(cfg.threads),
+            "--port", str(port), "--addr", topo.server_addr, "--netns", topo.sender_ns,
+            "--duration", f"{duration:g}", "--cc", "cubic"]
+
+
+def _client_argv(cfg, port, topo):
+    return [paths.binary("netio-client"), "--addr", topo.server_addr, "--port", str(port),
+            "--threads", str(cfg.threads), "--size", str(cfg.msg_size),
+            "--netns", topo.receiver_ns]
+
+
+def _read_outputs(f, server, client):
+    server_json = _read_json(f.server_out, "server")
+    client_json = _read_json(f.client_out, "client")
+    if server_json is None:
+        raise RunFailed(f"server exited with status {server.returncode} and no JSON: "
+                        f"{_last_line(f.server_err)}")
+    if client_json is None:
+        raise RunFailed(f"client exited with status {client.returncode} and no JSON: "
+                        f"{_last_line(f.client_err)}")
+    return server_json, client_json
+
+
+def _take_snapshot(tracer, f):
+    snap_json, snap_folded, tmp = _snapshot_paths(f.raw, f.folded)
+    snapshot = tracer.snapshot(snap_json, snap_folded)
+    if tmp:
+        shutil.move(snap_json, os.path.join(f.raw, "trace.json"))
+        if os.path.exists(snap_folded):
+            shutil.move(snap_folded, f.folded)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return snapshot
+
+
+def _end(procs, topo):
+    """The workloads first (by the pids started here), then their namespaces."""
+    with critical():
+        for p in procs:
+            if p is None:
+                continue
+            p.end()
+            if p.returncode is not None:
+                state.forget_child(p.pid)
+        if topo is not None:
+            _remove_namespaces(topo)
+
+
 def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, port=PORT,
             cgroup=None):
     """Run one configuration once. Returns the run object (status ok/failed/inconsistent).
+    tracer: the sweep's tracer, attached (a traced run), or None (an untraced run).
     cgroup: the sweep's WorkloadCgroup (netio_trace.system.cgroup) the workloads start in, or None.
     Interruptions (KeyboardInterrupt and what the sweep raises on SIGTERM) pass through after
     cleaning up."""
-    name = run_dirname(index, cfg, repeat)
-    raw_rel = os.path.join("raw", name)
-    raw_dir = os.path.join(out_dir, raw_rel)
-    os.makedirs(raw_dir, exist_ok=True)
-    folded_rel = os.path.join("folded", name + ".folded")
-    folded_path = os.path.join(out_dir, folded_rel)
-    os.makedirs(os.path.dirname(folded_path), exist_ok=True)
-    run = record.base_run(cfg, repeat)
-    run["duration_requested_s"] = duration
-    run["files"] = {"raw": raw_rel}
-    server = client = None
-    server_json = client_json = None
+    f = _Files(out_dir, run_dirname(index, cfg, repeat))
+    run = dict(record.base_run(cfg, repeat), duration_requested_s=duration,
+               files={"raw": f.raw_rel})
+    server = client = topo = None
+    outputs = (None, None)
     snapshot = None
     t0 = time.monotonic()
-    topo = None
     try:
-        with critical():
-            topo = netns.Topology(cfg.transport)
-            try:
-                topo.__enter__()
-            except BaseException:
-                _remove_namespaces(topo)
-                raise
+        # named before they exist: whatever interrupts from here on, the finally below
+        # removes them (a signal deferred by critical() lands when _open_topology returns)
+        topo = netns.Topology(cfg.transport)
+        _open_topology(topo)
         if tracer is not None:
-            tracer.clear()
-            tracer.reset()
-            for ns in topo.namespaces:
-                tracer.netns_add(ns)
-        s_out, s_err = os.path.join(raw_dir, "server.json"), os.path.join(raw_dir, "server.err")
-        c_out, c_err = os.path.join(raw_dir, "client.json"), os.path.join(raw_dir, "client.err")
-        server = GatedProcess(
-            [paths.binary("netio-server"), "--strategy", cfg.strategy,
-             "--size", str(cfg.msg_size), "--threads", str(cfg.threads),
-             "--port", str(port), "--addr", topo.server_addr, "--netns", topo.sender_ns,
-             "--duration", f"{duration:g}", "--cc", "cubic"], s_out, s_err, cgroup=cgroup)
-        state.note_child(server.pid, paths.binary("netio-server"))
+            _follow_topology(tracer, topo)
+        server = _start(_server_argv(cfg, duration, port, topo), f.server_out, f.server_err,
+                        cgroup, tracer)
+        _wait_listening(server, f.server_err, LISTEN_TIMEOUT)
+        client = _start(_client_argv(cfg, port, topo), f.client_out, f.client_err, cgroup,
+                        tracer)
+        _wait_both(server, client, duration + 30.0 + cfg.threads * 0.05, f.client_err,
+                   f.server_err)
+        outputs = _read_outputs(f, server, client)
         if tracer is not None:
-            tracer.pid_add(server.pid)
-        server.release()
-        _wait_listening(server, s_err, LISTEN_TIMEOUT)
-        client = GatedProcess(
-            [paths.binary("netio-client"), "--addr", topo.server_addr, "--port", str(port),
-             "--threads", str(cfg.threads), "--size", str(cfg.msg_size),
-             "--netns", topo.receiver_ns], c_out, c_err, cgroup=cgroup)
-        state.note_child(client.pid, paths.binary("netio-client"))
-        if tracer is not None:
-            tracer.pid_add(client.pid)
-        client.release()
-        _wait_both(server, client, duration + 30.0 + cfg.threads * 0.05, c_err, s_err)
-        server_json = _read_json(s_out, "server")
-        client_json = _read_json(c_out, "client")
-        if server_json is None:
-            raise RunFailed(f"server exited with status {server.returncode} and no JSON: "
-                            f"{_last_line(s_err)}")
-        if client_json is None:
-            raise RunFailed(f"client exited with status {client.returncode} and no JSON: "
-                            f"{_last_line(c_err)}")
-        if tracer is not None:
-            snap_json, snap_folded, tmp = _snapshot_paths(raw_dir, folded_path)
-            snapshot = tracer.snapshot(snap_json, snap_folded)
-            if tmp:
-                shutil.move(snap_json, os.path.join(raw_dir, "trace.json"))
-                if os.path.exists(snap_folded):
-                    shutil.move(snap_folded, folded_path)
-                shutil.rmtree(tmp, ignore_errors=True)
-            run["files"]["folded"] = folded_rel
-    except RunFailed as e:
-        run.update(status="failed", error=str(e))
-    except TracerError as e:
-        run.update(status="failed", error=str(e))
-    except RuntimeError as e:       # Topology could not be created
+            snapshot = _take_snapshot(tracer, f)
+            run["files"]["folded"] = f.folded_rel
+    except (RunFailed, TracerError, RuntimeError) as e:   # RuntimeError: no Topology
         run.update(status="failed", error=str(e))
     finally:
-        with critical():
-            # the workloads first (by the pids started here), then their namespaces
-            for p in (client, server):
-                if p is None:
-                    continue
-                p.end()
-                if p.returncode is not None:
-                    state.forget_child(p.pid)
-            if topo is not None:
-                _remove_namespaces(topo)
+        _end((client, server), topo)
     run["wall_s"] = round(time.monotonic() - t0, 3)
     if run.get("status") == "failed":
-        if server_json or client_json:
-            run["workload_output"] = {"server": server_json, "client": client_json}
+        if any(outputs):
+            run["workload_output"] = {"server": outputs[0], "client": outputs[1]}
         return run
+    return _record(cfg, repeat, duration, run, outputs, snapshot, (server, client), f,
+                   attribute)
 
-    attribution = None
-    attribution_error = None
-    if snapshot is not None and attribute is not None:
-        try:
-            attribution = attribute(snapshot, folded_path, server_json)
-        except Exception as e:       # the run stands; the attribution is missing
-            attribution_error = f"attribution failed: {e}"
+
+def _attribution(attribute, snapshot, f, server_json):
+    """(attribution, error): a failed attribution leaves the run standing without one."""
+    if snapshot is None or attribute is None:
+        return None, None
+    try:
+        return attribute(snapshot, f.folded, server_json), None
+    except Exception as e:
+        return None, f"attribution failed: {e}"
+
+
+def _record(cfg, repeat, duration, run, outputs, snapshot, procs, f, attribute):
+    """The run object of a run whose workloads both wrote their JSON, with its checks."""
+    server_json, client_json = outputs
+    server, client = procs
+    attribution, attribution_error = _attribution(attribute, snapshot, f, server_json)
     built = record.build_run(cfg, repeat, duration, server_json, client_json, snapshot,
                              server.pid, client.pid, attribution)
     built["files"] = run["files"]
     built["wall_s"] = run["wall_s"]
     checks, reasons = record.check(built, server_json, client_json)
     if server.returncode != 0:
-        reasons.insert(0, f"server exit status {server.returncode}: {_last_line(s_err)}")
+        reasons.insert(0, f"server exit status {server.returncode}: {_last_line(f.server_err)}")
     if client.returncode != 0:
-        reasons.insert(0, f"client exit status {client.returncode}: {_last_line(c_err)}")
+        reasons.insert(0, f"client exit status {client.returncode}: {_last_line(f.client_err)}")
     built["checks"] = checks
     if attribution_error:
         built["attribution_error"] = attribution_error
