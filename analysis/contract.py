@@ -1,8 +1,48 @@
 """The results contract's names (DESIGN.md, "Results contract"): the strategies and transports
-a run record may name, in the order reports and plots show them, and a run's key."""
+a run record may name, in the order reports and plots show them, what runs where, and a run's
+key."""
 
-STRATEGIES = ("two-copy", "one-copy", "zero-copy", "per-field")
-TRANSPORTS = ("veth", "loopback")
+STRATEGIES = ("two-copy", "one-copy", "zero-copy", "per-field", "sendfile", "io-uring",
+              "io-uring-zc")
+TRANSPORTS = ("veth", "loopback", "forward")
+
+# Strategies that send the 8 heap fields themselves; sendfile sends a file's page-cache pages.
+FIELD_STRATEGIES = ("two-copy", "one-copy", "zero-copy", "per-field", "io-uring", "io-uring-zc")
+# Strategies whose buffers the kernel may keep after the send: completions say if it copied.
+ZEROCOPY_STRATEGIES = ("zero-copy", "io-uring-zc")
+IO_URING_STRATEGIES = ("io-uring", "io-uring-zc")
+
+# forward: UDP datagrams, one message each, over a veth of this MTU; nothing may fragment.
+FORWARD_MTU = 65535
+UDP_IP_HEADERS = 28
+FORWARD_MAX_SIZE = FORWARD_MTU - UDP_IP_HEADERS
+
+# What each strategy does per message, for --help and the report.
+STRATEGY_HELP = {
+    "two-copy": "memcpy the 8 fields into one buffer, send() it",
+    "one-copy": "one sendmsg() with an iovec of the 8 fields",
+    "zero-copy": "sendmsg(MSG_ZEROCOPY), a ring of messages each reused after its completion",
+    "per-field": "8 send() calls, one per field (on forward: 7 with MSG_MORE, one datagram)",
+    "sendfile": "not the 8 heap fields: the message serialized once into a memfd (each message "
+                "to fresh pages with --verify) and sent from its page-cache pages with "
+                "sendfile(2), spliced, not copied; TCP only",
+    "io-uring": "IORING_OP_SENDMSG with the 8-field iovec, one send in flight",
+    "io-uring-zc": "IORING_OP_SENDMSG_ZC with IORING_SEND_ZC_REPORT_USAGE, a ring of messages "
+                   "each reused after its notification (Linux 6.2+)",
+}
+TRANSPORT_HELP = {
+    "veth": "TCP over a veth pair between two namespaces",
+    "loopback": "TCP over loopback in one namespace",
+    "forward": "UDP datagrams over a veth into a namespace that forwards them to a blackhole "
+               "route: nothing receives, so nothing forces zero-copy's fallback copy",
+}
+
+
+def runnable(strategy, transport):
+    """None if the strategy runs on the transport, else why not (one clause)."""
+    if transport == "forward" and strategy == "sendfile":
+        return "sendfile cannot run over forward (UDP: sendfile has no datagram boundaries)"
+    return None
 
 
 def run_key(strategy, msg_size, threads, transport, repeat, traced=True):

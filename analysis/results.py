@@ -22,7 +22,8 @@ CSV_COLUMNS = ["strategy", "msg_size", "threads", "transport", "repeat", "throug
                "share_completion", "share_kernel_rx_copy", "share_other",
                "cpb_user_copy", "cpb_kernel_tx_copy", "cpb_pinning", "cpb_fallback_copy",
                "cpb_completion", "cpb_kernel_rx_copy", "cpb_other", "cpb_estimated",
-               "traced", "tracer_kept", "throughput_whole_gbps", "warmup_s"]
+               "traced", "tracer_kept", "throughput_whole_gbps", "warmup_s",
+               "tx_spliced_bytes", "datagrams_seen", "datagrams_lost", "packet_sockets"]
 CATEGORIES = ("user_copy", "kernel_tx_copy", "pinning", "fallback_copy", "completion",
               "kernel_rx_copy", "other")
 COPY_CATEGORIES = CATEGORIES[:-1]
@@ -130,7 +131,8 @@ def _get(d, *path):
 
 def send_syscall(run):
     """The send syscall of the run's strategy, as the tracer names it."""
-    return "sendto" if run.get("strategy") in ("two-copy", "per-field") else "sendmsg"
+    return {"two-copy": "sendto", "per-field": "sendto",
+            "sendfile": "sendfile"}.get(run.get("strategy"), "sendmsg")
 
 
 def send_stats(run):
@@ -186,6 +188,10 @@ def csv_row(run):
         "traced": traced(run), "tracer_kept": None,
         "throughput_whole_gbps": _num(run.get("throughput_whole_gbps")),
         "warmup_s": _num(run.get("warmup_s")),
+        "tx_spliced_bytes": trace.get("tx_spliced_bytes"),
+        "datagrams_seen": _get(run, "forward", "datagrams_seen"),
+        "datagrams_lost": _get(run, "forward", "datagrams_lost"),
+        "packet_sockets": _get(run, "forward", "packet_sockets"),
     }
     for c in CATEGORIES:
         row[f"share_{c}"] = _num(share.get(c))

@@ -9,6 +9,7 @@ import sys
 import time
 
 from analysis import files
+from analysis.contract import STRATEGIES, STRATEGY_HELP, TRANSPORTS, TRANSPORT_HELP
 from netio_trace.run import params as P
 from netio_trace.run.params import UsageError
 from netio_trace.system import paths
@@ -17,12 +18,22 @@ PROG = "netio-trace"
 EPILOG = """examples:
   sudo ./netio-trace run                      the default sweep (≤ 5 min), report in results/<time>/
   sudo ./netio-trace run --quick --out /tmp/q a small sweep (≤ 60 s)
+  sudo ./netio-trace run --preset zerocopy    where zero-copy can win: forward beside veth
   sudo ./netio-trace run --sizes 4K,64K --threads 1,4 --transport veth,loopback --repeat 3
   sudo ./netio-trace run --resume results/20250101-120000   finish an interrupted sweep
   ./netio-trace report results/20250101-120000  rebuild the report from runs.jsonl
   sudo ./netio-trace trace -- iperf3 -c 127.0.0.1 -t 2
   sudo ./netio-trace doctor --json
 """
+
+
+def _described(names, helps):
+    return "".join(f"  {n:<12} {helps[n]}\n" for n in names)
+
+
+STRATEGY_EPILOG = ("\nstrategies (per message; every one but sendfile sends 8 heap fields of "
+                   "size/8 bytes):\n" + _described(STRATEGIES, STRATEGY_HELP)
+                   + "\ntransports:\n" + _described(TRANSPORTS, TRANSPORT_HELP))
 
 
 class Parser(argparse.ArgumentParser):
@@ -33,10 +44,11 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser():
-    p = Parser(prog=PROG, description="Trace where a TCP sender's bytes get copied "
-               "(two-copy, one-copy, zero-copy, per-field) over veth or loopback, and what each "
-               "copy costs: eBPF copy accounting, syscall latency, sampled stacks, perf counters.",
-               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog=PROG, description="Trace where a sender's bytes get copied "
+               "(two-copy, one-copy, zero-copy, per-field, sendfile, io-uring, io-uring-zc) over "
+               "veth, loopback or the forward path, and what each copy costs: eBPF copy "
+               "accounting, syscall latency, sampled stacks, perf counters.",
+               epilog=EPILOG + STRATEGY_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", metavar="{run,trace,report,doctor}")
 
     r = sub.add_parser("run", help="run the sweep: workloads × strategies × sizes × threads, "
@@ -45,7 +57,8 @@ def build_parser():
                        description="Run every configuration in interleaved rounds, each twice: "
                        "untraced (the answers: throughput, latency, comparisons) and traced "
                        "(copies, attribution, stacks; the tracer is loaded once and attached "
-                       "only for these runs), then build the report.")
+                       "only for these runs), then build the report.",
+                       epilog=STRATEGY_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     d = P.DEFAULTS
     r.add_argument("--strategies", metavar="LIST",
                    help=f"comma list of {','.join(P.STRATEGIES)} (default {','.join(d['strategies'])})")
@@ -77,8 +90,14 @@ def build_parser():
                    help=f"what stacks are sampled on: {'|'.join(P.SAMPLE_SOURCES)} (default auto: "
                    "cycles where a PMU exists, else tick: the scheduler tick, HZ per "
                    "busy CPU at most, no timer of its own)")
-    r.add_argument("--quick", action="store_true",
-                   help="a small sweep (3 strategies × 4K,64K × 1 thread × veth × 3 rounds, ≤ 60 s)")
+    base = r.add_mutually_exclusive_group()
+    base.add_argument("--quick", action="store_true",
+                      help="a small sweep (3 strategies × 4K,64K × 1 thread × veth × 3 rounds, "
+                      "≤ 60 s)")
+    base.add_argument("--preset", metavar="NAME",
+                      help="a sweep for one question: zerocopy (where zero-copy can win: "
+                      "one-copy, zero-copy, io-uring, io-uring-zc × 1K,4K,16K,63K × 1 thread × "
+                      "forward and veth × 3 rounds; flags given override it)")
     r.add_argument("--resume", metavar="DIR",
                    help="finish the sweep in DIR: run only what is missing, then rebuild the report")
     r.add_argument("--no-report", action="store_true", help=argparse.SUPPRESS)
@@ -114,7 +133,11 @@ def build_parser():
 def sweep_params(a):
     """SweepParams from the run flags; --quick and the defaults fill what was not given."""
     base = P.QUICK if a.quick else P.DEFAULTS
-    return P.SweepParams(
+    if a.preset is not None:
+        if a.preset not in P.PRESETS:
+            raise UsageError(f"unknown preset {a.preset!r} (choose from {', '.join(P.PRESETS)})")
+        base = P.PRESETS[a.preset]
+    params = P.SweepParams(
         strategies=P.parse_strategies(a.strategies) if a.strategies is not None else tuple(base["strategies"]),
         sizes=P.parse_size_list(a.sizes) if a.sizes is not None else tuple(base["sizes"]),
         threads=P.parse_threads(a.threads) if a.threads is not None else tuple(base["threads"]),
@@ -126,6 +149,8 @@ def sweep_params(a):
         freq=P.parse_freq(a.freq) if a.freq is not None else P.DEFAULT_FREQ,
         sample_source=(P.parse_sample_source(a.sample_source) if a.sample_source is not None
                        else "auto"))
+    P.check_combinations(params.strategies, params.sizes, params.transports)
+    return params
 
 
 def _given(a):
@@ -136,7 +161,7 @@ def _given(a):
     out = {k for k, v in names.items() if v is not None}
     if a.no_trace or a.trace_only:
         out.add("passes")
-    if a.quick:
+    if a.quick or a.preset is not None:
         out |= {"strategies", "sizes", "threads", "transports", "duration", "repeat"}
     return out
 
@@ -257,11 +282,29 @@ def preflight(params):
             raise UsageError(f"netio-trace run: --attach {params.attach} cannot attach on this "
                              f"kernel ({os.uname().release}); see `netio-trace doctor`, or use "
                              f"--attach auto")
+    uring = [s for s in params.strategies if s in ("io-uring", "io-uring-zc")]
+    for s in uring:
+        why = workload_refuses(s)
+        if why:
+            raise UsageError(f"netio-trace run: {why}; leave {s} out of --strategies")
     if "zero-copy" in params.strategies:
         from netio_trace.doctor import probe_zerocopy_socket
         if not probe_zerocopy_socket():
             raise UsageError("netio-trace run: this kernel refuses SO_ZEROCOPY (MSG_ZEROCOPY needs "
                              "4.14+); leave zero-copy out of --strategies")
+
+
+def workload_refuses(strategy):
+    """The sender's own one line when it cannot run strategy on this machine (io_uring
+    disabled, missing or too old), else None."""
+    import subprocess
+    r = subprocess.run([paths.binary("netio-server"), "--strategy", strategy, "--size", "8",
+                        "--threads", "1", "--port", "0", "--count", "1", "--check"],
+                       capture_output=True, text=True)
+    if r.returncode == 0:
+        return None
+    line = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
+    return line.removeprefix("netio-server: ")
 
 
 def cmd_run(a):

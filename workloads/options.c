@@ -198,7 +198,7 @@ const char *wl_usage(enum wl_role role)
 	if (role == WL_SERVER)
 		return "usage: netio-server --strategy STRATEGY --size BYTES --threads N\n"
 		       "                    --port P [--addr A] [--netns NAME] "
-		       "(--duration S | --count MSGS) [--verify] [--cc NAME] [--udp]\n"
+		       "(--duration S | --count MSGS) [--verify] [--cc NAME] [--udp] [--check]\n"
 		       "  BYTES: 8 .. 64MiB (suffixes K, KiB, M, MiB); N: 1 .. 256; P: 0 = any free port\n"
 		       "  STRATEGY, per message of 8 heap fields:\n"
 		       "    two-copy     serialize the fields into one buffer, send() it\n"
@@ -213,14 +213,16 @@ const char *wl_usage(enum wl_role role)
 		       "                 to fresh file pages) and sent from the page cache with sendfile(2)\n"
 		       "  --udp: one datagram per message to A:P on a connected UDP socket, nobody receives\n"
 		       "         (no listening, no client); BYTES must fit the path MTU unfragmented;\n"
-		       "         not with sendfile\n";
+		       "         not with sendfile\n"
+		       "  --check: only check that the strategy can run on this machine (io_uring\n"
+		       "           enabled and new enough): exit 0, or 2 with one line\n";
 	return "usage: netio-client --addr A --port P --threads N --size BYTES [--netns NAME] "
 	       "[--verify] [--cc NAME]\n";
 }
 
 enum opt_id {
 	O_STRATEGY, O_SIZE, O_THREADS, O_PORT, O_ADDR, O_NETNS, O_DURATION, O_COUNT,
-	O_VERIFY, O_CC, O_UDP, O_HELP, O_NUM,
+	O_VERIFY, O_CC, O_UDP, O_CHECK, O_HELP, O_NUM,
 };
 
 static const struct {
@@ -239,6 +241,7 @@ static const struct {
 	[O_VERIFY]   = { "verify", 0, 3 },
 	[O_CC]       = { "cc", 1, 3 },
 	[O_UDP]      = { "udp", 0, 1 },
+	[O_CHECK]    = { "check", 0, 1 },
 	[O_HELP]     = { "help", 0, 3 },
 };
 
@@ -326,6 +329,9 @@ int wl_options_parse(enum wl_role role, int argc, char **argv, struct wl_options
 			break;
 		case O_UDP:
 			o->udp = 1;
+			break;
+		case O_CHECK:
+			o->check = 1;
 			break;
 		case O_HELP:
 			return 1;

@@ -38,6 +38,7 @@ struct wl_options {
 	int verify;
 	const char *cc;         /* NULL = cubic if available, else the system default */
 	int udp;                /* server: datagrams to --addr:--port, no receiver (--udp) */
+	int check;              /* server: only check that the strategy can run here (--check) */
 };
 
 /* The parsers below return 0 on success, -1 with a one-line reason in err. */

@@ -944,6 +944,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": --strategy %s: %s\n", wl_strategy_name(o.strategy), err);
 		return 2;
 	}
+	if (o.check)
+		return 0;
 	signal(SIGPIPE, SIG_IGN);
 	g_page_size = (size_t)sysconf(_SC_PAGESIZE);
 

@@ -4,6 +4,7 @@ import dataclasses
 import json
 
 from analysis.contract import run_key, STRATEGIES, TRANSPORTS  # noqa: F401 (re-used by the CLI)
+from analysis.contract import FORWARD_MAX_SIZE, runnable
 from analysis.sizes import format_size, parse_sizes
 
 MAX_THREADS = 256
@@ -34,6 +35,19 @@ QUICK = dict(strategies=("two-copy", "one-copy", "zero-copy"),
              transports=("veth",),
              duration=0.5,
              repeat=3)
+# --preset zerocopy (issue 16): where zero-copy can win. The forward path (nothing receives, so
+# nothing copies a zero-copy skb back) beside veth (local delivery: every zero-copy send ends in
+# the fallback copy), copy against zero-copy, by socket call and by io_uring, at sizes one
+# datagram holds. 4 strategies x 4 sizes x 2 transports = 32 configurations, both passes,
+# 3 rounds: 192 runs, about as long as the default sweep.
+PRESETS = {
+    "zerocopy": dict(strategies=("one-copy", "zero-copy", "io-uring", "io-uring-zc"),
+                     sizes=(1024, 4096, 16384, 64512),
+                     threads=(1,),
+                     transports=("forward", "veth"),
+                     duration=0.5,
+                     repeat=3),
+}
 DEFAULT_FREQ = 999
 SWEEP_FORMAT = "netio-trace sweep 1"
 
@@ -130,6 +144,23 @@ def parse_sample_source(text):
         raise UsageError(f"unknown sample source {text!r} (choose from "
                          f"{', '.join(SAMPLE_SOURCES)})")
     return text
+
+
+def check_combinations(strategies, sizes, transports):
+    """UsageError for a strategy a transport cannot run, or a size forward cannot send in one
+    unfragmented datagram."""
+    for t in transports:
+        for s in strategies:
+            why = runnable(s, t)
+            if why:
+                raise UsageError(f"{why}: leave {s} out of --strategies or forward out of "
+                                 f"--transport")
+    if "forward" in transports:
+        big = [z for z in sizes if z > FORWARD_MAX_SIZE]
+        if big:
+            raise UsageError(f"size {format_size(big[0])} does not fit one unfragmented datagram "
+                             f"on forward (at most {FORWARD_MAX_SIZE} bytes: MTU 65535 less the "
+                             f"IP and UDP headers)")
 
 
 @dataclasses.dataclass(frozen=True)

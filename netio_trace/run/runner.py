@@ -112,6 +112,22 @@ def _wait_both(server, client, limit, c_err, s_err):
                         f"(killed)") from None
 
 
+def _wait_alone(server, limit, s_err):
+    """forward: no receiver; wait for the sender to finish its duration."""
+    deadline = time.monotonic() + limit
+    while server.poll() is None:
+        if time.monotonic() > deadline:
+            raise RunFailed(f"server still running {limit:.0f} s after start (killed)")
+        wait_for_exit([server], deadline - time.monotonic())
+
+
+def _forward_observed(topo):
+    """What the forward path's second namespace saw, in place of a receiver's JSON: the
+    datagrams its interface received, and the packet sockets open on the path."""
+    return {"role": "forward", "bytes": None, "datagrams_seen": topo.datagrams_seen(),
+            "packet_sockets": topo.packet_sockets(), "error": None}
+
+
 def _snapshot_paths(raw_dir, folded_path):
     """The control protocol is one line of words: paths with blanks go through a temp dir."""
     if any(c.isspace() for c in raw_dir + folded_path):
@@ -178,7 +194,8 @@ def _server_argv(cfg, duration, port, topo):
     return [paths.binary("netio-server"), "--strategy", cfg.strategy,
             "--size", str(cfg.msg_size), "--threads", str(cfg.threads),
             "--port", str(port), "--addr", topo.server_addr, "--netns", topo.sender_ns,
-            "--duration", f"{duration:g}", "--cc", "cubic"]
+            "--duration", f"{duration:g}"] + (["--cc", "cubic"] if topo.has_receiver
+                                              else ["--udp"])
 
 
 def _client_argv(cfg, port, topo):
@@ -187,9 +204,10 @@ def _client_argv(cfg, port, topo):
             "--netns", topo.receiver_ns]
 
 
-def _read_outputs(f, server, client):
+def _read_outputs(f, server, client, topo):
     server_json = _read_json(f.server_out, "server")
-    client_json = _read_json(f.client_out, "client")
+    client_json = (_read_json(f.client_out, "client") if topo.has_receiver
+                   else _forward_observed(topo))
     if server_json is None:
         raise RunFailed(f"server exited with status {server.returncode} and no JSON: "
                         f"{_last_line(f.server_err)}")
@@ -246,12 +264,15 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
             _follow_topology(tracer, topo)
         server = _start(_server_argv(cfg, duration, port, topo), f.server_out, f.server_err,
                         cgroup, tracer)
-        _wait_listening(server, f.server_err, LISTEN_TIMEOUT)
-        client = _start(_client_argv(cfg, port, topo), f.client_out, f.client_err, cgroup,
-                        tracer)
-        _wait_both(server, client, duration + 30.0 + cfg.threads * 0.05, f.client_err,
-                   f.server_err)
-        outputs = _read_outputs(f, server, client)
+        limit = duration + 30.0 + cfg.threads * 0.05
+        if topo.has_receiver:
+            _wait_listening(server, f.server_err, LISTEN_TIMEOUT)
+            client = _start(_client_argv(cfg, port, topo), f.client_out, f.client_err, cgroup,
+                            tracer)
+            _wait_both(server, client, limit, f.client_err, f.server_err)
+        else:
+            _wait_alone(server, limit, f.server_err)
+        outputs = _read_outputs(f, server, client, topo)
         if tracer is not None:
             snapshot = _take_snapshot(tracer, f)
             run["files"]["folded"] = f.folded_rel
@@ -284,20 +305,20 @@ def _record(cfg, repeat, duration, run, outputs, snapshot, procs, f, attribute):
     server, client = procs
     attribution, attribution_error = _attribution(attribute, snapshot, f, server_json)
     built = record.build_run(cfg, repeat, duration, server_json, client_json, snapshot,
-                             server.pid, client.pid, attribution)
+                             server.pid, client.pid if client else None, attribution)
     built["files"] = run["files"]
     built["wall_s"] = run["wall_s"]
     checks, reasons = record.check(built, server_json, client_json)
     if server.returncode != 0:
         reasons.insert(0, f"server exit status {server.returncode}: {_last_line(f.server_err)}")
-    if client.returncode != 0:
+    if client is not None and client.returncode != 0:
         reasons.insert(0, f"client exit status {client.returncode}: {_last_line(f.client_err)}")
     built["checks"] = checks
     if attribution_error:
         built["attribution_error"] = attribution_error
     if reasons:
         failed = any(k in checks and checks[k] is False for k in ("server_ok", "client_ok")) \
-            or server.returncode != 0 or client.returncode != 0
+            or server.returncode != 0 or (client is not None and client.returncode != 0)
         built["status"] = "failed" if failed else "inconsistent"
         built["error"] = "; ".join(reasons)
     else:
