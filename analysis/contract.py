@@ -11,6 +11,11 @@ FIELD_STRATEGIES = ("two-copy", "one-copy", "zero-copy", "per-field", "io-uring"
 # Strategies whose buffers the kernel may keep after the send: completions say if it copied.
 ZEROCOPY_STRATEGIES = ("zero-copy", "io-uring-zc")
 IO_URING_STRATEGIES = ("io-uring", "io-uring-zc")
+# The comparisons reports draw (and extra rounds settle): (a, b), "where b overtakes a".
+COMPARED_PAIRS = (("two-copy", "one-copy"), ("one-copy", "zero-copy"), ("two-copy", "per-field"),
+                  ("one-copy", "sendfile"), ("one-copy", "io-uring"), ("io-uring", "io-uring-zc"))
+# Each zero-copy strategy against the copy it replaces (same call, without MSG_ZEROCOPY).
+ZEROCOPY_PAIRS = (("one-copy", "zero-copy"), ("io-uring", "io-uring-zc"))
 
 # forward: UDP datagrams, one message each, over a veth of this MTU; nothing may fragment.
 FORWARD_MTU = 65535

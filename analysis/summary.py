@@ -1,7 +1,7 @@
 """Per strategy and size figures (medians over repeats) shared by the end-of-sweep table and the
 report: throughput, cycles/byte per copy category, zero-copy COPIED %, p99 send latency."""
 from analysis import results, stats
-from analysis.contract import STRATEGIES, TRANSPORTS
+from analysis.contract import STRATEGIES, TRANSPORTS, ZEROCOPY_STRATEGIES
 from analysis.sizes import format_size
 
 SHORT = {"user_copy": "user", "kernel_tx_copy": "k-tx", "pinning": "pin",
@@ -119,7 +119,8 @@ def print_summary(runs, console):
             cells.append(f"{th['min']:.2f}–{th['max']:.2f}" if th else "–")
         cells += [_m(r["cpb"][c]) for c in cats]
         cells += [_m(r["cpb_total"]),
-                  (_m(r["copied_pct"], "{:.0f}%") if r["strategy"] == "zero-copy" else "–"),
+                  (_m(r["copied_pct"], "{:.0f}%") if r["strategy"] in ZEROCOPY_STRATEGIES
+                   else "–"),
                   _m(r["send_p99"], "{:.0f} µs")]
         t.add_row(*cells)
     console.print(t)

@@ -9,11 +9,12 @@ import os
 import time
 
 from analysis import attribution, files, passes, record, results, stats, summary
-from analysis.contract import STRATEGIES, TRANSPORTS
+from analysis.contract import (COMPARED_PAIRS, FIELD_STRATEGIES, STRATEGIES, STRATEGY_HELP,
+                               TRANSPORTS, TRANSPORT_HELP, ZEROCOPY_PAIRS)
 from analysis.sizes import format_bytes, format_size
 from report import doc as docmod
 
-PAIRS = (("two-copy", "one-copy"), ("one-copy", "zero-copy"))
+PAIRS = COMPARED_PAIRS
 RETRANS_FLAG = 0.01
 
 
@@ -122,94 +123,203 @@ def _crossover_text(a, b, c, sizes, ratios, th, tr):
 
 
 def zerocopy_findings(answers, traced):
-    """Why zero-copy loses (or not), per transport, at the largest size and smallest threads:
-    throughput from the answer runs, the evidence (COPIED, bytes, cycles) from the traced."""
+    """Why zero-copy loses (or not), per transport and zero-copy strategy (against the copy it
+    replaces), at the largest size and smallest threads: throughput from the answer runs, the
+    evidence (COPIED, bytes, cycles) from the traced."""
     out = []
-    ok = traced or answers
     for tr in _order((r["transport"] for r in answers), TRANSPORTS):
-        zc = [r for r in ok if r["transport"] == tr and r["strategy"] == "zero-copy"]
-        if not zc:
-            continue
-        size = max(r["msg_size"] for r in zc)
-        th = min(r["threads"] for r in zc)
-        zc_top = [r for r in zc if r["msg_size"] == size and r["threads"] == th]
-        one = [r for r in ok if r["transport"] == tr and r["strategy"] == "one-copy"
-               and r["msg_size"] == size and r["threads"] == th]
-        lines = []
-        copied = stats.spread(summary.copied_pct(r) for r in zc)
-        fb = stats.spread((_num((r.get("trace") or {}).get("fallback_copy_bytes")) or 0)
-                          / r["bytes_sent"] for r in zc
-                          if r.get("bytes_sent") and (r.get("trace") or {}).get("fallback_copy_bytes") is not None)
-        zcb = stats.spread((_num((r.get("trace") or {}).get("zc_tx_bytes")) or 0)
-                           / r["bytes_sent"] for r in zc
-                           if r.get("bytes_sent") and (r.get("trace") or {}).get("zc_tx_bytes") is not None)
-        ratio = None
-        rs = stats.paired_ratios(answers, "one-copy", "zero-copy",
-                                 lambda r: r.get("throughput_gbps"), size, th, tr)
-        ratio = stats.spread(rs)
-        head = f"**{tr}**"
-        if ratio:
-            verdict = {"ahead": "beats", "behind": "loses to",
-                       "undecided": "is undecided against"}[passes.verdict(rs)]
-            head += (f": at {_sz(size)}, {th} thread(s), zero-copy {verdict} one-copy — "
-                     f"zero-copy/one-copy throughput = {stats.fmt_spread(ratio)} (paired rounds).")
-        lines.append(head)
-        if copied:
-            if copied["min"] >= 99.0:
-                lines.append(f"Every zero-copy completion came back flagged "
-                             f"`SO_EE_CODE_ZEROCOPY_COPIED` ({stats.fmt_spread(copied, '{:.1f}', '%')} "
-                             f"of completions over all {len(zc)} zero-copy runs): the kernel "
-                             f"copied the pinned pages anyway when it delivered the data locally.")
-            elif copied["max"] <= 1.0:
-                lines.append(f"Completions came back without the COPIED flag "
-                             f"({stats.fmt_spread(copied, '{:.1f}', '%')}): the pages went out "
-                             f"without a deferred copy on this path.")
-            else:
-                lines.append(f"{stats.fmt_spread(copied, '{:.1f}', '%')} of the completions "
-                             f"were flagged COPIED.")
-        if zcb or fb:
-            lines.append(f"The tracer saw {stats.fmt_spread(_scale(zcb), '{:.1f}', '%')} of the "
-                         f"sent bytes leave as zero-copy (user pages pinned into the skb) and "
-                         f"{stats.fmt_spread(_scale(fb), '{:.1f}', '%')} of them copied by the "
-                         f"fallback (`skb_copy_ubufs`, at local delivery).")
-        # cycle shares at the largest size
-        att = [r.get("attribution") for r in zc_top if r.get("attribution")]
-        if att:
-            est = any(a.get("estimated") for a in att)
-            sh = {c: stats.spread((a.get("share") or {}).get(c) for a in att)
-                  for c in results.CATEGORIES}
-            cpb = {c: stats.spread((a.get("cycles_per_byte") or {}).get(c) for a in att)
-                   for c in results.CATEGORIES}
-            parts = []
-            for c, label in (("fallback_copy", "the fallback copy"), ("pinning", "page pinning"),
-                             ("completion", "completion handling"),
-                             ("kernel_tx_copy", "a kernel tx copy")):
-                if sh[c]:
-                    parts.append(f"{label} {_pct(sh[c]['median'], 1)} of the samples"
-                                 f"{_interval(att, c)} "
-                                 f"({stats.fmt_spread(cpb[c], '{:.2f}')} cycles/B)")
-            if parts:
-                lines.append(f"Where zero-copy's cycles go at {_sz(size)}"
-                             + (" (estimated cycles: no PMU)" if est else "") + ": "
-                             + "; ".join(parts) + ".")
-            oatt = [r.get("attribution") for r in one if r.get("attribution")]
-            if oatt and cpb.get("fallback_copy"):
-                one_copy = stats.spread((a.get("cycles_per_byte") or {}).get("kernel_tx_copy")
-                                        for a in oatt)
-                zc_extra = sum((cpb[c] or {}).get("median", 0) for c in
-                               ("fallback_copy", "pinning", "completion"))
-                if one_copy:
-                    lines.append(
-                        f"One-copy pays one kernel copy ({stats.fmt_spread(one_copy, '{:.2f}')} "
-                        f"cycles/B); zero-copy pays pinning + completions + the fallback copy "
-                        f"(≈ {zc_extra:.2f} cycles/B together): it does the copy after all and "
-                        f"the bookkeeping on top"
-                        + (", so it loses." if ratio and ratio["median"] < 1 else "."))
-        pinned = stats.spread(_num((r.get("trace") or {}).get("pinned_pages")) for r in zc_top)
-        if pinned:
-            lines.append(f"Pages pinned per run at {_sz(size)}: {stats.fmt_spread(pinned, '{:.0f}')}.")
-        out.append((tr, " ".join(lines)))
+        for copy, zcs in ZEROCOPY_PAIRS:
+            text = _zerocopy_finding(answers, traced or answers, tr, copy, zcs)
+            if text:
+                out.append((tr, text))
     return out
+
+
+def _zerocopy_finding(answers, ok, tr, copy, zcs):
+    zc = [r for r in ok if r["transport"] == tr and r["strategy"] == zcs]
+    if not zc:
+        return None
+    size = max(r["msg_size"] for r in zc)
+    th = min(r["threads"] for r in zc)
+    zc_top = [r for r in zc if r["msg_size"] == size and r["threads"] == th]
+    one = [r for r in ok if r["transport"] == tr and r["strategy"] == copy
+           and r["msg_size"] == size and r["threads"] == th]
+    lines = []
+    copied = stats.spread(summary.copied_pct(r) for r in zc)
+    fb = stats.spread((_num((r.get("trace") or {}).get("fallback_copy_bytes")) or 0)
+                      / r["bytes_sent"] for r in zc
+                      if r.get("bytes_sent") and (r.get("trace") or {}).get("fallback_copy_bytes") is not None)
+    zcb = stats.spread((_num((r.get("trace") or {}).get("zc_tx_bytes")) or 0)
+                       / r["bytes_sent"] for r in zc
+                       if r.get("bytes_sent") and (r.get("trace") or {}).get("zc_tx_bytes") is not None)
+    ratio = None
+    rs = stats.paired_ratios(answers, copy, zcs,
+                             lambda r: r.get("throughput_gbps"), size, th, tr)
+    ratio = stats.spread(rs)
+    head = f"**{tr}, {zcs}**"
+    if ratio:
+        verdict = {"ahead": "beats", "behind": "loses to",
+                   "undecided": "is undecided against"}[passes.verdict(rs)]
+        head += (f": at {_sz(size)}, {th} thread(s), {zcs} {verdict} {copy} — "
+                 f"{zcs}/{copy} throughput = {stats.fmt_spread(ratio)} (paired rounds).")
+    lines.append(head)
+    flag = ("`SO_EE_CODE_ZEROCOPY_COPIED`" if zcs == "zero-copy"
+            else "`IORING_NOTIF_USAGE_ZC_COPIED`")
+    if copied:
+        if copied["min"] >= 99.0:
+            lines.append(f"Every {zcs} completion came back flagged "
+                         f"{flag} ({stats.fmt_spread(copied, '{:.1f}', '%')} "
+                         f"of completions over all {len(zc)} {zcs} runs): the kernel "
+                         f"copied the pinned pages anyway when it delivered the data locally.")
+        elif copied["max"] <= 1.0:
+            lines.append(f"Completions came back without the COPIED flag "
+                         f"({stats.fmt_spread(copied, '{:.1f}', '%')} flagged {flag}): the "
+                         f"pages went out without a deferred copy on this path.")
+        else:
+            lines.append(f"{stats.fmt_spread(copied, '{:.1f}', '%')} of the completions "
+                         f"were flagged COPIED.")
+    if zcb or fb:
+        lines.append(f"The tracer saw {stats.fmt_spread(_scale(zcb), '{:.1f}', '%')} of the "
+                     f"sent bytes leave as zero-copy (user pages pinned into the skb) and "
+                     f"{stats.fmt_spread(_scale(fb), '{:.1f}', '%')} of them copied by the "
+                     f"fallback (`skb_copy_ubufs`"
+                     + (", which only local delivery, a fragmenting IP or a packet socket "
+                        "calls)." if tr == "forward" else ", at local delivery)."))
+    # cycle shares at the largest size
+    att = [r.get("attribution") for r in zc_top if r.get("attribution")]
+    if att:
+        est = any(a.get("estimated") for a in att)
+        sh = {c: stats.spread((a.get("share") or {}).get(c) for a in att)
+              for c in results.CATEGORIES}
+        cpb = {c: stats.spread((a.get("cycles_per_byte") or {}).get(c) for a in att)
+               for c in results.CATEGORIES}
+        parts = []
+        for c, label in (("fallback_copy", "the fallback copy"), ("pinning", "page pinning"),
+                         ("completion", "completion handling"),
+                         ("kernel_tx_copy", "a kernel tx copy")):
+            if sh[c]:
+                parts.append(f"{label} {_pct(sh[c]['median'], 1)} of the samples"
+                             f"{_interval(att, c)} "
+                             f"({stats.fmt_spread(cpb[c], '{:.2f}')} cycles/B)")
+        if parts:
+            lines.append(f"Where {zcs}'s cycles go at {_sz(size)}"
+                         + (" (estimated cycles: no PMU)" if est else "") + ": "
+                         + "; ".join(parts) + ".")
+        oatt = [r.get("attribution") for r in one if r.get("attribution")]
+        if oatt and cpb.get("fallback_copy") and cpb["fallback_copy"]["median"] > 0:
+            one_copy = stats.spread((a.get("cycles_per_byte") or {}).get("kernel_tx_copy")
+                                    for a in oatt)
+            zc_extra = sum((cpb[c] or {}).get("median", 0) for c in
+                           ("fallback_copy", "pinning", "completion"))
+            if one_copy:
+                lines.append(
+                    f"{copy} pays one kernel copy ({stats.fmt_spread(one_copy, '{:.2f}')} "
+                    f"cycles/B); {zcs} pays pinning + completions + the fallback copy "
+                    f"(≈ {zc_extra:.2f} cycles/B together): it does the copy after all and "
+                    f"the bookkeeping on top"
+                    + (", so it loses." if ratio and ratio["median"] < 1 else "."))
+    pinned = stats.spread(_num((r.get("trace") or {}).get("pinned_pages")) for r in zc_top)
+    if pinned:
+        lines.append(f"Pages pinned per run at {_sz(size)}: {stats.fmt_spread(pinned, '{:.0f}')}.")
+    return " ".join(lines)
+
+
+def forward_findings(answers, traced):
+    """Where zero-copy wins: on forward nothing receives, so nothing copies a zero-copy skb
+    back. Per zero-copy strategy and thread count: where it overtakes the copy it replaces, by
+    size, from the paired ratios; the completions flagged COPIED and the tracer's fallback copy
+    as observed. [] without forward runs."""
+    out = []
+    fw = [r for r in answers if r["transport"] == "forward"]
+    ev = [r for r in (traced or answers) if r["transport"] == "forward"]
+    for copy, zcs in ZEROCOPY_PAIRS:
+        for th in sorted({r["threads"] for r in fw}):
+            sub = [r for r in fw if r["threads"] == th]
+            if not {copy, zcs} <= {r["strategy"] for r in sub}:
+                continue
+            sizes = sorted({r["msg_size"] for r in sub})
+            ratios = [_ratios(sub, copy, zcs, s, th, "forward") for s in sizes]
+            if not any(ratios):
+                continue
+            c = stats.crossover(sizes, [1.0 if x else None for x in ratios],
+                                [x["median"] if x else None for x in ratios])
+            text = _crossover_text(copy, zcs, c, sizes, ratios, th, "forward")
+            per = ", ".join(f"{_sz(s)} {stats.fmt_spread(x)}" for s, x in zip(sizes, ratios) if x)
+            text += f" Paired {zcs}/{copy} throughput by size, median (min–max): {per}."
+            text += _kept_text([r for r in ev if r["strategy"] == zcs and r["threads"] == th], zcs)
+            out.append(text)
+    return out
+
+
+def _kept_text(zc, zcs):
+    """What the kernel did with the zero-copy pages, as observed: COPIED completions and the
+    tracer's fallback copy."""
+    if not zc:
+        return ""
+    comp = sum(_num((r.get("zerocopy") or {}).get("completions")) or 0 for r in zc)
+    copied = sum(_num((r.get("zerocopy") or {}).get("copied")) or 0 for r in zc)
+    text = (f" {copied} of {comp} completions ({_pct(copied / comp, 1) if comp else 'n/a'}) "
+            f"came back flagged COPIED over {len(zc)} {zcs} run(s)")
+    fb = [_num((r.get("trace") or {}).get("fallback_copy_bytes")) for r in zc if r.get("trace")]
+    fb = [x for x in fb if x is not None]
+    if fb:
+        text += f"; the tracer's fallback copy: {format_bytes(sum(fb))} over {len(fb)} traced run(s)"
+    text += "."
+    if comp and copied == 0 and fb and sum(fb) == 0:
+        text += " The kernel kept the user's pages all the way: zero-copy really was zero-copy."
+    elif comp and copied:
+        text += (" The kernel copied some of them after all (an older kernel copies every "
+                 "received skb before forwarding it; a packet socket on the path copies too).")
+    return text
+
+
+def local_contrast(answers):
+    """One line per local transport (veth, loopback): zero-copy against its copy at the largest
+    size, where every zero-copy send ends in the fallback copy at local delivery."""
+    out = []
+    for tr in _order((r["transport"] for r in answers if r["transport"] != "forward"), TRANSPORTS):
+        for copy, zcs in ZEROCOPY_PAIRS:
+            sub = [r for r in answers if r["transport"] == tr]
+            if not {copy, zcs} <= {r["strategy"] for r in sub}:
+                continue
+            size = max(r["msg_size"] for r in sub if r["strategy"] == zcs)
+            th = min(r["threads"] for r in sub)
+            rs = stats.paired_ratios(sub, copy, zcs, lambda r: r.get("throughput_gbps"),
+                                     size, th, tr)
+            if rs:
+                out.append(f"{tr}: {zcs}/{copy} = {stats.fmt_spread(stats.spread(rs))} at "
+                           f"{_sz(size)}, {th} thread(s)")
+    return out
+
+
+def path_warnings(answers):
+    """Forward runs with a packet socket on the path, or datagrams lost before the forwarding
+    namespace."""
+    out = []
+    ps = [r for r in answers if ((r.get("forward") or {}).get("packet_sockets") or 0) > 0]
+    if ps:
+        out.append(f"{len(ps)} forward run(s) had an AF_PACKET socket open in their namespaces "
+                   f"(tcpdump, say): a packet socket on the path copies every zero-copy skb it "
+                   f"sees, so zero-copy there turns into copies.")
+    lost = [r for r in answers if ((r.get("forward") or {}).get("datagrams_lost") or 0) > 0]
+    if lost:
+        n = sum(r["forward"]["datagrams_lost"] for r in lost)
+        out.append(f"{len(lost)} forward run(s) lost {n} datagram(s) before the forwarding "
+                   f"namespace's interface (UDP drops under load); their throughput is what "
+                   f"the sender sent.")
+    return out
+
+
+def strategy_notes(runs):
+    """How each strategy that ran builds and sends a message, and the transports it ran on:
+    the strategies that do not send 8 heap fields say so."""
+    ran = _order((r["strategy"] for r in runs), STRATEGIES)
+    trs = _order((r["transport"] for r in runs), TRANSPORTS)
+    notes = [f"`{s}`: {STRATEGY_HELP[s]}" + ("" if s in FIELD_STRATEGIES else
+                                              " (**not** the 8 heap fields)")
+             for s in ran if s in STRATEGY_HELP]
+    notes += [f"transport `{t}`: {TRANSPORT_HELP[t]}" for t in trs if t in TRANSPORT_HELP]
+    return notes
 
 
 def _interval(attributions, category):
@@ -527,14 +637,29 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
 
     # answers
     d.h(1, "Answers")
-    d.h(2, "Where one-copy overtakes two-copy, and zero-copy overtakes one-copy")
+    d.h(2, "How the strategies in this sweep send a message")
+    d.bullets(strategy_notes(runs))
+    ff = forward_findings(answers, traced)
+    if ff:
+        d.h(2, "Where zero-copy wins: the forward path (nothing receives)")
+        for text in ff:
+            d.p(text, "answer")
+        lc = local_contrast(answers)
+        if lc:
+            d.p("Against the local paths, where every zero-copy send ends in the fallback copy "
+                "at local delivery (paired throughput ratios): " + "; ".join(lc)
+                + ". There zero-copy does the copy after all, and the pinning and completions "
+                "on top: see below.", "answer")
+    for w in path_warnings(answers):
+        d.p(w, "bad")
+    d.h(2, "Crossovers: where one strategy overtakes another")
     cf = crossover_findings(answers)
     if cf:
         for tr, th, a, b, c, text in cf:
             d.p(text, "answer")
     else:
         d.p("Not enough strategies in this sweep to compare.")
-    d.h(2, "Why zero-copy loses on veth (or does not)")
+    d.h(2, "Why zero-copy loses on local paths, path by path")
     zf = zerocopy_findings(answers, traced)
     if zf:
         for tr, text in zf:
@@ -611,7 +736,7 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
                          stats.fmt_spread(r["throughput"]), stats.fmt_spread(r["latency"], "{:.1f}")]
                         + [_m(r["cpb"][c]) for c in results.CATEGORIES]
                         + [stats.fmt_spread(r["cpb_total"]),
-                           _m(r["copied_pct"], "{:.0f}") if r["strategy"] == "zero-copy" else "–",
+                           _m(r["copied_pct"], "{:.0f}") if r["strategy"] in ("zero-copy", "io-uring-zc") else "–",
                            _m(r["send_p99"], "{:.1f}")])
         d.p(f"{rows[0]['threads']} thread(s); medians over repeats (throughput and total with "
             f"min–max). Cycles per byte = share of samples × total cycles / payload bytes"

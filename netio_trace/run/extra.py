@@ -9,7 +9,7 @@ import statistics
 import time
 
 from analysis import passes, results
-from analysis.contract import STRATEGIES
+from analysis.contract import COMPARED_PAIRS
 from netio_trace.run.params import Slot
 
 MAX_EXTRA_ROUNDS = 3
@@ -20,10 +20,9 @@ RUN_OVERHEAD_S = 0.2      # namespaces, gate, snapshot: a run's wall time beyond
 
 
 def compared_pairs(strategies):
-    """Each strategy against the next one in the contract's order (two-copy → one-copy →
-    zero-copy …): the comparisons the report draws."""
-    ordered = [s for s in STRATEGIES if s in strategies]
-    return list(zip(ordered, ordered[1:]))
+    """The comparisons the report draws (the contract's COMPARED_PAIRS) between strategies of
+    this sweep."""
+    return [(a, b) for a, b in COMPARED_PAIRS if a in strategies and b in strategies]
 
 
 def undecided_groups(params, answer_runs):

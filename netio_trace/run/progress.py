@@ -1,13 +1,15 @@
 """The sweep's progress display: live on a terminal, one plain line per run otherwise."""
 import time
 
+from analysis.contract import ZEROCOPY_STRATEGIES
+
 
 def _short(run):
     if run.get("status") != "ok":
         return f"[red]{run.get('status')}[/]: {run.get('error')}"
     parts = [f"{run['throughput_gbps']:.2f} Gbit/s", f"{run['latency_us']:.1f} µs/msg"]
     zc = run.get("zerocopy") or {}
-    if run["strategy"] == "zero-copy" and zc.get("completions"):
+    if run["strategy"] in ZEROCOPY_STRATEGIES and zc.get("completions"):
         parts.append(f"copied {100 * zc.get('copied', 0) / zc['completions']:.0f}%")
     a = run.get("attribution") or {}
     cpb = a.get("cycles_per_byte") or {}
