@@ -587,8 +587,8 @@ static int open_follow(struct tracer_bpf *t, char *err, size_t errlen)
 
 static void defer_sys_exit(struct tracer_bpf *t);
 
-int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, char *err,
-		    size_t errlen)
+int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, bool no_latency,
+		    char *err, size_t errlen)
 {
 	static const enum rung auto_rungs[] = { RUNG_FENTRY, RUNG_KPROBE, RUNG_TP_BTF };
 	const unsigned copy_pps = (1u << PP_TX_BYTES) | (1u << PP_TX_COPY) | (1u << PP_PINNING) |
@@ -652,10 +652,14 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, c
 		assigned |= try_rung(t, r, mask);
 	}
 
-	/* syscalls: tracepoints only, BTF-typed first */
-	if (pp_resolvable(PP_SYSCALLS, RUNG_TP_BTF))
+	/* syscalls: tracepoints only, BTF-typed first. --no-latency leaves them out (every
+	 * syscall of the machine passes sys_enter/sys_exit) unless nothing else counts the bytes
+	 * sent */
+	t->no_latency = no_latency && t->rung[PP_TX_BYTES] != RUNG_UNAVAILABLE;
+	if (!t->no_latency && pp_resolvable(PP_SYSCALLS, RUNG_TP_BTF))
 		try_rung(t, RUNG_TP_BTF, 1u << PP_SYSCALLS);
-	if (t->rung[PP_SYSCALLS] == RUNG_UNAVAILABLE && pp_resolvable(PP_SYSCALLS, RUNG_TRACEPOINT))
+	if (!t->no_latency && t->rung[PP_SYSCALLS] == RUNG_UNAVAILABLE &&
+	    pp_resolvable(PP_SYSCALLS, RUNG_TRACEPOINT))
 		try_rung(t, RUNG_TRACEPOINT, 1u << PP_SYSCALLS);
 
 	/* what cannot be measured is inferred where it can be */

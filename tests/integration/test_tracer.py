@@ -502,3 +502,23 @@ def test_vm_kprobe_exact(topologies, tmp_path, strategy):
         check_exact(s, c, snap, spid, cpid, strategy)
     finally:
         assert t.close() == 0
+
+
+# ---- the counting level (issue 15): exact bytes without latency, on both kernels ---------
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_counting_level_exact(topologies, tmp_path, strategy):
+    """--no-latency --no-sample: no syscall hook attached, no histogram, the same exact
+    bytes and copies per process."""
+    t = Tracer("--no-latency", log=str(tmp_path / "counting.log"))   # with --no-sample
+    try:
+        assert t.attach["syscalls"] == "unavailable", t.attach
+        s, c, snap, spid, cpid = run_workload(t, topologies["veth"], tmp_path, strategy, 65536,
+                                              COUNTS[65536])
+        check_exact(s, c, snap, spid, cpid, strategy)
+        assert snap["latency"] == {"timed": False}
+        hists = [v for v in (proc(snap, spid).get("syscalls") or {}).values()
+                 if isinstance(v, dict) and v.get("hist_log2_ns")]
+        assert hists == []
+    finally:
+        assert t.close() == 0
