@@ -1352,8 +1352,8 @@ def section_passes(b):
         verdict = "no result"
     elif lo <= s["median"] <= hi:
         verdict = "met"
-    else:
-        verdict = "undecided" if s["min"] <= 1 <= s["max"] else "missed"
+    else:       # a median outside the band, but rounds inside it: the noise decides nothing
+        verdict = "missed" if s["max"] < lo or s["min"] > hi else "undecided"
     lines += [
         f"**Untraced runs inside a two-pass sweep against a `--no-trace` sweep** "
         f"(`netio-trace run {' '.join(PASSES_CFG)} --repeat 3`, the two sweeps alternating "
