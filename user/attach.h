@@ -38,7 +38,7 @@ enum attach_mode {
 	ATTACH_TRACEPOINT,
 };
 
-#define MAX_ATTACHED 64
+#define MAX_ATTACHED 96
 
 struct attached_prog {
 	char name[64];		/* program name, e.g. fx_sendmsg_out */
