@@ -19,7 +19,8 @@ WL_LIB_OBJS := $(patsubst workloads/%.c,$(BUILD)/workloads/%.o,$(WL_LIB_SRCS))
 UNIT_SRCS  := $(wildcard tests/unit/*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-TARGETS := $(BUILD)/netio-server $(BUILD)/netio-client $(BUILD)/netio-busy-loop
+TARGETS := $(BUILD)/netio-server $(BUILD)/netio-client $(BUILD)/netio-busy-loop \
+           $(BUILD)/netio-getpid-loop
 ifneq ($(BPF_SRCS),)
 TARGETS += $(BUILD)/netio-tracer
 endif
@@ -51,6 +52,10 @@ $(BUILD)/netio-client: $(BUILD)/workloads/client.o $(WL_LIB_OBJS)
 # the bench's timer floor: computation only (bench/busy_loop.c)
 $(BUILD)/netio-busy-loop: bench/busy_loop.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) -fno-omit-frame-pointer $< -o $@
+
+# unrelated syscalls only: what a hook on every syscall costs (bench/getpid_loop.c, issue 15)
+$(BUILD)/netio-getpid-loop: bench/getpid_loop.c | $(BUILD)/workloads
+	$(CC) $(CFLAGS) $< -o $@
 
 # ---- BPF and the tracer --------------------------------------------------
 # vmlinux.h comes from the running kernel's BTF; CO-RE relocates it elsewhere.

@@ -38,7 +38,13 @@ NETIO_PORT0 = 5400  # ours: a fresh port per run inside the run's own namespaces
 KiB = 1024
 
 # targets (issues 3, 4 and 7)
-TARGET_OVERHEAD = 0.97      # full tracer / untraced, every strategy (issue 7; aim 0.99)
+# Issue 15's levels, each / untraced, paired within rounds: the full default (counting, latency
+# histograms, sampling on the tick where there is no PMU) >= 0.88 in every case and >= 0.92 at
+# one-copy 16 KiB loopback; counting (--no-latency --no-sample) >= 0.95 in every case, 0.97 there
+TARGET_OVERHEAD = 0.88
+TARGET_OVERHEAD_HEADLINE = 0.92
+TARGET_COUNTING = 0.95
+TARGET_COUNTING_HEADLINE = 0.97
 AIM_OVERHEAD = 0.99
 TARGET_HEADLINE = 0.97      # one-copy 16 KiB loopback 1 thread (issue 3)
 TARGET_SAMPLING = 0.98      # stack sampling on top of the rest of the tracer (issue 4)
@@ -686,7 +692,7 @@ def profile_miss(name, res, key_traced, key_ref, what):
 
 # ---- section 1 and 2: tracer overhead, and bpftrace doing the same counting -----------------
 # the variants of section 1's "where the cost goes" table, fewest parts first
-DECOMPOSITION = ("sampling", "xmit-receive", "no-syscall-hooks", "programs", "no-sample", "full",
+DECOMPOSITION = ("sampling", "xmit-receive", "counting", "programs", "no-sample", "full",
                  "tick", "bpftrace-timer")
 # the strategies whose cost is taken apart: one-copy (issues 3 and 4's headline) and zero-copy
 # (the tracer's worst case)
@@ -789,10 +795,11 @@ def counting_only():
     return _programs("programs")
 
 
-def programs_without_syscall_hooks():
-    """The programs with no per-call latency: what is left when no syscall hook runs."""
-    return _programs("no-syscall-hooks", (SYSCALL_HOOKS,),
-                     {"tx_bytes", "rx_copy", "pinning", "fallback_copy"})
+def counting_level():
+    """The counting level (issue 15): bytes and copies per process, no latency (no syscall
+    hook), no sampling, no counters."""
+    return OurTracer(["--no-latency", "--no-sample", "--no-counters"], label="counting",
+                     expect_attached={"tx_bytes", "rx_copy", "pinning", "fallback_copy"})
 
 
 def programs_on_skbs_only():
@@ -831,8 +838,8 @@ def section_overhead(b):
                                 # ours doing what bpftrace does (section 2), and more: copy
                                 # accounting and syscall histograms, no sampling or counters
                                 ("programs", mk(counting_only))]
+                    variants.append(("counting", mk(counting_level)))
                     if strategy in DECOMPOSED:   # where the cost goes (issues 3 and 4)
-                        variants.append(("no-syscall-hooks", mk(programs_without_syscall_hooks)))
                         variants.append(("xmit-receive", mk(programs_on_skbs_only)))
                         variants.append(("no-sample",
                                          mk(lambda: OurTracer(["--no-sample"], label="no-sample"))))
@@ -852,6 +859,14 @@ def section_overhead(b):
                     full = _ratio(res, "full", "untraced")
                     peer = _ratio(res, "bpftrace", "untraced")
                     b.record("1. tracer overhead, full / untraced", tag, full, TARGET_OVERHEAD)
+                    b.record("1a. counting level (--no-latency --no-sample) / untraced", tag,
+                             _ratio(res, "counting", "untraced"), TARGET_COUNTING)
+                    if (transport, strategy, size) == ("loopback", "one-copy", 16 * KiB):
+                        b.record("1b. headline one-copy 16K loopback, full / untraced", tag,
+                                 full, TARGET_OVERHEAD_HEADLINE)
+                        b.record("1b. headline one-copy 16K loopback, counting / untraced",
+                                 tag, _ratio(res, "counting", "untraced"),
+                                 TARGET_COUNTING_HEADLINE)
                     # ours against the peer: paired within each round, as every comparison
                     full_vs_peer = _ratio(res, "full", "bpftrace")
                     b.record("2. ours full / bpftrace, paired", tag, full_vs_peer, TARGET_PEER)
@@ -980,12 +995,12 @@ def section_overhead(b):
         "",
         "The same rounds with parts of the tracer: **sampling** = stack sampling alone (above); "
         "**xmit-receive** = the per-skb programs only (xmit, receive, and the receiver's copies "
-        "counted per skb on `skb_copy_datagram_iovec`); **no-syscall-hooks** adds the "
+        "counted per skb on `skb_copy_datagram_iovec`); **counting** (`--no-latency`) adds the "
         "socket-layer events (`sock_send_length`, `sock_recv_length`: bytes and calls per "
         "process), so it is the copy accounting without per-call latency; "
         "**programs** = `--no-sample --no-counters` "
         "(the BPF programs alone: copy accounting and syscall histograms, so programs / "
-        "no-syscall-hooks is what exact per-call latency costs); **no-sample** adds "
+        "counting is what exact per-call latency costs); **no-sample** adds "
         "the perf counters; **full** adds stack sampling on the default source (one event per "
         "CPU on the workloads' cgroup, as `netio-trace run` samples: it runs only while a "
         "workload is on that CPU, so a switch between two workload threads re-arms no timer); "
@@ -1337,8 +1352,8 @@ def section_passes(b):
         verdict = "no result"
     elif lo <= s["median"] <= hi:
         verdict = "met"
-    else:
-        verdict = "undecided" if s["min"] <= 1 <= s["max"] else "missed"
+    else:       # a median outside the band, but rounds inside it: the noise decides nothing
+        verdict = "missed" if s["max"] < lo or s["min"] > hi else "undecided"
     lines += [
         f"**Untraced runs inside a two-pass sweep against a `--no-trace` sweep** "
         f"(`netio-trace run {' '.join(PASSES_CFG)} --repeat 3`, the two sweeps alternating "

@@ -181,3 +181,37 @@ int BPF_PROG(sc_exit_raw, struct pt_regs *regs, long ret)
 {
 	return on_exit(ret);
 }
+
+/* fentry/fexit on the syscall functions themselves (the attach ladder's first rung for
+ * syscalls, issue 15): only the calls we follow run a program, where sys_enter/sys_exit put
+ * every syscall of every task on the slow path. The attach table (attach.c) names each
+ * program's function (__x64_sys_sendto, __arm64_sys_sendto, ...). The function's argument is
+ * the user's registers. */
+#define SYSCALL_FENTRY(name, cls)						\
+SEC("fentry")									\
+int BPF_PROG(fs_##name##_in, struct pt_regs *regs)				\
+{										\
+	return on_enter(cls, current_syscall_nr(),				\
+			cls == SC_RECVMSG ? PT_REGS_PARM3_CORE(regs) : 0);	\
+}										\
+SEC("fexit")									\
+int fs_##name##_out(u64 *ctx)							\
+{										\
+	u64 ret = 0;								\
+										\
+	bpf_get_func_ret(ctx, &ret);						\
+	return on_exit((long)ret);						\
+}
+
+SYSCALL_FENTRY(sendto, SC_SENDTO)
+SYSCALL_FENTRY(sendmsg, SC_SENDMSG)
+SYSCALL_FENTRY(recvfrom, SC_RECVFROM)
+SYSCALL_FENTRY(recvmsg, SC_RECVMSG)
+SYSCALL_FENTRY(write, SC_WRITE)
+SYSCALL_FENTRY(read, SC_READ)
+SYSCALL_FENTRY(sendfile, SC_SENDFILE)
+SYSCALL_FENTRY(poll, SC_POLL)
+SYSCALL_FENTRY(ppoll, SC_POLL)
+SYSCALL_FENTRY(epoll_wait, SC_EPOLL_WAIT)
+SYSCALL_FENTRY(epoll_pwait, SC_EPOLL_WAIT)
+SYSCALL_FENTRY(epoll_pwait2, SC_EPOLL_WAIT)

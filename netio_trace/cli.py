@@ -119,6 +119,9 @@ def build_parser():
     t.add_argument("--duration", metavar="S", help="stop after S seconds")
     t.add_argument("--no-sample", action="store_true", help="no stack sampling")
     t.add_argument("--no-counters", action="store_true", help="no perf counters")
+    t.add_argument("--no-latency", action="store_true",
+                   help="count bytes and calls without timing them: no syscall hook, no "
+                   "latency histogram (the counting level, with --no-sample)")
 
     rep = sub.add_parser("report", help="rebuild results.csv, plots, flame graphs and the report "
                          "of DIR from runs.jsonl and the folded stacks")
@@ -366,6 +369,7 @@ def cmd_trace(a, cmd):
     argv = trace_argv(pid=pid, cmd=cmd, attach=attach, freq=freq, json_path=a.json,
                       folded=a.folded, netns=a.netns, duration=duration,
                       no_sample=a.no_sample, no_counters=a.no_counters,
+                      no_latency=a.no_latency,
                       sample_source=sample_source, sample_cgroup=cg.path if cg else None)
     try:
         return run_tracer(argv, own_command=bool(cmd))

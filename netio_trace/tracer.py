@@ -235,7 +235,7 @@ def probe(timeout=60.0):
 
 def trace_argv(pid=None, cmd=None, attach="auto", freq=None, json_path=None, folded=None,
                netns=(), duration=None, no_sample=False, no_counters=False, sample_source=None,
-               sample_cgroup=None):
+               sample_cgroup=None, no_latency=False):
     """argv of the tracer's own (non-control) mode, for `netio-trace trace`."""
     argv = [paths.binary("netio-tracer"), "--attach", attach]
     if freq is not None:
@@ -256,6 +256,8 @@ def trace_argv(pid=None, cmd=None, attach="auto", freq=None, json_path=None, fol
         argv.append("--no-sample")
     if no_counters:
         argv.append("--no-counters")
+    if no_latency:
+        argv.append("--no-latency")
     if pid is not None:
         argv += ["--pid", str(pid)]
     if cmd:

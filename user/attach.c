@@ -212,6 +212,31 @@ static const struct row rows[] = {
 	{ RUNG_TP_BTF, PP_FALLBACK_COPY, OBJ_TP, "tp_kfree_skb", H_TP_BTF, FUNCS("kfree_skb"), false, 0, false, false },
 	{ RUNG_TP_BTF, PP_RX_COPY, OBJ_TP, "tp_recv_length", H_TP_BTF, FUNCS("sock_recv_length"), false, 1, false, false },
 	{ RUNG_TP_BTF, PP_RX_COPY, OBJ_TP, "tp_rx_copy", H_TP_BTF, FUNCS("skb_copy_datagram_iovec"), false, 1, true, false },
+	/* syscalls on fentry/fexit of the syscall functions (issue 15); sys_enter/sys_exit below */
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_sendto_in", H_FENTRY, FUNCS("__x64_sys_sendto", "__arm64_sys_sendto"), true, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_sendto_out", H_FEXIT, FUNCS("__x64_sys_sendto", "__arm64_sys_sendto"), true, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_sendmsg_in", H_FENTRY, FUNCS("__x64_sys_sendmsg", "__arm64_sys_sendmsg"), true, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_sendmsg_out", H_FEXIT, FUNCS("__x64_sys_sendmsg", "__arm64_sys_sendmsg"), true, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_recvfrom_in", H_FENTRY, FUNCS("__x64_sys_recvfrom", "__arm64_sys_recvfrom"), true, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_recvfrom_out", H_FEXIT, FUNCS("__x64_sys_recvfrom", "__arm64_sys_recvfrom"), true, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_recvmsg_in", H_FENTRY, FUNCS("__x64_sys_recvmsg", "__arm64_sys_recvmsg"), true, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_recvmsg_out", H_FEXIT, FUNCS("__x64_sys_recvmsg", "__arm64_sys_recvmsg"), true, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_write_in", H_FENTRY, FUNCS("__x64_sys_write", "__arm64_sys_write"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_write_out", H_FEXIT, FUNCS("__x64_sys_write", "__arm64_sys_write"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_read_in", H_FENTRY, FUNCS("__x64_sys_read", "__arm64_sys_read"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_read_out", H_FEXIT, FUNCS("__x64_sys_read", "__arm64_sys_read"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_sendfile_in", H_FENTRY, FUNCS("__x64_sys_sendfile64", "__arm64_sys_sendfile64"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_sendfile_out", H_FEXIT, FUNCS("__x64_sys_sendfile64", "__arm64_sys_sendfile64"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_poll_in", H_FENTRY, FUNCS("__x64_sys_poll", "__arm64_sys_poll"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_poll_out", H_FEXIT, FUNCS("__x64_sys_poll", "__arm64_sys_poll"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_ppoll_in", H_FENTRY, FUNCS("__x64_sys_ppoll", "__arm64_sys_ppoll"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_ppoll_out", H_FEXIT, FUNCS("__x64_sys_ppoll", "__arm64_sys_ppoll"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_epoll_wait_in", H_FENTRY, FUNCS("__x64_sys_epoll_wait", "__arm64_sys_epoll_wait"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_epoll_wait_out", H_FEXIT, FUNCS("__x64_sys_epoll_wait", "__arm64_sys_epoll_wait"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_epoll_pwait_in", H_FENTRY, FUNCS("__x64_sys_epoll_pwait", "__arm64_sys_epoll_pwait"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_epoll_pwait_out", H_FEXIT, FUNCS("__x64_sys_epoll_pwait", "__arm64_sys_epoll_pwait"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_epoll_pwait2_in", H_FENTRY, FUNCS("__x64_sys_epoll_pwait2", "__arm64_sys_epoll_pwait2"), false, 0, false, false },
+	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_epoll_pwait2_out", H_FEXIT, FUNCS("__x64_sys_epoll_pwait2", "__arm64_sys_epoll_pwait2"), false, 0, false, false },
 	{ RUNG_TP_BTF, PP_SYSCALLS, OBJ_SYSCALLS, "sc_enter", H_TP_BTF, FUNCS("sys_enter"), true, 0, false, false },
 	{ RUNG_TP_BTF, PP_SYSCALLS, OBJ_SYSCALLS, "sc_exit", H_TP_BTF, FUNCS("sys_exit"), true, 0, false, false },
 	/* raw tracepoints (no BTF needed) */
@@ -311,6 +336,8 @@ static char fail_reason[PP_NR][512];
 
 static enum objkind rung_obj(enum rung r, unsigned mask)
 {
+	if (mask == (1u << PP_SYSCALLS))
+		return OBJ_SYSCALLS;
 	if (r == RUNG_FENTRY)
 		return OBJ_FENTRY;
 	if (r == RUNG_KPROBE)
@@ -592,8 +619,8 @@ static int open_follow(struct tracer_bpf *t, char *err, size_t errlen)
 
 static void defer_sys_exit(struct tracer_bpf *t);
 
-int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, char *err,
-		    size_t errlen)
+int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, bool no_latency,
+		    char *err, size_t errlen)
 {
 	static const enum rung auto_rungs[] = { RUNG_FENTRY, RUNG_KPROBE, RUNG_TP_BTF };
 	const unsigned copy_pps = (1u << PP_TX_BYTES) | (1u << PP_TX_COPY) | (1u << PP_PINNING) |
@@ -657,10 +684,18 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, c
 		assigned |= try_rung(t, r, mask);
 	}
 
-	/* syscalls: tracepoints only, BTF-typed first */
-	if (pp_resolvable(PP_SYSCALLS, RUNG_TP_BTF))
+	/* syscalls: fentry/fexit on the syscall functions, else the raw_syscalls tracepoints
+	 * (BTF-typed first). --no-latency leaves them out (every
+	 * syscall of the machine passes sys_enter/sys_exit) unless nothing else counts the bytes
+	 * sent */
+	t->no_latency = no_latency && t->rung[PP_TX_BYTES] != RUNG_UNAVAILABLE;
+	if (!t->no_latency && pp_resolvable(PP_SYSCALLS, RUNG_FENTRY))
+		try_rung(t, RUNG_FENTRY, 1u << PP_SYSCALLS);
+	if (!t->no_latency && t->rung[PP_SYSCALLS] == RUNG_UNAVAILABLE &&
+	    pp_resolvable(PP_SYSCALLS, RUNG_TP_BTF))
 		try_rung(t, RUNG_TP_BTF, 1u << PP_SYSCALLS);
-	if (t->rung[PP_SYSCALLS] == RUNG_UNAVAILABLE && pp_resolvable(PP_SYSCALLS, RUNG_TRACEPOINT))
+	if (!t->no_latency && t->rung[PP_SYSCALLS] == RUNG_UNAVAILABLE &&
+	    pp_resolvable(PP_SYSCALLS, RUNG_TRACEPOINT))
 		try_rung(t, RUNG_TRACEPOINT, 1u << PP_SYSCALLS);
 
 	/* what cannot be measured is inferred where it can be */
@@ -755,6 +790,17 @@ static struct attached_prog *find_attached(struct tracer_bpf *t, const char *nam
 static void defer_sys_exit(struct tracer_bpf *t)
 {
 	struct attached_prog *ap;
+	uint32_t socket_end = EXIT_SOCKET_END, one = 1;
+
+	if (t->rung[PP_SYSCALLS] == RUNG_FENTRY) {
+		/* each call has its own fexit: nothing to defer; a write or read that never
+		 * reached a socket is still not a socket call */
+		if (t->exit_wanted >= 0 && find_attached(t, "tp_send_length") &&
+		    find_attached(t, "tp_recv_length") &&
+		    !bpf_map_update_elem(t->exit_wanted, &socket_end, &one, BPF_ANY))
+			t->sc_end_at_socket = true;
+		return;
+	}
 
 	if (t->exit_wanted < 0 || !find_attached(t, "tp_send_length") ||
 	    !find_attached(t, "tp_recv_length"))
@@ -768,8 +814,7 @@ static void defer_sys_exit(struct tracer_bpf *t)
 		ap->bpf_prog = bpf_object__find_program_by_name(t->objs[i], ap->name);
 	if (!ap->bpf_prog)
 		return;
-	uint32_t key = EXIT_SOCKET_END, one = 1;
-	if (bpf_map_update_elem(t->exit_wanted, &key, &one, BPF_ANY))
+	if (bpf_map_update_elem(t->exit_wanted, &socket_end, &one, BPF_ANY))
 		return;
 	bpf_link__destroy(ap->link);
 	ap->link = NULL;

@@ -38,7 +38,7 @@ enum attach_mode {
 	ATTACH_TRACEPOINT,
 };
 
-#define MAX_ATTACHED 64
+#define MAX_ATTACHED 96
 
 struct attached_prog {
 	char name[64];		/* program name, e.g. fx_sendmsg_out */
@@ -68,6 +68,7 @@ struct tracer_bpf {
 	/* send and receive calls end at the socket layer; sys_exit is attached on demand */
 	bool sc_end_at_socket;
 	bool detached;		/* tracer_bpf_detach(): loaded, nothing attached */
+	bool no_latency;	/* --no-latency: no syscall hook, calls counted, not timed */
 };
 
 const char *rung_name(enum rung r);
@@ -77,7 +78,7 @@ int parse_attach_mode(const char *s, enum attach_mode *mode);
 /* Load and attach. Returns 0, or -1 with a message in err (a forced rung that cannot attach,
  * or nothing that can count at all). verbose: libbpf's messages on stderr. */
 int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose,
-		    char *err, size_t errlen);
+		    bool no_latency, char *err, size_t errlen);
 void tracer_bpf_close(struct tracer_bpf *t);
 /* The followed set changed: threads decide again whether they are followed. */
 void tracer_bpf_filter_changed(struct tracer_bpf *t);

@@ -436,6 +436,11 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 	/* where a call's latency ends: "socket" (send/receive calls at sock_send_length /
 	 * sock_recv_length, the rest at sys_exit) or "sys_exit" */
 	json_kv_string(j, "syscalls_end", t->sc_end_at_socket ? "socket" : "sys_exit");
+	/* --no-latency: calls counted at the socket layer, none timed (no histogram) */
+	json_key(j, "latency");
+	json_begin_object(j);
+	json_kv_bool(j, "timed", !t->no_latency);
+	json_end(j);
 	json_kv_uint(j, "drops", s->drops);
 	json_kv_uint(j, "forks_followed", s->forks_followed);
 	json_kv_double(j, "duration_s", s->duration_s);

@@ -43,7 +43,7 @@ struct tracer {
 	int freq;
 	enum profile_source sample_source;
 	const char *sample_cgroup;
-	bool no_sample, no_counters, control, verbose;
+	bool no_sample, no_counters, no_latency, control, verbose;
 	enum { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
 	double duration;
 	char **cmd;
@@ -68,7 +68,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: netio-tracer [--attach auto|fentry|kprobe|tracepoint] [--pid PID]... [--netns NAME|PATH]...\n"
 "                    [--json FILE] [--folded FILE] [--freq HZ] [--sample-source SRC]\n"
-"                    [--sample-cgroup DIR] [--no-sample] [--no-counters]\n"
+"                    [--sample-cgroup DIR] [--no-sample] [--no-counters] [--no-latency]\n"
 "                    [--duration S] [--control] [--bpf-stats sampled|always|off]\n"
 "                    [--verbose] [-- CMD ARGS...]\n"
 "       netio-tracer --probe\n"
@@ -93,6 +93,8 @@ static void usage(FILE *f)
 "                  is on that CPU, not from per-task events, whose timers re-arm at every\n"
 "                  context switch (a VM exit each in a VM); pids outside it keep per-task\n"
 "                  events; -- CMD starts in it\n"
+"  --no-latency    count bytes and calls without timing them: no syscall hook (every\n"
+"                  syscall of the machine would pass it), no latency histogram\n"
 "  --control       read commands on stdin (pid add, netns add, clear, reset, detach, attach,\n"
 "                  snapshot, quit)\n"
 "  --bpf-stats M   BPF run-time stats for the self cost: sampled (default: on 10%% of the\n"
@@ -791,7 +793,7 @@ static int run_oneshot(struct tracer *tr)
 
 enum { OPT_ATTACH = 256, OPT_PID, OPT_NETNS, OPT_JSON, OPT_FOLDED, OPT_FREQ, OPT_NO_SAMPLE,
        OPT_NO_COUNTERS, OPT_DURATION, OPT_CONTROL, OPT_PROBE, OPT_VERBOSE, OPT_NO_BPF_STATS,
-       OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP };
+       OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP, OPT_NO_LATENCY };
 
 static const struct option long_opts[] = {
 	{ "attach", required_argument, NULL, OPT_ATTACH },
@@ -803,6 +805,7 @@ static const struct option long_opts[] = {
 	{ "sample-source", required_argument, NULL, OPT_SAMPLE_SOURCE },
 	{ "sample-cgroup", required_argument, NULL, OPT_SAMPLE_CGROUP },
 	{ "no-sample", no_argument, NULL, OPT_NO_SAMPLE },
+	{ "no-latency", no_argument, NULL, OPT_NO_LATENCY },
 	{ "no-counters", no_argument, NULL, OPT_NO_COUNTERS },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "control", no_argument, NULL, OPT_CONTROL },
@@ -874,6 +877,9 @@ int main(int argc, char **argv)
 		case OPT_NO_SAMPLE:
 			tr.no_sample = true;
 			break;
+		case OPT_NO_LATENCY:
+			tr.no_latency = true;
+			break;
 		case OPT_NO_COUNTERS:
 			tr.no_counters = true;
 			break;
@@ -930,7 +936,7 @@ int main(int argc, char **argv)
 	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
 	setrlimit(RLIMIT_MEMLOCK, &rl);
 
-	if (tracer_bpf_open(&tr.bpf, tr.mode, tr.verbose, err, sizeof(err))) {
+	if (tracer_bpf_open(&tr.bpf, tr.mode, tr.verbose, tr.no_latency, err, sizeof(err))) {
 		fprintf(stderr, "netio-tracer: %s\n", err);
 		if (tr.control)
 			printf("error %s\n", err);

@@ -31,6 +31,7 @@ BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
 TRACER = os.path.join(BUILD, "netio-tracer")
 SERVER = os.path.join(BUILD, "netio-server")
 CLIENT = os.path.join(BUILD, "netio-client")
+GETPID = os.path.join(BUILD, "netio-getpid-loop")
 VMTEST = os.environ.get("NETIO_VMTEST") == "1"
 
 STRATEGIES = ("two-copy", "one-copy", "zero-copy", "per-field")
@@ -502,3 +503,82 @@ def test_vm_kprobe_exact(topologies, tmp_path, strategy):
         check_exact(s, c, snap, spid, cpid, strategy)
     finally:
         assert t.close() == 0
+
+
+# ---- the counting level (issue 15): exact bytes without latency, on both kernels ---------
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_counting_level_exact(topologies, tmp_path, strategy):
+    """--no-latency --no-sample: no syscall hook attached, no histogram, the same exact
+    bytes and copies per process."""
+    t = Tracer("--no-latency", log=str(tmp_path / "counting.log"))   # with --no-sample
+    try:
+        assert t.attach["syscalls"] == "unavailable", t.attach
+        s, c, snap, spid, cpid = run_workload(t, topologies["veth"], tmp_path, strategy, 65536,
+                                              COUNTS[65536])
+        check_exact(s, c, snap, spid, cpid, strategy)
+        assert snap["latency"] == {"timed": False}
+        hists = [v for v in (proc(snap, spid).get("syscalls") or {}).values()
+                 if isinstance(v, dict) and v.get("hist_log2_ns")]
+        assert hists == []
+    finally:
+        assert t.close() == 0
+
+
+# ---- unrelated syscalls (issue 15): the syscall rung decides what they pay ---------------
+
+def _getpid_rate(seconds):
+    out = subprocess.run([GETPID, "--seconds", str(seconds)], capture_output=True, text=True,
+                         timeout=TIMEOUT, check=True).stdout
+    return json.loads(out)
+
+
+def _syscall_runs(tracer, tmp, name):
+    """Runs of the syscall programs (fs_* on the fentry rung, sc_* at sys_enter/sys_exit)
+    counted by bpf_stats since the last reset."""
+    snap = tracer.snapshot(str(tmp / f"{name}.json"))
+    progs = (snap.get("self") or {}).get("programs") or {}
+    return sum(p.get("runs") or 0 for k, p in progs.items() if k.startswith(("fs_", "sc_")))
+
+
+def _unrelated_syscalls(tracer, tmp, name, seconds):
+    """(getpid calls, syscall-program runs meanwhile, calls per second) with tracer attached."""
+    tracer.ok("attach")
+    tracer.ok("reset")
+    g = _getpid_rate(seconds)
+    runs = _syscall_runs(tracer, tmp, name)
+    tracer.ok("detach")
+    return g["calls"], runs, g["calls_per_s"]
+
+
+@vm_only
+def test_vm_unrelated_syscalls_run_no_program_on_the_fentry_rung(tmp_path, monkeypatch):
+    """On the fentry rung a getpid loop runs none of the tracer's programs; at sys_enter every
+    call runs one. Both tracers load in the same guest and attach in turn, interleaved with
+    untraced loops; the rates are printed (bench material: ratios in the emulated guest)."""
+    fentry = Tracer("--bpf-stats", "always", log=str(tmp_path / "fentry.log"))
+    monkeypatch.setenv("NETIO_TRACER_SKIP", "fs_sendto_in")   # no fentry rung for syscalls
+    sys_enter = Tracer("--bpf-stats", "always", log=str(tmp_path / "sys_enter.log"))
+    monkeypatch.delenv("NETIO_TRACER_SKIP")
+    try:
+        assert fentry.attach["syscalls"] == "fentry", fentry.attach
+        assert sys_enter.attach["syscalls"] in ("tp_btf", "tracepoint"), sys_enter.attach
+        for t in (fentry, sys_enter):
+            t.ok("detach")
+        rates = {"untraced": [], "fentry": [], "sys_enter": []}
+        for i in range(3):
+            rates["untraced"].append(_getpid_rate(0.3)["calls_per_s"])
+            calls, runs, rate = _unrelated_syscalls(fentry, tmp_path, f"f{i}", 0.3)
+            rates["fentry"].append(rate)
+            assert runs < 0.001 * calls, (runs, calls)
+            calls, runs, rate = _unrelated_syscalls(sys_enter, tmp_path, f"s{i}", 0.3)
+            rates["sys_enter"].append(rate)
+            assert runs >= calls, (runs, calls)
+        med = {k: sorted(v)[1] for k, v in rates.items()}
+        print(f"getpid calls/s in the guest, median of 3: untraced {med['untraced']:.0f}, "
+              f"fentry rung {med['fentry']:.0f} ({med['fentry'] / med['untraced']:.3f}), "
+              f"sys_enter rung {med['sys_enter']:.0f} "
+              f"({med['sys_enter'] / med['untraced']:.3f})")
+    finally:
+        assert fentry.close() == 0
+        assert sys_enter.close() == 0

@@ -70,7 +70,7 @@ echo "guest kernel \$(uname -r)" >"\$out/pytest.log"
 # if the tests hang, leave a trace of why before the host's timeout ends the guest
 ( sleep $((timeout_s - 90)); { ps aux; dmesg | tail -n 50; } >"\$out/hang.log" 2>&1 ) &
 NETIO_BUILD="$build" NETIO_VMTEST=1 PYTHONPATH="$root" PYTHONDONTWRITEBYTECODE=1 \\
-    timeout -k 10 $((timeout_s - 60)) "$python" -m pytest -p no:cacheprovider -v -rfE \\
+    timeout -k 10 $((timeout_s - 60)) "$python" -m pytest -p no:cacheprovider -v -rfEP \\
     --junitxml="\$out/junit.xml" tests/integration/test_tracer.py >>"\$out/pytest.log" 2>&1
 echo \$? >"\$out/rc"
 INNER
@@ -127,5 +127,7 @@ if [ "${failed:-1}" != 0 ] || [ "$(cat "$out/rc" 2>/dev/null)" != 0 ]; then
     cat "$out/pytest.log"
     [ "${failed:-0}" = 0 ] && failed=1
 fi
+# what the guest measured (printed by the tests, e.g. the unrelated-syscall rates)
+grep -a "^getpid calls/s" "$out/pytest.log" | sed 's/^/vmtest: /'
 echo "${passed:-0} passed, ${failed:-1} failed"
 [ "${failed:-1}" = 0 ]
