@@ -47,6 +47,25 @@ def probe_zerocopy_socket():
         return False
 
 
+def packet_sockets():
+    """AF_PACKET sockets open in this network namespace (/proc/net/packet, one line each after
+    the header), or None if unreadable. One on a zero-copy path (tcpdump, say) makes the kernel
+    copy every zero-copy skb it sees."""
+    try:
+        with open("/proc/net/packet") as f:
+            return max(0, len(f.read().splitlines()) - 1)
+    except OSError:
+        return None
+
+
+def probe_io_uring():
+    """{strategy: None if netio-server can run it here, else its one-line reason}."""
+    if not paths.have_binary("netio-server"):
+        return {s: "netio-server not built" for s in ("io-uring", "io-uring-zc")}
+    from netio_trace.cli import workload_refuses
+    return {s: workload_refuses(s) for s in ("io-uring", "io-uring-zc")}
+
+
 def tool_paths():
     return {t: files.find_tool(t) for t in TOOLS}
 
@@ -77,6 +96,8 @@ def collect():
     if err:
         out["netns_error"] = err
     out["tools"] = tool_paths()
+    out["packet_sockets"] = packet_sockets()
+    out["io_uring"] = probe_io_uring()
     # where `run` and `trace -- CMD` put their workloads, for per-CPU cgroup sampling
     out["cgroup2"] = cgroup.cgroup2_root()
     m = machine.info()
@@ -160,13 +181,30 @@ def print_table(d, console=None):
     t.add_row("stack samples", *_sampling_row(d))
     t.add_row("MSG_ZEROCOPY", _mark(d.get("msg_zerocopy")), d.get("msg_zerocopy_source", ""))
     t.add_row("network namespaces", _mark(d.get("netns")), d.get("netns_error") or "veth pair created and deleted")
+    for k, why in (d.get("io_uring") or {}).items():
+        t.add_row(f"strategy {k}", _mark(why is None), why or "io_uring available")
+    n = d.get("packet_sockets")
+    t.add_row("packet sockets", "[yellow]%d open[/]" % n if n else _mark(None) if n is None else "none",
+              "an AF_PACKET socket (tcpdump) on a zero-copy path copies every zero-copy skb "
+              "it sees; `run` checks forward's namespaces per run")
     for k, v in d["tools"].items():
         t.add_row(f"tool: {k}", _mark(v is not None), v or "not found")
     console.print(t)
 
 
+def warnings(d):
+    """What does not stop `run` but bends its answers here."""
+    n = d.get("packet_sockets")
+    if n:
+        return [f"warning: {n} packet socket(s) open in this network namespace (tcpdump?): "
+                f"a packet socket on a zero-copy path turns zero-copy sends into copies"]
+    return []
+
+
 def main(as_json=False):
     d, errors = collect()
+    for w in warnings(d):
+        print(f"netio-trace doctor: {w}", file=sys.stderr)
     if as_json:
         json.dump(d, sys.stdout, indent=2)
         sys.stdout.write("\n")
