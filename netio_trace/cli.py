@@ -28,7 +28,9 @@ EPILOG = """examples:
 
 
 def _described(names, helps):
-    return "".join(f"  {n:<12} {helps[n]}\n" for n in names)
+    import textwrap
+    return "".join(textwrap.fill(helps[n], width=96, initial_indent=f"  {n:<12} ",
+                                 subsequent_indent=" " * 15) + "\n" for n in names)
 
 
 STRATEGY_EPILOG = ("\nstrategies (per message; every one but sendfile sends 8 heap fields of "

@@ -28,6 +28,15 @@ BAD_RUN = [
     (["--attach", "uprobe"], "unknown attach mode"),
     (["--sample-source", "ticks"], "unknown sample source 'ticks'"),
     (["--frobnicate"], "unrecognized arguments"),
+    # issue 16: what a transport cannot run, a datagram that would fragment, a bad preset
+    (["--strategies", "sendfile", "--transport", "forward"], "sendfile cannot run over forward"),
+    (["--strategies", "one-copy,sendfile", "--transport", "veth,forward"],
+     "sendfile cannot run over forward"),
+    (["--transport", "forward", "--sizes", "64K"], "does not fit one unfragmented datagram"),
+    (["--preset", "zerocopy", "--sizes", "4K,65508"], "does not fit one unfragmented datagram"),
+    (["--preset", "zerocopy", "--strategies", "sendfile"], "sendfile cannot run over forward"),
+    (["--preset", "nocopy"], "unknown preset 'nocopy'"),
+    (["--preset", "zerocopy", "--quick"], "not allowed with argument"),
 ]
 
 
@@ -154,3 +163,17 @@ def test_help_lists_subcommands():
 
 def test_fixture_is_committed():
     assert os.path.exists(os.path.join(FIXTURES, "runs.jsonl"))
+
+
+def test_help_says_how_strategies_differ():
+    """Issue 16: every strategy and transport is described, and the strategy that does not
+    send 8 heap fields says so (in `run --help`; the report says it too)."""
+    cp = run_cli("run", "--help")
+    assert cp.returncode == 0 and "--preset" in cp.stdout
+    for name in ("two-copy", "one-copy", "zero-copy", "per-field", "sendfile", "io-uring",
+                 "io-uring-zc", "veth", "loopback", "forward"):
+        assert f"\n  {name:<12} " in cp.stdout, name
+    text = " ".join(cp.stdout.split())
+    sendfile = text.split(" sendfile not the 8 heap fields", 1)[1]
+    assert "sendfile(2)" in sendfile.split(" io-uring ")[0]
+    assert "IORING_SEND_ZC_REPORT_USAGE" in text and "blackhole" in text
