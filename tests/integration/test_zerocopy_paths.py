@@ -333,3 +333,42 @@ def test_io_uring_disabled_is_one_line_exit_2():
     finally:
         with open(path, "w") as f:
             f.write(before)
+
+
+# ---- the sweep driver and the report -----------------------------------------------------
+
+def test_sweep_over_forward_and_veth_reports_where_zerocopy_wins(tmp_path):
+    out = tmp_path / "sweep"
+    env = dict(os.environ, NETIO_BUILD=BUILD)
+    cp = subprocess.run([os.path.join(REPO, "netio-trace"), "run", "--strategies",
+                         "one-copy,zero-copy", "--sizes", "4K,32K", "--threads", "1",
+                         "--transport", "forward,veth", "--repeat", "1", "--duration", "0.2",
+                         "--out", str(out)], capture_output=True, text=True, env=env,
+                        timeout=600)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    runs = [json.loads(l) for l in (out / "runs.jsonl").read_text().splitlines()]
+    assert len(runs) == 2 * 2 * 2 * 2 and all(r["status"] == "ok" for r in runs)
+    for r in runs:
+        if r["transport"] == "forward":
+            f = r["forward"]
+            assert f["datagrams_seen"] == f["datagrams_sent"] == r["messages_sent"]
+            assert f["packet_sockets"] == 0 and r["bytes_received"] is None
+        else:
+            assert "forward" not in r and r["bytes_received"] == r["bytes_sent"]
+        if r["strategy"] == "zero-copy":
+            zc = r["zerocopy"]
+            assert zc["completions"] == zc["sends"] > 0
+            if r["transport"] == "veth":
+                assert zc["copied"] == zc["completions"]
+            elif KERNEL >= (6, 17):
+                assert zc["copied"] == 0
+                if r["traced"]:
+                    assert r["trace"]["fallback_copy_bytes"] == 0
+                    assert r["trace"]["zc_tx_bytes"] == r["bytes_sent"]
+    header = (out / "results.csv").read_text().splitlines()[0].split(",")
+    for col in ("tx_spliced_bytes", "datagrams_seen", "datagrams_lost", "packet_sockets"):
+        assert col in header
+    report = (out / "report.md").read_text()
+    assert "Where zero-copy wins: the forward path" in report
+    assert "Against the local paths" in report
+    assert "forward, 1 thread(s)" in report

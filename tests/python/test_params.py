@@ -110,3 +110,26 @@ def test_sample_source_in_sweep_identity():
     d = p.to_dict()
     del d["sample_source"]
     assert P.SweepParams.from_dict(d).sample_source == "auto"
+
+
+def test_zerocopy_preset_runs_where_zerocopy_can_win():
+    """--preset zerocopy (issue 16): each zero-copy strategy beside the copy it replaces, on
+    forward and veth, at sizes one unfragmented datagram holds; no longer than the default."""
+    z = P.SweepParams(**P.PRESETS["zerocopy"])
+    assert {"forward", "veth"} <= set(z.transports)
+    for copy, zc in (("one-copy", "zero-copy"), ("io-uring", "io-uring-zc")):
+        assert copy in z.strategies and zc in z.strategies
+    assert max(z.sizes) <= 65507 and min(z.sizes) < 16384 < max(z.sizes)
+    P.check_combinations(z.strategies, z.sizes, z.transports)      # raises nothing
+    assert len(z.schedule()) <= len(P.SweepParams(**P.DEFAULTS).schedule())
+
+
+@pytest.mark.parametrize("strategies,sizes,transports,needle", [
+    (("sendfile",), (4096,), ("forward",), "sendfile cannot run over forward"),
+    (("one-copy",), (65508,), ("forward",), "at most 65507 bytes"),
+])
+def test_combinations_a_transport_cannot_run(strategies, sizes, transports, needle):
+    with pytest.raises(P.UsageError, match=needle):
+        P.check_combinations(strategies, sizes, transports)
+    # the same on a TCP path is fine
+    P.check_combinations(strategies, sizes, ("veth", "loopback"))
