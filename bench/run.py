@@ -50,6 +50,7 @@ TARGET_HEADLINE = 0.97      # one-copy 16 KiB loopback 1 thread (issue 3)
 TARGET_SAMPLING = 0.98      # stack sampling on top of the rest of the tracer (issue 4)
 TARGET_IPERF3 = 1.0         # ours / iperf3 (issue 7)
 TARGET_PEER = 1.0           # ours / bpftrace doing the same counting, paired (issue 7)
+TARGET_SENDFILE = 1.0       # our sendfile / iperf3 -Z at the same size (issue 16)
 
 # The peer: the same syscalls counted per pid with a log2 latency histogram, tracepoints
 # only, filtered by the workloads' two pids ($1 server, $2 client) like our tracer's filter.
@@ -189,6 +190,10 @@ class Run(dict):
     def __repr__(self):
         if "blocks_per_s" in self:
             return f"{self['blocks_per_s']:.0f} blocks/s (busy loop)"
+        if "seen" in self:
+            return (f"{self['send_gbps']:.2f} Gbit/s sent (forward), {self['seen']} of "
+                    f"{self['messages']} datagrams seen, {self['copied']} of "
+                    f"{self['completions']} completions COPIED")
         extra = ""
         if "bpf_ns_per_msg" in self:
             extra = f", BPF {self['bpf_ns_per_msg']:.0f} ns/msg"
@@ -531,6 +536,35 @@ class Bench:
                 p.end()
             raise
 
+    def netio_forward(self, topo, strategy, size, threads, duration):
+        """One untraced run of netio-server over the forward path (UDP into a namespace that
+        forwards to a blackhole; nothing receives): the sender's throughput, the datagrams the
+        forwarding namespace's interface saw, and the completions flagged COPIED."""
+        d = self.rundir()
+        out, err = os.path.join(d, "s.out"), os.path.join(d, "s.err")
+        seen0 = topo.datagrams_seen()
+        srv = GatedProcess([self.server, "--netns", topo.sender_ns, "--addr", topo.server_addr,
+                            "--port", str(NETIO_PORT0), "--udp", "--strategy", strategy,
+                            "--size", str(size), "--threads", str(threads), "--duration",
+                            f"{duration:g}"], out, err, cgroup=self.cgroup)
+        try:
+            srv.release()
+            cpu = _reap_all([srv], time.monotonic() + duration + 30)
+        except BaseException:
+            srv.end()
+            raise
+        if srv.returncode != 0:
+            raise RuntimeError(f"netio {strategy} --udp: exit {srv.returncode} {_tail(err)}")
+        with open(out) as f:
+            s = json.load(f)
+        zc = s["zerocopy"]
+        st = s.get("steady") or {}
+        return Run({"send_gbps": (st["bytes"] * 8 / st["seconds"] / 1e9 if st.get("seconds")
+                                  else s["throughput_gbps"]),
+                    "messages": s["messages"], "seen": topo.datagrams_seen() - seen0,
+                    "completions": zc["completions"], "copied": zc["copied"],
+                    "cpu_s_per_gb": _per_gb(cpu[srv.pid], s["bytes"])})
+
     def busy_loop(self, duration, observer):
         """One run of netio-busy-loop (computation only) in the workloads' cgroup, watched by
         observer: {"blocks_per_s", "cpu_s"} and what the observer adds."""
@@ -555,7 +589,7 @@ class Bench:
             proc.end()
             raise
 
-    def iperf3(self, topo, size, duration):
+    def iperf3(self, topo, size, duration, zerocopy=False):
         addr = VETH_RECEIVER_ADDR if topo.transport == "veth" else LOOPBACK_ADDR
         cpu0 = _children_cpu()
         srv = Proc(["ip", "netns", "exec", topo.receiver_ns, "iperf3", "-s", "-1", "--forceflush",
@@ -565,7 +599,7 @@ class Bench:
                 raise RuntimeError(f"iperf3 -s ended: {srv.finish(5)}")
             cli = subprocess.run(["ip", "netns", "exec", topo.sender_ns, "iperf3", "-c", addr,
                                   "-p", str(IPERF3_PORT), "-l", f"{size // 1024}K", "-C", "cubic",
-                                  "-t", str(duration), "-J"],
+                                  "-t", str(duration), "-J"] + (["-Z"] if zerocopy else []),
                                  capture_output=True, text=True, timeout=duration + 30)
             srv.finish(5)
         finally:
@@ -1371,12 +1405,118 @@ def section_passes(b):
     return "\n".join(lines) + "\n"
 
 
+# ---- section 7: where zero-copy wins (issue 16) ----------------------------------------
+FORWARD_SIZES = (1 * KiB, 4 * KiB, 16 * KiB, 63 * KiB)
+ZC_PAIRS = (("one-copy", "zero-copy"), ("io-uring", "io-uring-zc"))
+
+
+def _first_win(sizes, ratios):
+    """The smallest size from which every larger size's median ratio is >= 1, or None."""
+    win = None
+    for size, r in zip(sizes, ratios):
+        if r["median"] is not None and r["median"] >= 1.0:
+            win = size if win is None else win
+        else:
+            win = None
+    return win
+
+
+def _forward_rounds(b, topo, size, dur, rounds):
+    strategies = [s for pair in ZC_PAIRS for s in pair]
+    variants = [(st, lambda st=st: b.netio_forward(topo, st, size, 1, dur)) for st in strategies]
+    return pairs.run_interleaved(rounds, variants,
+                                 log=lambda m: log(f"[forward {size_name(size)}] {m}"))
+
+
+def _forward_md(b, dur, rounds, sizes):
+    lines = [
+        "### Zero-copy against copy on forward, by size",
+        "",
+        f"UDP, one datagram per message, 1 thread, {dur:g} s per run, {rounds} rounds per size, "
+        "untraced; each round runs one-copy, zero-copy, io-uring, io-uring-zc (reversed every "
+        "other round). Throughput is the sender's over its steady-state window; datagrams that "
+        "did not reach the forwarding namespace's interface are counted as lost. The ratio is zero-copy / copy "
+        "within a round: median (min, max).",
+        "",
+        "| size | pair | copy Gbit/s | zero-copy Gbit/s | **zero-copy / copy** | COPIED | "
+        "datagrams lost |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    ratios = {pair: [] for pair in ZC_PAIRS}
+    with Topology("forward") as topo:
+        for size in sizes:
+            res = _forward_rounds(b, topo, size, dur, rounds)
+            for copy, zc in ZC_PAIRS:
+                r = _ratio(res, zc, copy, key="send_gbps")
+                ratios[(copy, zc)].append(r)
+                comp = sum(x["completions"] for x in res[zc])
+                copied = sum(x["copied"] for x in res[zc])
+                lost = sum(x["messages"] - x["seen"] for st in (copy, zc) for x in res[st])
+                lines.append(
+                    f"| {size_name(size)} | {zc} / {copy} | "
+                    f"{pairs.fmt(pairs.summary(_col(res[copy], 'send_gbps')))} | "
+                    f"{pairs.fmt(pairs.summary(_col(res[zc], 'send_gbps')))} | "
+                    f"**{pairs.fmt(r)}** | {copied} of {comp} | {lost} |")
+    lines.append("")
+    for (copy, zc), rs in ratios.items():
+        win = _first_win(sizes, rs)
+        lines.append(f"- {zc} overtakes {copy} on forward "
+                     + (f"from {size_name(win)} up (every larger size's median ratio ≥ 1)."
+                        if win is not None else "at no size from this range."))
+    return lines
+
+
+def _sendfile_md(b, dur, rounds):
+    lines = [
+        "",
+        "### sendfile against iperf3 -Z",
+        "",
+        f"Our sendfile strategy beside iperf3 `-Z` (which sends with sendfile(2) too) at the "
+        f"same size, 1 stream, cubic, {dur:g} s per run, {rounds} rounds, untraced; the ratio "
+        f"is ours / iperf3 within a round (receiver's throughput). Target ≥ {TARGET_SENDFILE}.",
+        "",
+        "| transport | size | ours Gbit/s | iperf3 -Z Gbit/s | **ours / iperf3 -Z** | "
+        f"≥ {TARGET_SENDFILE} |",
+        "|---|---|---|---|---|---|",
+    ]
+    for transport in b.args.transports:
+        with Topology(transport) as topo:
+            for size in (16 * KiB, 64 * KiB):
+                variants = [("sendfile", lambda t=topo, s=size: b.netio(t, "sendfile", s, 1, dur)),
+                            ("iperf3 -Z", lambda t=topo, s=size: b.iperf3(t, s, dur, True))]
+                res = pairs.run_interleaved(rounds, variants, log=lambda m: log(f"[sendfile] {m}"))
+                r = _ratio(res, "sendfile", "iperf3 -Z")
+                b.record("7. sendfile / iperf3 -Z", f"{transport} {size_name(size)}", r,
+                         TARGET_SENDFILE)
+                lines.append(f"| {transport} | {size_name(size)} | "
+                             f"{pairs.fmt(pairs.summary(_col(res['sendfile'], 'recv_gbps')))} | "
+                             f"{pairs.fmt(pairs.summary(_col(res['iperf3 -Z'], 'recv_gbps')))} | "
+                             f"**{pairs.fmt(r)}** | {verdict(r['median'], TARGET_SENDFILE)} |")
+    return lines
+
+
+def section_zerocopy(b):
+    """Where zero-copy wins: zero-copy vs copy on the forward path by size, and sendfile beside
+    iperf3 -Z."""
+    dur, rounds = b.args.duration, b.args.rounds
+    sizes = tuple(b.args.zc_sizes) if b.args.zc_sizes else FORWARD_SIZES
+    lines = ["## 7. Where zero-copy wins (forward path) and sendfile", "",
+             "On forward nothing receives the datagrams (the second namespace forwards them to a "
+             "blackhole route), so no local delivery copies a zero-copy skb back: the one place "
+             "on a single host where zero-copy can be seen to win.", ""]
+    lines += _forward_md(b, dur, rounds, sizes)
+    iperf_dur = max(1, int(round(dur)))
+    lines += _sendfile_md(b, iperf_dur, rounds)
+    return "\n".join(lines) + "\n"
+
+
 SECTIONS = [
     ("overhead", section_overhead),
     ("iperf3", section_iperf3),
     ("scale", section_scale),
     ("sweep", section_sweep),
     ("passes", section_passes),
+    ("zerocopy", section_zerocopy),
 ]
 
 
@@ -1394,6 +1534,8 @@ def main(argv=None):
                     help="seconds per run of section 4")
     ap.add_argument("--transports", nargs="+", default=["loopback", "veth"],
                     choices=["loopback", "veth"], help="transports to measure")
+    ap.add_argument("--zc-sizes", type=int, nargs="+",
+                    help="message sizes of section 7's forward comparison (default 1K 4K 16K 63K)")
     ap.add_argument("--only", action="append", choices=[n for n, _ in SECTIONS],
                     help="run only this section (repeatable)")
     ap.add_argument("--no-full", action="store_true",
