@@ -81,6 +81,23 @@ int fx_zc_stream(u64 *ctx)
 	return 0;
 }
 
+/* pinning of a UDP zero-copy send (MSG_ZEROCOPY or io_uring's): int
+ * __zerocopy_sg_from_iter(msg, sk, skb, from, length) returns 0 when length bytes went in as
+ * user pages. skb_zerocopy_iter_dgram, its caller for UDP, is inline (Debian's 6.1); TCP's
+ * bytes are counted at skb_zerocopy_iter_stream, which calls it too. io_uring's callback
+ * (msg->sg_from_iter) calls it again with msg NULL for the same bytes: only the outer call, with
+ * a msg, counts. */
+SEC("fexit")
+int fx_zc_sg(u64 *ctx)
+{
+	struct sock *sk = (struct sock *)func_arg(ctx, 1);
+
+	if ((int)func_ret(ctx) == 0 && func_arg(ctx, 0) && sk &&
+	    BPF_CORE_READ(sk, sk_protocol) == 17 /* UDP */)
+		on_zerocopy_stream((int)func_arg(ctx, 4));
+	return 0;
+}
+
 /* long get_user_pages_fast(start, nr_pages, gup_flags, pages) (int on some kernels) and
  * pin_user_pages_fast(): pages pinned */
 SEC("fexit")

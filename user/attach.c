@@ -182,6 +182,7 @@ static const struct row rows[] = {
 	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_copy_from_iter_nc", H_FEXIT, FUNCS("_copy_from_iter_nocache"), false, 1, false, false },
 	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_check_object_size", H_FENTRY, FUNCS("__check_object_size"), false, 1, true, false },
 	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_zc_stream", H_FEXIT, FUNCS("skb_zerocopy_iter_stream"), true, 0, false, false },
+	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_zc_sg", H_FEXIT, FUNCS("__zerocopy_sg_from_iter"), false, 0, false, false },
 	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_gup_fast", H_FEXIT, FUNCS("get_user_pages_fast"), false, 0, false, false },
 	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_pup_fast", H_FEXIT, FUNCS("pin_user_pages_fast"), false, 0, false, false },
 	{ RUNG_FENTRY, PP_FALLBACK_COPY, OBJ_FENTRY, "fx_copy_ubufs", H_FEXIT, FUNCS("skb_copy_ubufs"), true, 0, false, false },

@@ -39,6 +39,11 @@ KERNEL = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).gro
 COUNTS = {1000: 20000, 65536: 2000}
 FORWARD_SIZES = (1024, 64512)
 FORWARD_COUNT = 3000
+TRACED_COUNT = 1000
+# NETIO_VMTEST=1: inside Debian's 6.1 under QEMU/TCG (tests/vm/run-vmtest.sh), slow: less data
+VMTEST = os.environ.get("NETIO_VMTEST") == "1"
+if VMTEST:
+    COUNTS, FORWARD_COUNT, TRACED_COUNT = {1000: 500, 65536: 100}, 200, 100
 FIELD_COPY = ("two-copy", "one-copy", "per-field", "io-uring")
 ZEROCOPY = ("zero-copy", "io-uring-zc")
 
@@ -172,6 +177,17 @@ def test_forward_zerocopy_is_not_copied(fwd, strategy):
         assert s["zerocopy"]["copied"] == 0, s["zerocopy"]
 
 
+@pytest.mark.skipif(KERNEL >= (6, 17), reason="from 6.17 a forwarded skb keeps its pages "
+                    "(test_forward_zerocopy_is_not_copied)")
+@pytest.mark.parametrize("strategy", ZEROCOPY)
+def test_forward_zerocopy_copied_before_6_17(fwd, strategy):
+    """Before 6.17 the receive path copies every zero-copy skb it takes in, forwarded or not
+    (skb_orphan_frags_rx): the report then says so, from these completions."""
+    need(strategy)
+    s, _ = run_udp(fwd, strategy, 16384)
+    assert s["zerocopy"]["copied"] == s["zerocopy"]["completions"] == s["messages"]
+
+
 def test_forward_packet_socket_turns_zerocopy_into_copies(fwd):
     holder = subprocess.Popen(["ip", "netns", "exec", fwd.receiver_ns, sys.executable, "-c",
                                "import socket, sys; s = socket.socket(socket.AF_PACKET, "
@@ -202,7 +218,8 @@ def tracer(tmp_path_factory):
 @pytest.mark.parametrize("strategy", ("sendfile", "io-uring", "io-uring-zc"))
 def test_tracer_tcp_counts_match(tracer, tcp_topo, tmp_path, strategy):
     need(strategy)
-    s, c, snap, spid, cpid = run_workload(tracer, tcp_topo, tmp_path, strategy, 65536, 1000)
+    s, c, snap, spid, cpid = run_workload(tracer, tcp_topo, tmp_path, strategy, 65536,
+                                          TRACED_COUNT)
     sp = proc(snap, spid)
     sent = s["bytes"]
     assert sent == c["bytes"] > 0
@@ -226,19 +243,29 @@ def test_tracer_tcp_counts_match(tracer, tcp_topo, tmp_path, strategy):
 def test_tracer_forward_counts_match(fwd, tmp_path, strategy):
     need(strategy)
     out = tmp_path / "trace.json"
-    s, _ = run_udp(fwd, strategy, 16384, count=1000, tracer_json=out)
+    s, _ = run_udp(fwd, strategy, 16384, count=TRACED_COUNT, tracer_json=out)
     snap = json.loads(out.read_text())
     sent = s["bytes"]
-    (sp,) = [p for p in snap["processes"].values() if p["comm"] == "netio-server"]
+    # the sender is the one process followed (its comm may be an io_uring worker's)
+    (sp,) = [p for p in snap["processes"].values() if p["tx_bytes"]]
     assert sp["tx_bytes"] == snap["tx_bytes"] == sent
     assert snap["drops"] == 0
     if strategy in ZEROCOPY:
         assert sp["zc_tx_bytes"] == snap["zc_tx_bytes"] == sent
         assert snap["tx_copy_bytes"] == 0
-        if KERNEL >= (6, 17) and snap["attach"]["fallback_copy"] != "unavailable":
+        if KERNEL >= (6, 17):
             # forwarded to a blackhole: nothing copied the pages
             assert snap["fallback_copy_bytes"] == 0
             assert s["zerocopy"]["copied"] == 0
+        else:
+            # every received skb copied before it is forwarded
+            assert snap["fallback_copy_bytes"] == sent
+            assert s["zerocopy"]["copied"] == s["zerocopy"]["completions"]
+    elif strategy == "per-field" and snap["attach"]["tx_copy"] in ("fentry", "kprobe"):
+        # a datagram corked with MSG_MORE is checksummed while copied
+        # (csum_and_copy_from_iter_full), a copy no probe of these rungs sees: inferred on the
+        # tracepoint rung only
+        assert snap["zc_tx_bytes"] == 0 and snap["tx_copy_bytes"] <= sent
     else:
         assert snap["zc_tx_bytes"] == 0 and snap["tx_copy_bytes"] == sent
 
@@ -263,6 +290,22 @@ print(sent, flush=True)
 """
 
 
+def wait_following(tracer_pid, timeout=120):
+    """The tracer follows its --pid once it has opened that process's perf counters (after
+    loading and attaching every program, which a slow guest can pause in between)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        fds = f"/proc/{tracer_pid}/fd"
+        try:
+            if any(os.readlink(os.path.join(fds, fd)) == "anon_inode:[perf_event]"
+                   for fd in os.listdir(fds)):
+                return True
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
 def test_trace_pid_of_any_program_sending_a_file(tmp_path):
     """A program of someone else's that sends a file (a web server, say), followed with
     --pid: its bytes are sent, not copied."""
@@ -274,12 +317,12 @@ def test_trace_pid_of_any_program_sending_a_file(tmp_path):
         tr = subprocess.Popen([TRACER, "--no-sample", "--pid", str(prog.pid), "--json",
                                str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert wait_attached(tr.pid), "the tracer never attached"
-        time.sleep(0.2)        # attached is not yet following: let it read its filter in
+        assert wait_following(tr.pid), "the tracer never followed the program"
         prog.stdin.write("go\n")
         prog.stdin.flush()
         sent = int(prog.stdout.readline())
         prog.wait(timeout=60)
-        assert tr.wait(timeout=60) == 0
+        assert tr.wait(timeout=60) == 0, tr.stderr.read().decode(errors="replace")
     finally:
         for p in (prog,):
             if p.poll() is None:
@@ -337,6 +380,7 @@ def test_io_uring_disabled_is_one_line_exit_2():
 
 # ---- the sweep driver and the report -----------------------------------------------------
 
+@pytest.mark.skipif(VMTEST, reason="host suite: a sweep is too slow under QEMU/TCG")
 def test_sweep_over_forward_and_veth_reports_where_zerocopy_wins(tmp_path):
     out = tmp_path / "sweep"
     env = dict(os.environ, NETIO_BUILD=BUILD)
