@@ -11,7 +11,7 @@ import time
 from analysis import files
 from netio_trace.run import params as P
 from netio_trace.run.params import UsageError
-from netio_trace.system import paths
+from netio_trace.system import ownership, paths
 
 PROG = "netio-trace"
 EPILOG = """examples:
@@ -270,13 +270,18 @@ def preflight(params):
 def cmd_run(a):
     params, out, resume = resolve_run(a)
     preflight(params)
+    # results/ made here (the default --out) goes to the invoking user too
+    made_results = a.out is None and not resume and not os.path.exists(os.path.dirname(out))
     make_out_dir(out, "--resume" if resume else "--out")
     from rich.console import Console
     from netio_trace.run.sweep import run_sweep
     console = Console(stderr=True)
     if not console.is_terminal:       # a log: one line per run, no wrapping at 80 columns
         console = Console(stderr=True, width=200)
-    return run_sweep(params, out, console, resume=resume, build_report=not a.no_report)
+    try:
+        return run_sweep(params, out, console, resume=resume, build_report=not a.no_report)
+    finally:     # finished, failed or interrupted: what was written is the invoking user's
+        ownership.give_back(os.path.dirname(out) if made_results else out)
 
 
 # ---- trace -----------------------------------------------------------------------------------
@@ -316,11 +321,11 @@ def cmd_trace(a, cmd):
         import shutil
         if not (os.path.sep in cmd[0] and os.access(cmd[0], os.X_OK)) and not shutil.which(cmd[0]):
             raise UsageError(f"netio-trace trace: command {cmd[0]!r} not found")
-    from netio_trace.tracer import trace_argv
+    from netio_trace.tracer import samples_on_perf_events, trace_argv
     # a command we start is sampled from a cgroup of its own (see analysis/cgroup.py); a
     # process given by --pid stays where it is, on per-task events
     cg = None
-    if cmd and not a.no_sample and sample_source != "tick":
+    if cmd and not a.no_sample and samples_on_perf_events(sample_source):
         from netio_trace.system.cgroup import WorkloadCgroup
         cg = WorkloadCgroup.create()
     argv = trace_argv(pid=pid, cmd=cmd, attach=attach, freq=freq, json_path=a.json,
@@ -333,6 +338,7 @@ def cmd_trace(a, cmd):
     finally:
         if cg is not None:
             cg.remove()
+        ownership.give_back(a.json, a.folded)
 
 
 def _children():
@@ -439,6 +445,8 @@ def cmd_report(a):
         info = build(d, console=console)
     except ReportError as e:
         raise UsageError(str(e)) from None
+    finally:
+        ownership.give_back(d)
     from analysis.results import read_runs
     from analysis.summary import print_summary
     print_summary(read_runs(os.path.join(d, "runs.jsonl")), console)
