@@ -37,7 +37,7 @@ def build_parser():
                "(two-copy, one-copy, zero-copy, per-field) over veth or loopback, and what each "
                "copy costs: eBPF copy accounting, syscall latency, sampled stacks, perf counters.",
                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", metavar="{run,trace,report,doctor}")
+    sub = p.add_subparsers(dest="command", metavar="{run,trace,report,diff,doctor}")
 
     r = sub.add_parser("run", help="run the sweep: workloads × strategies × sizes × threads, "
                        "untraced and traced; writes runs.jsonl, results.csv, plots, flame "
@@ -107,6 +107,17 @@ def build_parser():
     rep = sub.add_parser("report", help="rebuild results.csv, plots, flame graphs and the report "
                          "of DIR from runs.jsonl and the folded stacks")
     rep.add_argument("dir", metavar="DIR")
+
+    df = sub.add_parser("diff", help="compare two result directories configuration by "
+                        "configuration; exit 1 when one regressed",
+                        description="B against A on the untraced throughput, paired by round "
+                        "where both ran the same rounds; the attribution categories that moved; "
+                        "a differential flame graph per strategy. Writes diff.md and diff.html.")
+    df.add_argument("a", metavar="A")
+    df.add_argument("b", metavar="B")
+    df.add_argument("--threshold", metavar="PCT", default="5",
+                    help="a regression is B/A below 1 - PCT/100, beyond the noise (default 5)")
+    df.add_argument("--out", metavar="DIR", help="where diff.md and diff.html go (default B)")
 
     doc = sub.add_parser("doctor", help="what this kernel and machine allow (probed)")
     doc.add_argument("--json", action="store_true", help="print DESIGN.md's doctor object")
@@ -455,6 +466,30 @@ def cmd_report(a):
     return 0
 
 
+def cmd_diff(a):
+    from analysis import diff
+    from report import diff as diff_report
+    try:
+        pct = float(a.threshold)
+    except ValueError:
+        raise UsageError(f"diff --threshold {a.threshold!r} is not a percentage") from None
+    if not 0 <= pct < 100:
+        raise UsageError(f"diff --threshold {a.threshold} must be in [0, 100)")
+    try:
+        ra, rb = diff.load(os.path.abspath(a.a)), diff.load(os.path.abspath(a.b))
+    except diff.DiffError as e:
+        raise UsageError(f"diff {e}") from None
+    out = os.path.abspath(a.out or a.b)
+    make_out_dir(out)
+    result = diff.compare(ra, rb, pct / 100)
+    md, html = diff_report.write(result, os.path.abspath(a.a), os.path.abspath(a.b), out)
+    ownership.give_back(md, html, os.path.join(out, "flamegraphs"))
+    n = len(result["regressed"])
+    print(f"{len(result['rows'])} configuration(s) compared, {n} regressed: {md}, {html}",
+          file=sys.stderr)
+    return 1 if n else 0
+
+
 def cmd_doctor(a):
     from netio_trace.system.privileges import privilege_error
     err = privilege_error("doctor")
@@ -487,6 +522,8 @@ def main(argv=None):
             return cmd_trace(a, cmd)
         if a.command == "report":
             return cmd_report(a)
+        if a.command == "diff":
+            return cmd_diff(a)
         if a.command == "doctor":
             return cmd_doctor(a)
     except (Interrupted, KeyboardInterrupt) as e:
