@@ -12,7 +12,7 @@ from analysis import files
 from analysis.contract import STRATEGIES, STRATEGY_HELP, TRANSPORTS, TRANSPORT_HELP
 from netio_trace.run import params as P
 from netio_trace.run.params import UsageError
-from netio_trace.system import paths
+from netio_trace.system import ownership, paths
 
 PROG = "netio-trace"
 EPILOG = """examples:
@@ -51,7 +51,7 @@ def build_parser():
                "veth, loopback or the forward path, and what each copy costs: eBPF copy "
                "accounting, syscall latency, sampled stacks, perf counters.",
                epilog=EPILOG + STRATEGY_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", metavar="{run,trace,report,doctor}")
+    sub = p.add_subparsers(dest="command", metavar="{run,trace,report,diff,doctor}")
 
     r = sub.add_parser("run", help="run the sweep: workloads × strategies × sizes × threads, "
                        "untraced and traced; writes runs.jsonl, results.csv, plots, flame "
@@ -128,6 +128,17 @@ def build_parser():
     rep = sub.add_parser("report", help="rebuild results.csv, plots, flame graphs and the report "
                          "of DIR from runs.jsonl and the folded stacks")
     rep.add_argument("dir", metavar="DIR")
+
+    df = sub.add_parser("diff", help="compare two result directories configuration by "
+                        "configuration; exit 1 when one regressed",
+                        description="B against A on the untraced throughput, paired by round "
+                        "where both ran the same rounds; the attribution categories that moved; "
+                        "a differential flame graph per strategy. Writes diff.md and diff.html.")
+    df.add_argument("a", metavar="A")
+    df.add_argument("b", metavar="B")
+    df.add_argument("--threshold", metavar="PCT", default="5",
+                    help="a regression is B/A below 1 - PCT/100, beyond the noise (default 5)")
+    df.add_argument("--out", metavar="DIR", help="where diff.md and diff.html go (default B)")
 
     doc = sub.add_parser("doctor", help="what this kernel and machine allow (probed)")
     doc.add_argument("--json", action="store_true", help="print DESIGN.md's doctor object")
@@ -315,13 +326,18 @@ def workload_refuses(strategy):
 def cmd_run(a):
     params, out, resume = resolve_run(a)
     preflight(params)
+    # results/ made here (the default --out) goes to the invoking user too
+    made_results = a.out is None and not resume and not os.path.exists(os.path.dirname(out))
     make_out_dir(out, "--resume" if resume else "--out")
     from rich.console import Console
     from netio_trace.run.sweep import run_sweep
     console = Console(stderr=True)
     if not console.is_terminal:       # a log: one line per run, no wrapping at 80 columns
         console = Console(stderr=True, width=200)
-    return run_sweep(params, out, console, resume=resume, build_report=not a.no_report)
+    try:
+        return run_sweep(params, out, console, resume=resume, build_report=not a.no_report)
+    finally:     # finished, failed or interrupted: what was written is the invoking user's
+        ownership.give_back(os.path.dirname(out) if made_results else out)
 
 
 # ---- trace -----------------------------------------------------------------------------------
@@ -361,11 +377,11 @@ def cmd_trace(a, cmd):
         import shutil
         if not (os.path.sep in cmd[0] and os.access(cmd[0], os.X_OK)) and not shutil.which(cmd[0]):
             raise UsageError(f"netio-trace trace: command {cmd[0]!r} not found")
-    from netio_trace.tracer import trace_argv
+    from netio_trace.tracer import samples_on_perf_events, trace_argv
     # a command we start is sampled from a cgroup of its own (see analysis/cgroup.py); a
     # process given by --pid stays where it is, on per-task events
     cg = None
-    if cmd and not a.no_sample and sample_source != "tick":
+    if cmd and not a.no_sample and samples_on_perf_events(sample_source):
         from netio_trace.system.cgroup import WorkloadCgroup
         cg = WorkloadCgroup.create()
     argv = trace_argv(pid=pid, cmd=cmd, attach=attach, freq=freq, json_path=a.json,
@@ -378,6 +394,7 @@ def cmd_trace(a, cmd):
     finally:
         if cg is not None:
             cg.remove()
+        ownership.give_back(a.json, a.folded)
 
 
 def _children():
@@ -484,12 +501,38 @@ def cmd_report(a):
         info = build(d, console=console)
     except ReportError as e:
         raise UsageError(str(e)) from None
+    finally:
+        ownership.give_back(d)
     from analysis.results import read_runs
     from analysis.summary import print_summary
     print_summary(read_runs(os.path.join(d, "runs.jsonl")), console)
     console.print(f"report rebuilt from {info['runs']} run(s) in {time.monotonic() - t:.1f} s: "
                   f"{d}/report.html, report.md, results.csv")
     return 0
+
+
+def cmd_diff(a):
+    from analysis import diff
+    from report import diff as diff_report
+    try:
+        pct = float(a.threshold)
+    except ValueError:
+        raise UsageError(f"diff --threshold {a.threshold!r} is not a percentage") from None
+    if not 0 <= pct < 100:
+        raise UsageError(f"diff --threshold {a.threshold} must be in [0, 100)")
+    try:
+        ra, rb = diff.load(os.path.abspath(a.a)), diff.load(os.path.abspath(a.b))
+    except diff.DiffError as e:
+        raise UsageError(f"diff {e}") from None
+    out = os.path.abspath(a.out or a.b)
+    make_out_dir(out)
+    result = diff.compare(ra, rb, pct / 100)
+    md, html = diff_report.write(result, os.path.abspath(a.a), os.path.abspath(a.b), out)
+    ownership.give_back(md, html, os.path.join(out, "flamegraphs"))
+    n = len(result["regressed"])
+    print(f"{len(result['rows'])} configuration(s) compared, {n} regressed: {md}, {html}",
+          file=sys.stderr)
+    return 1 if n else 0
 
 
 def cmd_doctor(a):
@@ -524,6 +567,8 @@ def main(argv=None):
             return cmd_trace(a, cmd)
         if a.command == "report":
             return cmd_report(a)
+        if a.command == "diff":
+            return cmd_diff(a)
         if a.command == "doctor":
             return cmd_doctor(a)
     except (Interrupted, KeyboardInterrupt) as e:

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from netio_trace.system import paths, state
+from netio_trace.system import machine, paths, state
 READY_TIMEOUT = 90.0     # loading and attaching every program, BTF parsing included
 COMMAND_TIMEOUT = 30.0   # a snapshot symbolizes stacks: give it time
 
@@ -209,6 +209,12 @@ class ControlTracer:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+def samples_on_perf_events(source):
+    """cycles and cpu-clock sample on perf events (which a cgroup scope makes cheaper); auto
+    is cycles where a PMU exists, else the tick, which has no event of its own."""
+    return source in ("cycles", "cpu-clock") or (source == "auto" and machine.has_pmu())
 
 
 def probe(timeout=60.0):

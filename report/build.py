@@ -10,7 +10,7 @@ import time
 
 from analysis import attribution, files, passes, record, results, stats, summary
 from analysis.contract import (COMPARED_PAIRS, FIELD_STRATEGIES, STRATEGIES, STRATEGY_HELP,
-                               TRANSPORTS, TRANSPORT_HELP, ZEROCOPY_PAIRS)
+                               TRANSPORTS, TRANSPORT_HELP, ZEROCOPY_PAIRS, ZEROCOPY_STRATEGIES)
 from analysis.sizes import format_bytes, format_size
 from report import doc as docmod
 
@@ -586,23 +586,38 @@ def _tracer_cost_section(d, runs, selfns):
             left=4)
 
 
-def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
-    ok = [r for r in runs if results.ok(r)]
-    answers, traced, answers_traced = passes.split(runs)
-    bad = [r for r in runs if not results.ok(r)]
-    m = _machine(runs)
-    d = docmod.Doc("netio-trace report: where the bytes get copied, and what each copy costs")
-    estimated = any((r.get("attribution") or {}).get("estimated") for r in traced)
-    per = _attach_summary(traced)
-    source = sorted({(r.get("attribution") or {}).get("source") for r in traced} - {None})
+class _Context:
+    """What every section of the report reads: the runs split by pass, the machine, how the
+    traced pass sampled, the plots and flame graphs drawn."""
 
+    def __init__(self, out_dir, runs, plot_files, plot_errors, flames, flame_notes):
+        self.out_dir, self.runs = out_dir, runs
+        self.ok = [r for r in runs if results.ok(r)]
+        self.answers, self.traced, self.answers_traced = passes.split(runs)
+        self.bad = [r for r in runs if not results.ok(r)]
+        self.m = _machine(runs)
+        self.estimated = any((r.get("attribution") or {}).get("estimated") for r in self.traced)
+        self.per = _attach_summary(self.traced)
+        self.source = sorted({(r.get("attribution") or {}).get("source")
+                              for r in self.traced} - {None})
+        self.plot_files, self.plot_errors = plot_files, plot_errors
+        self.flames, self.flame_notes = flames, flame_notes
+
+
+def _machine_section(d, c):
+    """The machine, the sweep, which pass answers what, how cycles were counted."""
+    runs, ok, answers, traced, answers_traced, bad, m, estimated, source = (
+        c.runs, c.ok, c.answers, c.traced, c.answers_traced, c.bad, c.m, c.estimated,
+        c.source
+    )
     d.h(1, "Machine and sweep")
     d.bullets([
         f"Machine: `{m.get('hostname', '?')}`, {m.get('cpu', '?')}, {m.get('cores', '?')} core(s), "
         f"{m.get('memory_gib', '?')} GiB" + (f", {m['virtualization']}" if m.get("virtualization") else ""),
         f"Kernel: `{m.get('kernel', '?')}` ({m.get('arch', '?')}); system default congestion "
         f"control `{m.get('default_cc', '?')}`, runs use per-socket "
-        + ", ".join(f"`{c}`" for c in sorted({(r.get('tcp') or {}).get('cc') for r in ok} - {None})),
+        + ", ".join(f"`{cc}`" for cc in sorted({(r.get('tcp') or {}).get('cc') for r in ok}
+                                               - {None})),
         f"Sweep: {_sweep_desc(runs)}",
         f"Runs: {len(runs)} recorded, {len(ok)} ok, {len(bad)} failed or inconsistent",
         f"Report built {time.strftime('%Y-%m-%d %H:%M:%S')} from `runs.jsonl` and the folded stacks",
@@ -627,7 +642,10 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
             "off: that time shows up at `_raw_spin_unlock_irqrestore` / `handle_softirqs`.",
             "note")
 
-    # the headline, first thing on the page
+
+def _headline_section(d, c):
+    """The headline plot, first thing on the page."""
+    out_dir, estimated, plot_files = c.out_dir, c.estimated, c.plot_files
     if plot_files.get("cycles_per_byte"):
         d.h(2, "Headline: what each copy costs")
         f = plot_files["cycles_per_byte"]
@@ -635,27 +653,35 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
                 "Cycles per byte, stacked by copy category, per strategy and size"
                 + (" (estimated: no PMU)" if estimated else ""))
 
-    # answers
-    d.h(1, "Answers")
+
+def _forward_section(d, c):
+    """How each strategy sends; where zero-copy wins on forward, against the local paths."""
     d.h(2, "How the strategies in this sweep send a message")
-    d.bullets(strategy_notes(runs))
-    ff = forward_findings(answers, traced)
+    d.bullets(strategy_notes(c.runs))
+    ff = forward_findings(c.answers, c.traced)
     if ff:
         d.h(2, "Where zero-copy wins: the forward path (nothing receives)")
         for text in ff:
             d.p(text, "answer")
-        lc = local_contrast(answers)
+        lc = local_contrast(c.answers)
         if lc:
             d.p("Against the local paths, where every zero-copy send ends in the fallback copy "
                 "at local delivery (paired throughput ratios): " + "; ".join(lc)
                 + ". There zero-copy does the copy after all, and the pinning and completions "
                 "on top: see below.", "answer")
-    for w in path_warnings(answers):
+    for w in path_warnings(c.answers):
         d.p(w, "bad")
+
+
+def _answers_section(d, c):
+    """How strategies send, where zero-copy wins, crossovers, why zero-copy loses, threads."""
+    answers, traced, m = c.answers, c.traced, c.m
+    d.h(1, "Answers")
+    _forward_section(d, c)
     d.h(2, "Crossovers: where one strategy overtakes another")
     cf = crossover_findings(answers)
     if cf:
-        for tr, th, a, b, c, text in cf:
+        for *_, text in cf:
             d.p(text, "answer")
     else:
         d.p("Not enough strategies in this sweep to compare.")
@@ -673,7 +699,10 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
     else:
         d.p("Only one thread count in this sweep.")
 
-    # flags
+
+def _flags_section(d, c):
+    """Runs to read with care: retransmits, failures, the checks made."""
+    ok, answers, bad = c.ok, c.answers, c.bad
     d.h(2, "Runs to read with care")
     flagged = [(r, record.retrans_share(r)) for r in answers]
     flagged = [(r, s) for r, s in flagged if s is not None and s > RETRANS_FLAG]
@@ -694,11 +723,14 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
     else:
         d.p("Every run was consistent: bytes sent = bytes received" + _tracer_checks(ok) + ".")
 
-    # tracer
+
+def _tracer_section(d, c):
+    """Rungs, counters, the tracer's cost, samples too few to trust."""
+    runs, ok, traced, per = c.runs, c.ok, c.traced, c.per
     d.h(1, "Tracer: attach rungs and counters")
     if per:
         d.table(["probe point", "rung used (runs)"],
-                [[k, ", ".join(f"{v} ({n})" for v, n in c.most_common())] for k, c in sorted(per.items())],
+                [[k, ", ".join(f"{v} ({n})" for v, n in cnt.most_common())] for k, cnt in sorted(per.items())],
                 left=2)
     else:
         d.p("No run was traced (`--no-trace`).")
@@ -722,7 +754,10 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
     if drops:
         d.p(f"The tracer dropped {drops} event(s) over the sweep.", "bad")
 
-    # summary table
+
+def _summary_section(d, c):
+    """The summary table and every configuration."""
+    answers, traced, estimated, source = c.answers, c.traced, c.estimated, c.source
     d.h(1, "Summary per strategy and size")
     rows = summary.rows(answers, traced=traced)
     if rows:
@@ -736,7 +771,7 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
                          stats.fmt_spread(r["throughput"]), stats.fmt_spread(r["latency"], "{:.1f}")]
                         + [_m(r["cpb"][c]) for c in results.CATEGORIES]
                         + [stats.fmt_spread(r["cpb_total"]),
-                           _m(r["copied_pct"], "{:.0f}") if r["strategy"] in ("zero-copy", "io-uring-zc") else "–",
+                           _m(r["copied_pct"], "{:.0f}") if r["strategy"] in ZEROCOPY_STRATEGIES else "–",
                            _m(r["send_p99"], "{:.1f}")])
         d.p(f"{rows[0]['threads']} thread(s); medians over repeats (throughput and total with "
             f"min–max). Cycles per byte = share of samples × total cycles / payload bytes"
@@ -747,6 +782,10 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
              "retrans", "runs"],
             _all_rows(answers), left=4)
 
+
+def _plots_section(d, c):
+    """Every plot but the headline."""
+    out_dir, plot_files, plot_errors = c.out_dir, c.plot_files, c.plot_errors
     d.h(1, "Plots")
     captions = {
         "cycles_per_byte": "The headline: cycles per byte, stacked by copy category, per strategy and size",
@@ -766,6 +805,10 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
     for e in plot_errors:
         d.p(f"Plot not drawn: {e}", "note")
 
+
+def _flames_section(d, c):
+    """The flame graphs."""
+    out_dir, flames, flame_notes = c.out_dir, c.flames, c.flame_notes
     d.h(1, "Flame graphs")
     if flames:
         for caption, svg, folded in flames:
@@ -777,12 +820,28 @@ def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
         d.p("No folded stacks were recorded (untraced sweep, or sampling unavailable).")
     for n in flame_notes:
         d.p(n, "note")
+
+
+def _files_section(d, c):
+    """What the directory holds."""
     d.h(1, "Files")
     d.bullets(["`runs.jsonl`: one JSON object per run (DESIGN.md contract)",
                "`results.csv`: one row per run; counters this machine cannot count are empty",
                "`plots/*.png`, `flamegraphs/*.folded`, `flamegraphs/*.svg`",
                "`raw/<run>/`: each run's workload JSON, stderr and tracer snapshot",
                "Rebuild everything from `runs.jsonl` and the folded stacks: `netio-trace report DIR`"])
+
+
+SECTIONS = (_machine_section, _headline_section, _answers_section, _flags_section,
+            _tracer_section, _summary_section, _plots_section, _flames_section, _files_section)
+
+
+def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
+    """The report as a Doc, section by section (SECTIONS, in page order)."""
+    c = _Context(out_dir, runs, plot_files, plot_errors, flames, flame_notes)
+    d = docmod.Doc("netio-trace report: where the bytes get copied, and what each copy costs")
+    for section in SECTIONS:
+        section(d, c)
     return d
 
 

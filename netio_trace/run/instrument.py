@@ -3,15 +3,9 @@
 dies. The cgroup its sampling events watch lives as long as it does."""
 import os
 
-from netio_trace.system import cgroup, machine
+from netio_trace.system import cgroup
 from netio_trace.system.signals import critical
-from netio_trace.tracer import ControlTracer, TracerError
-
-
-def _samples_on_perf_events(source):
-    """cycles and cpu-clock sample on perf events; auto is cycles where a PMU exists, else the
-    tick (no event of its own)."""
-    return source in ("cycles", "cpu-clock") or (source == "auto" and machine.has_pmu())
+from netio_trace.tracer import ControlTracer, TracerError, samples_on_perf_events
 
 
 class Instrument:
@@ -29,7 +23,7 @@ class Instrument:
         if not self.params.trace:
             return
         # stack samples on perf events come from one event per CPU on the workloads' cgroup
-        if _samples_on_perf_events(self.params.sample_source):
+        if samples_on_perf_events(self.params.sample_source):
             self.cg = cgroup.WorkloadCgroup.create()
         try:
             self.tracer = self._start()

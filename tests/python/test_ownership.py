@@ -1,0 +1,48 @@
+"""Results written under sudo belong to the invoking user (SUDO_UID/SUDO_GID, issue 18)."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from netio_trace.system import ownership
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
+UID, GID = 4242, 4343
+
+
+def _owners(path):
+    out = {(os.lstat(path).st_uid, os.lstat(path).st_gid)}
+    for d, dirs, files in os.walk(path):
+        for n in dirs + files:
+            st = os.lstat(os.path.join(d, n))
+            out.add((st.st_uid, st.st_gid))
+    return out
+
+
+def test_give_back_chowns_the_whole_tree(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "f").write_text("x")
+    env = {"SUDO_UID": str(UID), "SUDO_GID": str(GID)}
+    assert ownership.give_back(str(tmp_path / "a"), environ=env) == 3
+    assert _owners(tmp_path / "a") == {(UID, GID)}
+
+
+def test_nothing_without_sudo_or_with_nonsense(tmp_path):
+    (tmp_path / "f").write_text("x")
+    for env in ({}, {"SUDO_UID": "x"}, {"SUDO_UID": "0"}):
+        assert ownership.give_back(str(tmp_path / "f"), environ=env) == 0
+    assert _owners(tmp_path / "f") == {(0, 0)}
+
+
+def test_report_rebuilt_under_sudo_belongs_to_the_user(tmp_path):
+    d = tmp_path / "results"
+    shutil.copytree(os.path.join(REPO, "tests", "python", "fixtures"), d)
+    env = dict(os.environ, SUDO_UID=str(UID), SUDO_GID=str(GID), PYTHONPATH=REPO)
+    cp = subprocess.run([sys.executable, "-m", "netio_trace.cli", "report", str(d)], cwd=REPO,
+                        env=env, capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    assert (d / "report.html").exists()
+    assert _owners(d) == {(UID, GID)}
