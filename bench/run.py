@@ -738,7 +738,7 @@ DECOMPOSED = ("one-copy", "zero-copy")
 # out checks in every run what attached, so a new program cannot slip into it.
 SYSCALL_HOOKS = "sc_enter,sc_exit,sc_enter_raw,sc_exit_raw"
 SOCKET_EVENTS = "tp_send_length,tp_recv_length"
-SKB_EVENTS = "tp_xmit,tp_sock_state,tp_netif_receive,tp_tcp_probe"
+SKB_EVENTS = "tp_xmit,tp_sock_state,tp_netif_receive,tp_tcp_probe,tp_kfree_skb"
 
 # Issue 4 asks what sampling at 999 Hz keeps of untraced throughput. The tracer refuses to run
 # with no probe point, so "sampling alone" keeps its cheapest one: rx_copy on
