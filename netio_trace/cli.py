@@ -5,7 +5,9 @@ Every bad value gets one line on stderr and exit status 2, before anything start
 """
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 from analysis import files
@@ -95,6 +97,9 @@ def build_parser():
                    help=f"{'|'.join(P.SAMPLE_SOURCES)} (default auto)")
     t.add_argument("--json", metavar="FILE", help="write the trace object to FILE")
     t.add_argument("--folded", metavar="FILE", help="write folded stacks to FILE")
+    t.add_argument("--openmetrics", metavar="FILE",
+                   help="also write bytes, copies and syscall latency histograms as "
+                   "OpenMetrics text (what Prometheus scrapes) to FILE")
     t.add_argument("--netns", metavar="NAME", action="append", default=[],
                    help="count softirq events of this network namespace (repeatable)")
     t.add_argument("--duration", metavar="S", help="stop after S seconds")
@@ -312,7 +317,8 @@ def cmd_trace(a, cmd):
     sample_source = P.parse_sample_source(a.sample_source)
     freq = P.parse_freq(a.freq) if a.freq is not None else None
     duration = P.parse_duration(a.duration) if a.duration is not None else None
-    for f, label in ((a.json, "--json"), (a.folded, "--folded")):
+    for f, label in ((a.json, "--json"), (a.folded, "--folded"),
+                     (a.openmetrics, "--openmetrics")):
         if f:
             parent = os.path.dirname(os.path.abspath(f)) or "."
             if os.path.isdir(f):
@@ -339,17 +345,33 @@ def cmd_trace(a, cmd):
     if cmd and not a.no_sample and samples_on_perf_events(sample_source):
         from netio_trace.system.cgroup import WorkloadCgroup
         cg = WorkloadCgroup.create()
-    argv = trace_argv(pid=pid, cmd=cmd, attach=attach, freq=freq, json_path=a.json,
+    json_path, json_tmp = a.json, None
+    if a.openmetrics and not json_path:       # the export is made from the trace object
+        json_tmp = tempfile.mkdtemp(prefix="netio-trace-")
+        json_path = os.path.join(json_tmp, "trace.json")
+    argv = trace_argv(pid=pid, cmd=cmd, attach=attach, freq=freq, json_path=json_path,
                       folded=a.folded, netns=a.netns, duration=duration,
                       no_sample=a.no_sample, no_counters=a.no_counters,
                       no_latency=a.no_latency,
                       sample_source=sample_source, sample_cgroup=cg.path if cg else None)
     try:
-        return run_tracer(argv, own_command=bool(cmd))
+        status = run_tracer(argv, own_command=bool(cmd))
+        if a.openmetrics and os.path.exists(json_path):
+            _write_openmetrics(json_path, a.openmetrics)
+        return status
     finally:
         if cg is not None:
             cg.remove()
-        ownership.give_back(a.json, a.folded)
+        if json_tmp:
+            shutil.rmtree(json_tmp, ignore_errors=True)
+        ownership.give_back(a.json, a.folded, a.openmetrics)
+
+
+def _write_openmetrics(json_path, path):
+    import json
+    from report import openmetrics
+    with open(json_path) as f:
+        openmetrics.write(json.load(f), path)
 
 
 def _children():
