@@ -100,6 +100,9 @@ def build_parser():
     t.add_argument("--openmetrics", metavar="FILE",
                    help="also write bytes, copies and syscall latency histograms as "
                    "OpenMetrics text (what Prometheus scrapes) to FILE")
+    t.add_argument("--pprof", metavar="FILE",
+                   help="also write the stack samples as a gzipped pprof profile to FILE "
+                   "(go tool pprof, speedscope, Pyroscope)")
     t.add_argument("--netns", metavar="NAME", action="append", default=[],
                    help="count softirq events of this network namespace (repeatable)")
     t.add_argument("--duration", metavar="S", help="stop after S seconds")
@@ -318,7 +321,7 @@ def cmd_trace(a, cmd):
     freq = P.parse_freq(a.freq) if a.freq is not None else None
     duration = P.parse_duration(a.duration) if a.duration is not None else None
     for f, label in ((a.json, "--json"), (a.folded, "--folded"),
-                     (a.openmetrics, "--openmetrics")):
+                     (a.openmetrics, "--openmetrics"), (a.pprof, "--pprof")):
         if f:
             parent = os.path.dirname(os.path.abspath(f)) or "."
             if os.path.isdir(f):
@@ -345,33 +348,43 @@ def cmd_trace(a, cmd):
     if cmd and not a.no_sample and samples_on_perf_events(sample_source):
         from netio_trace.system.cgroup import WorkloadCgroup
         cg = WorkloadCgroup.create()
-    json_path, json_tmp = a.json, None
-    if a.openmetrics and not json_path:       # the export is made from the trace object
-        json_tmp = tempfile.mkdtemp(prefix="netio-trace-")
-        json_path = os.path.join(json_tmp, "trace.json")
+    if a.pprof and a.no_sample:
+        raise UsageError("trace --pprof needs stack samples: drop --no-sample")
+    # the exports are made from the trace object and the folded stacks
+    json_tmp = tempfile.mkdtemp(prefix="netio-trace-") if a.openmetrics or a.pprof else None
+    json_path = a.json or (os.path.join(json_tmp, "trace.json") if json_tmp else None)
+    folded_path = a.folded or (os.path.join(json_tmp, "stacks.folded") if a.pprof else None)
     argv = trace_argv(pid=pid, cmd=cmd, attach=attach, freq=freq, json_path=json_path,
-                      folded=a.folded, netns=a.netns, duration=duration,
+                      folded=folded_path, netns=a.netns, duration=duration,
                       no_sample=a.no_sample, no_counters=a.no_counters,
                       no_latency=a.no_latency,
                       sample_source=sample_source, sample_cgroup=cg.path if cg else None)
     try:
         status = run_tracer(argv, own_command=bool(cmd))
-        if a.openmetrics and os.path.exists(json_path):
-            _write_openmetrics(json_path, a.openmetrics)
+        _write_exports(a, json_path, folded_path)
         return status
     finally:
         if cg is not None:
             cg.remove()
         if json_tmp:
             shutil.rmtree(json_tmp, ignore_errors=True)
-        ownership.give_back(a.json, a.folded, a.openmetrics)
+        ownership.give_back(a.json, a.folded, a.openmetrics, a.pprof)
 
 
-def _write_openmetrics(json_path, path):
+def _write_exports(a, json_path, folded_path):
+    """--openmetrics and --pprof, from the trace object and the folded stacks just written."""
     import json
-    from report import openmetrics
+    if not json_path or not os.path.exists(json_path):
+        return
     with open(json_path) as f:
-        openmetrics.write(json.load(f), path)
+        trace = json.load(f)
+    if a.openmetrics:
+        from report import openmetrics
+        openmetrics.write(trace, a.openmetrics)
+    if a.pprof and folded_path and os.path.exists(folded_path):
+        from report import pprof
+        freq = (trace.get("samples") or {}).get("freq")
+        pprof.write(folded_path, a.pprof, period_ns=1e9 / freq if freq else None)
 
 
 def _children():
