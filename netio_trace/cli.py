@@ -5,7 +5,9 @@ Every bad value gets one line on stderr and exit status 2, before anything start
 """
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 from analysis import files
@@ -116,6 +118,12 @@ def build_parser():
                    help=f"{'|'.join(P.SAMPLE_SOURCES)} (default auto)")
     t.add_argument("--json", metavar="FILE", help="write the trace object to FILE")
     t.add_argument("--folded", metavar="FILE", help="write folded stacks to FILE")
+    t.add_argument("--openmetrics", metavar="FILE",
+                   help="also write bytes, copies and syscall latency histograms as "
+                   "OpenMetrics text (what Prometheus scrapes) to FILE")
+    t.add_argument("--pprof", metavar="FILE",
+                   help="also write the stack samples as a gzipped pprof profile to FILE "
+                   "(go tool pprof, speedscope, Pyroscope)")
     t.add_argument("--netns", metavar="NAME", action="append", default=[],
                    help="count softirq events of this network namespace (repeatable)")
     t.add_argument("--duration", metavar="S", help="stop after S seconds")
@@ -357,7 +365,8 @@ def cmd_trace(a, cmd):
     sample_source = P.parse_sample_source(a.sample_source)
     freq = P.parse_freq(a.freq) if a.freq is not None else None
     duration = P.parse_duration(a.duration) if a.duration is not None else None
-    for f, label in ((a.json, "--json"), (a.folded, "--folded")):
+    for f, label in ((a.json, "--json"), (a.folded, "--folded"),
+                     (a.openmetrics, "--openmetrics"), (a.pprof, "--pprof")):
         if f:
             parent = os.path.dirname(os.path.abspath(f)) or "."
             if os.path.isdir(f):
@@ -384,17 +393,43 @@ def cmd_trace(a, cmd):
     if cmd and not a.no_sample and samples_on_perf_events(sample_source):
         from netio_trace.system.cgroup import WorkloadCgroup
         cg = WorkloadCgroup.create()
-    argv = trace_argv(pid=pid, cmd=cmd, attach=attach, freq=freq, json_path=a.json,
-                      folded=a.folded, netns=a.netns, duration=duration,
+    if a.pprof and a.no_sample:
+        raise UsageError("trace --pprof needs stack samples: drop --no-sample")
+    # the exports are made from the trace object and the folded stacks
+    json_tmp = tempfile.mkdtemp(prefix="netio-trace-") if a.openmetrics or a.pprof else None
+    json_path = a.json or (os.path.join(json_tmp, "trace.json") if json_tmp else None)
+    folded_path = a.folded or (os.path.join(json_tmp, "stacks.folded") if a.pprof else None)
+    argv = trace_argv(pid=pid, cmd=cmd, attach=attach, freq=freq, json_path=json_path,
+                      folded=folded_path, netns=a.netns, duration=duration,
                       no_sample=a.no_sample, no_counters=a.no_counters,
                       no_latency=a.no_latency,
                       sample_source=sample_source, sample_cgroup=cg.path if cg else None)
     try:
-        return run_tracer(argv, own_command=bool(cmd))
+        status = run_tracer(argv, own_command=bool(cmd))
+        _write_exports(a, json_path, folded_path)
+        return status
     finally:
         if cg is not None:
             cg.remove()
-        ownership.give_back(a.json, a.folded)
+        if json_tmp:
+            shutil.rmtree(json_tmp, ignore_errors=True)
+        ownership.give_back(a.json, a.folded, a.openmetrics, a.pprof)
+
+
+def _write_exports(a, json_path, folded_path):
+    """--openmetrics and --pprof, from the trace object and the folded stacks just written."""
+    import json
+    if not json_path or not os.path.exists(json_path):
+        return
+    with open(json_path) as f:
+        trace = json.load(f)
+    if a.openmetrics:
+        from report import openmetrics
+        openmetrics.write(trace, a.openmetrics)
+    if a.pprof and folded_path and os.path.exists(folded_path):
+        from report import pprof
+        freq = (trace.get("samples") or {}).get("freq")
+        pprof.write(folded_path, a.pprof, period_ns=1e9 / freq if freq else None)
 
 
 def _children():

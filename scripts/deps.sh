@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 APT_PKGS=(clang-16 llvm libbpf-dev bpftool libelf-dev zlib1g-dev linux-perf iproute2
           iperf3 bpftrace make gcc pkg-config python3-venv liburing-dev
           linux-image-amd64 qemu-system-x86 busybox-static chromium)
-PY_PKGS=(pandas seaborn matplotlib rich pytest virtme-ng)
+PY_PKGS=(pandas seaborn matplotlib rich pytest virtme-ng prometheus_client protobuf)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do
@@ -24,7 +24,7 @@ if [ ! -x .venv/bin/python ]; then
     echo "deps: creating .venv"
     python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import pandas, seaborn, matplotlib, rich, pytest" 2>/dev/null \
+if ! .venv/bin/python -c "import pandas, seaborn, matplotlib, rich, pytest, prometheus_client, google.protobuf" 2>/dev/null \
    || [ ! -x .venv/bin/vng ]; then
     echo "deps: pip install ${PY_PKGS[*]}"
     .venv/bin/pip install -q --disable-pip-version-check "${PY_PKGS[@]}"
