@@ -72,7 +72,8 @@ echo "guest kernel \$(uname -r)" >"\$out/pytest.log"
 # if the tests hang, leave a trace of why before the host's timeout ends the guest
 ( sleep $((timeout_s - 90)); { ps aux; dmesg | tail -n 50; } >"\$out/hang.log" 2>&1 ) &
 NETIO_BUILD="$build" NETIO_VMTEST=1 PYTHONPATH="$root" PYTHONDONTWRITEBYTECODE=1 \\
-    timeout -k 10 $((timeout_s - 60)) "$python" -m pytest -p no:cacheprovider -v -rfEP \\
+    NETIO_TRACER_SKIP="${NETIO_TRACER_SKIP:-}" \\
+    timeout -k 10 $((timeout_s - 60)) "$python" -m pytest -p no:cacheprovider -v -rfEP ${VMTEST_K:+-k "$VMTEST_K"} \\
     --junitxml="\$out/junit.xml" tests/integration/test_tracer.py \\
     tests/integration/test_zerocopy_paths.py >>"\$out/pytest.log" 2>&1
 echo \$? >"\$out/rc"
