@@ -12,6 +12,8 @@ ARCH      := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_SKELS  := $(patsubst bpf/%.bpf.c,$(BUILD)/include/%.skel.h,$(BPF_SRCS))
+COMMON_SRCS := $(wildcard common/*.c)
+COMMON_OBJS := $(patsubst common/%.c,$(BUILD)/common/%.o,$(COMMON_SRCS))
 USER_SRCS  := $(wildcard user/*.c)
 USER_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 WL_LIB_SRCS := $(filter-out workloads/server.c workloads/client.c,$(wildcard workloads/*.c))
@@ -38,15 +40,19 @@ all: $(TARGETS) $(UNIT_BINS)
 deps:
 	@./scripts/deps.sh
 
+# ---- C both the tracer and the workloads build from (common/) --------------
+$(BUILD)/common/%.o: common/%.c $(wildcard common/*.h) | $(BUILD)/common
+	$(CC) $(CFLAGS) -fno-omit-frame-pointer -Icommon -c $< -o $@
+
 # ---- workloads -----------------------------------------------------------
 # Frame pointers keep the workloads' user stacks whole for the sampler (issue 4).
-$(BUILD)/workloads/%.o: workloads/%.c $(wildcard workloads/*.h) | $(BUILD)/workloads
-	$(CC) $(CFLAGS) -fno-omit-frame-pointer -Iworkloads -c $< -o $@
+$(BUILD)/workloads/%.o: workloads/%.c $(wildcard workloads/*.h) $(wildcard common/*.h) | $(BUILD)/workloads
+	$(CC) $(CFLAGS) -fno-omit-frame-pointer -Iworkloads -Icommon -c $< -o $@
 
-$(BUILD)/netio-server: $(BUILD)/workloads/server.o $(WL_LIB_OBJS)
+$(BUILD)/netio-server: $(BUILD)/workloads/server.o $(WL_LIB_OBJS) $(COMMON_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ -lpthread -luring
 
-$(BUILD)/netio-client: $(BUILD)/workloads/client.o $(WL_LIB_OBJS)
+$(BUILD)/netio-client: $(BUILD)/workloads/client.o $(WL_LIB_OBJS) $(COMMON_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ -lpthread -luring
 
 # the bench's timer floor: computation only (bench/busy_loop.c)
@@ -68,10 +74,10 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/include/vmlinux.h
 $(BUILD)/include/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 
-$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard bpf/*.h) $(BPF_SKELS) | $(BUILD)/user
-	$(CC) $(CFLAGS) -I$(BUILD)/include -Ibpf -Iuser -c $< -o $@
+$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard common/*.h) $(wildcard bpf/*.h) $(BPF_SKELS) | $(BUILD)/user
+	$(CC) $(CFLAGS) -I$(BUILD)/include -Ibpf -Iuser -Icommon -c $< -o $@
 
-$(BUILD)/netio-tracer: $(USER_OBJS)
+$(BUILD)/netio-tracer: $(USER_OBJS) $(COMMON_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ -lbpf -lelf -lz -lpthread
 
 # ---- tests ---------------------------------------------------------------
@@ -81,8 +87,8 @@ $(BUILD)/tests/test_symbolize: tests/unit/test_symbolize.c $(BUILD)/user/symboli
 $(BUILD)/tests/test_irqframes: tests/unit/test_irqframes.c $(BUILD)/user/irqframes.o | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Iuser $^ -o $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(WL_LIB_OBJS) | $(BUILD)/tests
-	$(CC) $(CFLAGS) -Iworkloads -Iuser $^ -o $@ -lpthread -luring
+$(BUILD)/tests/%: tests/unit/%.c $(WL_LIB_OBJS) $(COMMON_OBJS) | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Iworkloads -Iuser -Icommon $^ -o $@ -lpthread -luring
 
 unittest: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do $$t; done
@@ -112,7 +118,7 @@ bench:
 	@$(AS_ROOT) $(MAKE) --no-print-directory all
 	$(AS_ROOT) env NETIO_BUILD=$(abspath $(BUILD)) $(PYTHON) -m bench.run
 
-$(BUILD)/workloads $(BUILD)/bpf $(BUILD)/include $(BUILD)/user $(BUILD)/tests:
+$(BUILD)/common $(BUILD)/workloads $(BUILD)/bpf $(BUILD)/include $(BUILD)/user $(BUILD)/tests:
 	@mkdir -p $@
 
 clean:

@@ -28,6 +28,7 @@
 
 #include "json.h"
 #include "perf_counters.h"
+#include "pmu.h"
 
 #ifndef PERF_PMU_TYPE_SHIFT
 #define PERF_PMU_TYPE_SHIFT 32
@@ -54,7 +55,7 @@ static const struct pc_event {
 	{ "task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK },
 };
 #define NEV ((int)(sizeof(EVENTS) / sizeof(EVENTS[0])))
-#define MAXPMU 4 /* core PMUs of a hybrid CPU */
+#define MAXPMU PMU_MAX_CORE
 
 struct pc_fd {
 	int fd;
@@ -101,26 +102,10 @@ static void event_attr(const struct perf_counters *pc, int e, int pmu, struct pe
 	a->inherit = 1;
 }
 
-/* Hybrid CPUs: the core PMUs under /sys/bus/event_source/devices. */
+/* Hybrid CPUs: one core PMU per CPU type, each reached through its extended type. */
 static void find_core_pmus(struct perf_counters *pc)
 {
-	static const char *const hybrid[] = { "cpu_core", "cpu_atom", "cpu_lowpower" };
-	size_t i;
-
-	pc->npmu = 0;
-	for (i = 0; i < sizeof(hybrid) / sizeof(hybrid[0]) && pc->npmu < MAXPMU; i++) {
-		char path[128];
-		unsigned int type;
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/sys/bus/event_source/devices/%s/type", hybrid[i]);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		if (fscanf(f, "%u", &type) == 1)
-			pc->pmu_type[pc->npmu++] = type;
-		fclose(f);
-	}
+	pc->npmu = pmu_hybrid_core_types(pc->pmu_type);
 	if (pc->npmu < 2) { /* not hybrid: the legacy types reach the one core PMU */
 		pc->npmu = 1;
 		pc->pmu_type[0] = 0;

@@ -18,6 +18,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "json.h"
+#include "pmu.h"
 #include "probe.h"
 #include "profile.h"
 #include "trace_helpers.h"
@@ -51,22 +52,6 @@ static bool attach_perf(int prog, int pfd)
 	if (pfd >= 0)
 		close(pfd);
 	return ok;
-}
-
-static int pmu_type(const char *name)
-{
-	char path[128];
-	int type = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/bus/event_source/devices/%s/type", name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%d", &type) != 1)
-		type = -1;
-	fclose(f);
-	return type;
 }
 
 /* A trivial BPF_PROG_TYPE_TRACING program of that attach type on BTF id loads and attaches. */

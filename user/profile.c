@@ -27,6 +27,7 @@
 
 #include "irqframes.h"
 #include "json.h"
+#include "pmu.h"
 #include "profile.h"
 #include "profile.skel.h"
 #include "symbolize.h"
@@ -252,29 +253,6 @@ static void sample_attr(struct perf_event_attr *a, int hw, int freq)
 	a->sample_freq = freq;
 }
 
-/* Core PMU types of a hybrid CPU (cpu_core, cpu_atom), for the extended event type. */
-static int hybrid_pmu_types(uint32_t types[4])
-{
-	static const char *const names[] = { "cpu_core", "cpu_atom", "cpu_lowpower" };
-	int n = 0;
-	size_t i;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]) && n < 4; i++) {
-		char path[128];
-		unsigned int t;
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/sys/bus/event_source/devices/%s/type", names[i]);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		if (fscanf(f, "%u", &t) == 1)
-			types[n++] = t;
-		fclose(f);
-	}
-	return n;
-}
-
 static int perf_open_sample(struct perf_event_attr *attr, pid_t pid, int cpu, unsigned long flags)
 {
 	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1, flags | PERF_FLAG_FD_CLOEXEC);
@@ -287,7 +265,7 @@ static int open_sample_event(struct profiler *p, pid_t pid, int cpu, unsigned lo
 			     int inherit)
 {
 	struct perf_event_attr attr;
-	uint32_t types[4];
+	uint32_t types[PMU_MAX_CORE];
 	int ntypes, fd, t;
 
 	sample_attr(&attr, p->hw, p->freq);
@@ -295,7 +273,7 @@ static int open_sample_event(struct profiler *p, pid_t pid, int cpu, unsigned lo
 	fd = perf_open_sample(&attr, pid, cpu, flags);
 	if (fd >= 0 || !p->hw)
 		return fd;
-	ntypes = hybrid_pmu_types(types);
+	ntypes = pmu_hybrid_core_types(types);
 	for (t = 0; fd < 0 && t < ntypes; t++) {
 		sample_attr(&attr, 1, p->freq);
 		attr.inherit = inherit;

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include "message.h"
 #include "netutil.h"
 #include "options.h"
+#include "start.h"
 #include "tcp_stats.h"
 
 #define PROG "netio-client"
@@ -148,7 +148,7 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	double t0 = 0, t1 = 0;
 	int i, errors = global_error ? 1 : 0;
 	const char *first_error = global_error;
-	struct jw w;
+	struct json w;
 
 	for (i = 0; i < nconns; i++) {
 		struct conn *c = &conns[i];
@@ -167,55 +167,56 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 				first_error = c->error;
 		}
 	}
-	jw_init(&w, stdout);
-	jw_obj_begin(&w, NULL);
-	jw_str(&w, "role", "client");
-	jw_u64(&w, "size", o->size);
-	jw_int(&w, "threads", o->threads);
-	jw_bool(&w, "verify", o->verify);
-	jw_u64(&w, "bytes", bytes);
-	jw_u64(&w, "messages", bytes / o->size);
-	jw_double(&w, "seconds", t1 > t0 ? t1 - t0 : 0);
-	jw_double(&w, "throughput_gbps", wl_gbps(bytes, t1 > t0 ? t1 - t0 : 0));
-	jw_u64(&w, "recv_calls", calls);
-	jw_arr_begin(&w, "per_thread");
+	json_init(&w, stdout);
+	json_begin_object(&w);
+	json_kv_string(&w, "role", "client");
+	json_kv_uint(&w, "size", o->size);
+	json_kv_int(&w, "threads", o->threads);
+	json_kv_bool(&w, "verify", o->verify);
+	json_kv_uint(&w, "bytes", bytes);
+	json_kv_uint(&w, "messages", bytes / o->size);
+	json_kv_double(&w, "seconds", t1 > t0 ? t1 - t0 : 0);
+	json_kv_double(&w, "throughput_gbps", wl_gbps(bytes, t1 > t0 ? t1 - t0 : 0));
+	json_kv_uint(&w, "recv_calls", calls);
+	json_key(&w, "per_thread");
+	json_begin_array(&w);
 	for (i = 0; i < nconns; i++) {
 		struct conn *c = &conns[i];
 		double s = c->bytes && c->t_end > c->t_first ? c->t_end - c->t_first : 0;
 
-		jw_obj_begin(&w, NULL);
-		jw_u64(&w, "conn", c->idx);
-		jw_u64(&w, "bytes", c->bytes);
-		jw_u64(&w, "messages", c->bytes / o->size);
-		jw_double(&w, "seconds", s);
-		jw_double(&w, "throughput_gbps", wl_gbps(c->bytes, s));
-		jw_u64(&w, "recv_calls", c->recv_calls);
+		json_begin_object(&w);
+		json_kv_uint(&w, "conn", c->idx);
+		json_kv_uint(&w, "bytes", c->bytes);
+		json_kv_uint(&w, "messages", c->bytes / o->size);
+		json_kv_double(&w, "seconds", s);
+		json_kv_double(&w, "throughput_gbps", wl_gbps(c->bytes, s));
+		json_kv_uint(&w, "recv_calls", c->recv_calls);
 		if (o->verify) {
-			jw_u64(&w, "verify_errors", c->v.bad_bytes);
-			jw_u64(&w, "verify_bad_messages", c->v.bad_messages + (uint64_t)c->v.cur_bad);
+			json_kv_uint(&w, "verify_errors", c->v.bad_bytes);
+			json_kv_uint(&w, "verify_bad_messages", c->v.bad_messages + (uint64_t)c->v.cur_bad);
 		} else {
-			jw_null(&w, "verify_errors");
-			jw_null(&w, "verify_bad_messages");
+			json_kv_null(&w, "verify_errors");
+			json_kv_null(&w, "verify_bad_messages");
 		}
 		wl_tcp_stats_json(&w, &c->tcp);
-		jw_str(&w, "error", c->error[0] ? c->error : NULL);
-		jw_obj_end(&w);
+		json_kv_string(&w, "error", c->error[0] ? c->error : NULL);
+		json_end_object(&w);
 	}
-	jw_arr_end(&w);
+	json_end_array(&w);
 	/* verify_errors counts bytes that differ from the pattern; verify_bad_messages the
 	 * messages holding at least one of them. null without --verify. */
 	if (o->verify) {
-		jw_u64(&w, "verify_errors", bad);
-		jw_u64(&w, "verify_bad_messages", bad_msgs);
+		json_kv_uint(&w, "verify_errors", bad);
+		json_kv_uint(&w, "verify_bad_messages", bad_msgs);
 	} else {
-		jw_null(&w, "verify_errors");
-		jw_null(&w, "verify_bad_messages");
+		json_kv_null(&w, "verify_errors");
+		json_kv_null(&w, "verify_bad_messages");
 	}
-	jw_str(&w, "verify_unit", "bytes");
-	jw_int(&w, "errors", errors);
-	jw_str(&w, "error", first_error);
-	jw_obj_end(&w);
-	jw_finish(&w);
+	json_kv_string(&w, "verify_unit", "bytes");
+	json_kv_int(&w, "errors", errors);
+	json_kv_string(&w, "error", first_error);
+	json_end_object(&w);
+	json_finish(&w);
 	if (first_error)
 		fprintf(stderr, PROG ": %s\n", first_error);
 	else if (o->verify && bad)
@@ -234,17 +235,7 @@ int main(int argc, char **argv)
 	double deadline;
 	int i, r;
 
-	r = wl_options_parse(WL_CLIENT, argc, argv, &o, err, sizeof(err));
-	if (r == 1) {
-		fputs(wl_usage(WL_CLIENT), stdout);
-		return 0;
-	}
-	if (r < 0) {
-		fprintf(stderr, PROG ": %s (try --help)\n", err);
-		return 2;
-	}
-	signal(SIGPIPE, SIG_IGN);
-
+	wl_start(WL_CLIENT, argc, argv, &o);
 	if (o.netns && wl_enter_netns(o.netns, err, sizeof(err)) < 0)
 		return print_json(&o, NULL, 0, err);
 	if (wl_resolve(o.addr, o.port, 0, &ss, &sslen, err, sizeof(err)) < 0)
@@ -252,12 +243,10 @@ int main(int argc, char **argv)
 	if (o.cc) {
 		int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-		if (fd >= 0 && wl_tcp_set_cc(fd, o.cc) < 0) {
-			fprintf(stderr, PROG ": --cc %s: not available here (%s)\n", o.cc, strerror(errno));
-			return 2;
-		}
-		if (fd >= 0)
+		if (fd >= 0) {
+			wl_require_cc(WL_CLIENT, fd, o.cc);
 			close(fd);
+		}
 	}
 
 	conns = calloc((size_t)o.threads, sizeof(*conns));

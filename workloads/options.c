@@ -1,6 +1,8 @@
-/* Strict command-line parsing: every value is checked in full, every option at most once,
- * nothing positional. One reason per error, which main() prints as one stderr line. */
+/* Strict command-line parsing with getopt_long: every value is checked in full, every option
+ * name whole and at most once, nothing positional. One reason per error, which main() prints
+ * as one stderr line. */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -225,118 +227,148 @@ enum opt_id {
 	O_VERIFY, O_CC, O_UDP, O_CHECK, O_HELP, O_NUM,
 };
 
+/* getopt_long's val of option id: above every character, so never '?' or ':' */
+#define OPT_VAL(id) (256 + (id))
+
+#define SERVER 1u
+#define CLIENT 2u
+
 static const struct {
-	const char *name;
-	int has_arg;
-	unsigned roles;          /* bit 0 server, bit 1 client */
+	struct option opt;
+	unsigned roles;
 } opt_table[O_NUM] = {
-	[O_STRATEGY] = { "strategy", 1, 1 },
-	[O_SIZE]     = { "size", 1, 3 },
-	[O_THREADS]  = { "threads", 1, 3 },
-	[O_PORT]     = { "port", 1, 3 },
-	[O_ADDR]     = { "addr", 1, 3 },
-	[O_NETNS]    = { "netns", 1, 3 },
-	[O_DURATION] = { "duration", 1, 1 },
-	[O_COUNT]    = { "count", 1, 1 },
-	[O_VERIFY]   = { "verify", 0, 3 },
-	[O_CC]       = { "cc", 1, 3 },
-	[O_UDP]      = { "udp", 0, 1 },
-	[O_CHECK]    = { "check", 0, 1 },
-	[O_HELP]     = { "help", 0, 3 },
+	[O_STRATEGY] = { { "strategy", required_argument, NULL, OPT_VAL(O_STRATEGY) }, SERVER },
+	[O_SIZE]     = { { "size", required_argument, NULL, OPT_VAL(O_SIZE) }, SERVER | CLIENT },
+	[O_THREADS]  = { { "threads", required_argument, NULL, OPT_VAL(O_THREADS) }, SERVER | CLIENT },
+	[O_PORT]     = { { "port", required_argument, NULL, OPT_VAL(O_PORT) }, SERVER | CLIENT },
+	[O_ADDR]     = { { "addr", required_argument, NULL, OPT_VAL(O_ADDR) }, SERVER | CLIENT },
+	[O_NETNS]    = { { "netns", required_argument, NULL, OPT_VAL(O_NETNS) }, SERVER | CLIENT },
+	[O_DURATION] = { { "duration", required_argument, NULL, OPT_VAL(O_DURATION) }, SERVER },
+	[O_COUNT]    = { { "count", required_argument, NULL, OPT_VAL(O_COUNT) }, SERVER },
+	[O_VERIFY]   = { { "verify", no_argument, NULL, OPT_VAL(O_VERIFY) }, SERVER | CLIENT },
+	[O_CC]       = { { "cc", required_argument, NULL, OPT_VAL(O_CC) }, SERVER | CLIENT },
+	[O_UDP]      = { { "udp", no_argument, NULL, OPT_VAL(O_UDP) }, SERVER },
+	[O_CHECK]    = { { "check", no_argument, NULL, OPT_VAL(O_CHECK) }, SERVER },
+	[O_HELP]     = { { "help", no_argument, NULL, OPT_VAL(O_HELP) }, SERVER | CLIENT },
 };
+
+/* The long options of role, ended by a zero entry. */
+static void role_options(enum wl_role role, struct option out[O_NUM + 1])
+{
+	unsigned bit = role == WL_SERVER ? SERVER : CLIENT;
+	int n = 0;
+
+	for (int id = 0; id < O_NUM; id++)
+		if (opt_table[id].roles & bit)
+			out[n++] = opt_table[id].opt;
+	memset(&out[n], 0, sizeof(out[n]));
+}
+
+/* getopt_long also takes a unique prefix (--siz): the workloads want every name whole. */
+static int whole_name(const char *token, int id)
+{
+	const char *name = opt_table[id].opt.name;
+	size_t n = strlen(name);
+
+	return strncmp(token, "--", 2) == 0 && strncmp(token + 2, name, n) == 0 &&
+	       (token[2 + n] == '\0' || token[2 + n] == '=');
+}
+
+/* The one-line reason getopt_long's '?' or ':' stands for, for the token at argv[at]. */
+static int getopt_failure(int c, const char *token, const int seen[O_NUM], char *err,
+			  size_t errlen)
+{
+	int id = optopt - OPT_VAL(0);
+
+	if (strncmp(token, "--", 2) != 0 || token[2] == '\0')
+		return fail(err, errlen, "unexpected argument '%s'", token);
+	if (c == ':' && seen[id])
+		return fail(err, errlen, "option --%s given twice", opt_table[id].opt.name);
+	if (c == ':')
+		return fail(err, errlen, "option --%s needs a value", opt_table[id].opt.name);
+	if (id >= 0 && id < O_NUM && whole_name(token, id))
+		return fail(err, errlen, "option --%s takes no value", opt_table[id].opt.name);
+	return fail(err, errlen, "unknown option '%.*s'", (int)strcspn(token, "="), token);
+}
+
+/* The value of option id into o; 0, or -1 with the reason in err. */
+static int set_option(enum wl_role role, int id, const char *val, struct wl_options *o,
+		      char *err, size_t errlen)
+{
+	switch (id) {
+	case O_STRATEGY:
+		return wl_parse_strategy(val, &o->strategy, err, errlen);
+	case O_SIZE:
+		return wl_parse_size(val, &o->size, err, errlen);
+	case O_THREADS:
+		return wl_parse_threads(val, &o->threads, err, errlen);
+	case O_PORT:
+		return wl_parse_port(val, role == WL_SERVER, &o->port, err, errlen);
+	case O_ADDR:
+		if (!*val)
+			return fail(err, errlen, "--addr: empty address");
+		o->addr = val;
+		return 0;
+	case O_NETNS:
+		if (!*val || strchr(val, '/') || strcmp(val, ".") == 0 || strcmp(val, "..") == 0)
+			return fail(err, errlen, "--netns '%s': not a namespace name", val);
+		o->netns = val;
+		return 0;
+	case O_DURATION:
+		return wl_parse_duration(val, &o->duration, err, errlen);
+	case O_COUNT:
+		return wl_parse_count(val, &o->count, err, errlen);
+	case O_VERIFY:
+		o->verify = 1;
+		return 0;
+	case O_CC:
+		return wl_parse_cc(val, &o->cc, err, errlen);
+	case O_UDP:
+		o->udp = 1;
+		return 0;
+	case O_CHECK:
+		o->check = 1;
+		return 0;
+	}
+	return 0;
+}
 
 int wl_options_parse(enum wl_role role, int argc, char **argv, struct wl_options *o,
 		     char *err, size_t errlen)
 {
-	unsigned role_bit = role == WL_SERVER ? 1 : 2;
+	struct option longopts[O_NUM + 1];
 	int seen[O_NUM] = { 0 };
-	int i;
 
 	memset(o, 0, sizeof(*o));
 	o->role = role;
 	o->strategy = STRAT_NONE;
+	role_options(role, longopts);
+	optind = 0;	/* start over (glibc): the unit tests parse many command lines */
+	opterr = 0;	/* the reasons are ours, one line each */
+	for (;;) {
+		/* "+": stop at the first argument that is not an option, in place */
+		int at = optind < 1 ? 1 : optind, c = getopt_long(argc, argv, "+:", longopts, NULL);
+		int id = c - OPT_VAL(0);
 
-	for (i = 1; i < argc; i++) {
-		const char *arg = argv[i], *name, *val = NULL, *eq;
-		size_t namelen;
-		int id;
-
-		if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
-			return fail(err, errlen, "unexpected argument '%s'", arg);
-		name = arg + 2;
-		eq = strchr(name, '=');
-		namelen = eq ? (size_t)(eq - name) : strlen(name);
-		for (id = 0; id < O_NUM; id++)
-			if ((opt_table[id].roles & role_bit) && strlen(opt_table[id].name) == namelen &&
-			    strncmp(opt_table[id].name, name, namelen) == 0)
-				break;
-		if (id == O_NUM)
-			return fail(err, errlen, "unknown option '%.*s'", (int)(namelen + 2), arg);
+		if (c == -1) {
+			if (at < argc && strcmp(argv[at], "--") == 0)
+				return fail(err, errlen, "unexpected argument '--'");
+			break;
+		}
+		if (c == '?' || c == ':')
+			return getopt_failure(c, argv[at], seen, err, errlen);
+		if (!whole_name(argv[at], id))
+			return fail(err, errlen, "unknown option '%.*s'", (int)strcspn(argv[at], "="),
+				    argv[at]);
 		if (seen[id]++)
-			return fail(err, errlen, "option --%s given twice", opt_table[id].name);
-		if (opt_table[id].has_arg) {
-			if (eq)
-				val = eq + 1;
-			else if (i + 1 < argc)
-				val = argv[++i];
-			else
-				return fail(err, errlen, "option --%s needs a value", opt_table[id].name);
-		} else if (eq) {
-			return fail(err, errlen, "option --%s takes no value", opt_table[id].name);
-		}
-
-		switch (id) {
-		case O_STRATEGY:
-			if (wl_parse_strategy(val, &o->strategy, err, errlen) < 0)
-				return -1;
-			break;
-		case O_SIZE:
-			if (wl_parse_size(val, &o->size, err, errlen) < 0)
-				return -1;
-			break;
-		case O_THREADS:
-			if (wl_parse_threads(val, &o->threads, err, errlen) < 0)
-				return -1;
-			break;
-		case O_PORT:
-			if (wl_parse_port(val, role == WL_SERVER, &o->port, err, errlen) < 0)
-				return -1;
-			break;
-		case O_ADDR:
-			if (!*val)
-				return fail(err, errlen, "--addr: empty address");
-			o->addr = val;
-			break;
-		case O_NETNS:
-			if (!*val || strchr(val, '/') || strcmp(val, ".") == 0 || strcmp(val, "..") == 0)
-				return fail(err, errlen, "--netns '%s': not a namespace name", val);
-			o->netns = val;
-			break;
-		case O_DURATION:
-			if (wl_parse_duration(val, &o->duration, err, errlen) < 0)
-				return -1;
-			break;
-		case O_COUNT:
-			if (wl_parse_count(val, &o->count, err, errlen) < 0)
-				return -1;
-			break;
-		case O_VERIFY:
-			o->verify = 1;
-			break;
-		case O_CC:
-			if (wl_parse_cc(val, &o->cc, err, errlen) < 0)
-				return -1;
-			break;
-		case O_UDP:
-			o->udp = 1;
-			break;
-		case O_CHECK:
-			o->check = 1;
-			break;
-		case O_HELP:
+			return fail(err, errlen, "option --%s given twice", opt_table[id].opt.name);
+		if (id == O_HELP)
 			return 1;
-		}
+		if (set_option(role, id, optarg, o, err, errlen) < 0)
+			return -1;
 	}
+	if (optind < argc)
+		return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
 
 	if (role == WL_SERVER && !seen[O_STRATEGY])
 		return fail(err, errlen, "missing --strategy");

@@ -23,6 +23,7 @@
 #include "message.h"
 #include "netutil.h"
 #include "options.h"
+#include "start.h"
 #include "tcp_stats.h"
 #include "uring.h"
 #include "zerocopy.h"
@@ -583,15 +584,16 @@ static void *conn_thread(void *arg)
 
 /* ---- output --------------------------------------------------------------- */
 
-static void put_zc(struct jw *w, const struct wl_zc_counters *z)
+static void put_zc(struct json *w, const struct wl_zc_counters *z)
 {
-	jw_obj_begin(w, "zerocopy");
-	jw_u64(w, "sends", z->sends);
-	jw_u64(w, "completions", z->completions);
-	jw_u64(w, "copied", z->copied);
-	jw_u64(w, "notifications", z->notifications);
-	jw_u64(w, "unexpected", z->unexpected);
-	jw_obj_end(w);
+	json_key(w, "zerocopy");
+	json_begin_object(w);
+	json_kv_uint(w, "sends", z->sends);
+	json_kv_uint(w, "completions", z->completions);
+	json_kv_uint(w, "copied", z->copied);
+	json_kv_uint(w, "notifications", z->notifications);
+	json_kv_uint(w, "unexpected", z->unexpected);
+	json_end_object(w);
 }
 
 /* The steady-state window (issue 13): bytes sent between the end of the warm-up (connection
@@ -671,7 +673,7 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	double t0 = 0, t1 = 0;
 	int i, errors = global_error ? 1 : 0, ntcp = 0;
 	const char *first_error = global_error;
-	struct jw w;
+	struct json w;
 
 	for (i = 0; i < nconns; i++) {
 		struct conn *c = &conns[i];
@@ -709,55 +711,57 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	if (ntcp)
 		tt.rtt_us = (uint32_t)(rtt_sum / (uint64_t)ntcp);
 
-	jw_init(&w, stdout);
-	jw_obj_begin(&w, NULL);
-	jw_str(&w, "role", "server");
-	jw_str(&w, "strategy", wl_strategy_name(o->strategy));
-	jw_str(&w, "proto", o->udp ? "udp" : "tcp");
-	jw_u64(&w, "size", o->size);
-	jw_int(&w, "threads", o->threads);
-	jw_int(&w, "port", port);
-	jw_bool(&w, "verify", o->verify);
-	jw_u64(&w, "bytes", bytes);
-	jw_u64(&w, "messages", messages);
-	jw_double(&w, "seconds", t1 > t0 ? t1 - t0 : 0);
-	jw_double(&w, "throughput_gbps", wl_gbps(bytes, t1 > t0 ? t1 - t0 : 0));
+	json_init(&w, stdout);
+	json_begin_object(&w);
+	json_kv_string(&w, "role", "server");
+	json_kv_string(&w, "strategy", wl_strategy_name(o->strategy));
+	json_kv_string(&w, "proto", o->udp ? "udp" : "tcp");
+	json_kv_uint(&w, "size", o->size);
+	json_kv_int(&w, "threads", o->threads);
+	json_kv_int(&w, "port", port);
+	json_kv_bool(&w, "verify", o->verify);
+	json_kv_uint(&w, "bytes", bytes);
+	json_kv_uint(&w, "messages", messages);
+	json_kv_double(&w, "seconds", t1 > t0 ? t1 - t0 : 0);
+	json_kv_double(&w, "throughput_gbps", wl_gbps(bytes, t1 > t0 ? t1 - t0 : 0));
 	if (steady && steady->seconds > 0) {
-		jw_obj_begin(&w, "steady");
-		jw_double(&w, "warmup_s", steady->warmup_s);
-		jw_u64(&w, "bytes", steady->bytes);
-		jw_double(&w, "seconds", steady->seconds);
-		jw_obj_end(&w);
+		json_key(&w, "steady");
+		json_begin_object(&w);
+		json_kv_double(&w, "warmup_s", steady->warmup_s);
+		json_kv_uint(&w, "bytes", steady->bytes);
+		json_kv_double(&w, "seconds", steady->seconds);
+		json_end_object(&w);
 	}
-	jw_u64(&w, "send_calls", calls);
-	jw_u64(&w, "partial_retries", partial);
-	jw_u64(&w, "enobufs_retries", enobufs);
+	json_kv_uint(&w, "send_calls", calls);
+	json_kv_uint(&w, "partial_retries", partial);
+	json_kv_uint(&w, "enobufs_retries", enobufs);
 	wl_tcp_stats_json(&w, &tt);
 	put_zc(&w, &zt);
-	jw_arr_begin(&w, "per_thread");
+	json_key(&w, "per_thread");
+	json_begin_array(&w);
 	for (i = 0; i < nconns; i++) {
 		struct conn *c = &conns[i];
 		double s = c->t_end > c->t_start ? c->t_end - c->t_start : 0;
 
-		jw_obj_begin(&w, NULL);
-		jw_u64(&w, "conn", c->idx);
-		jw_u64(&w, "bytes", c->bytes);
-		jw_u64(&w, "messages", c->messages);
-		jw_double(&w, "seconds", s);
-		jw_double(&w, "throughput_gbps", wl_gbps(c->bytes, s));
-		jw_u64(&w, "send_calls", c->send_calls);
-		jw_u64(&w, "partial_retries", c->partial_retries);
-		jw_u64(&w, "enobufs_retries", c->enobufs_retries);
+		json_begin_object(&w);
+		json_kv_uint(&w, "conn", c->idx);
+		json_kv_uint(&w, "bytes", c->bytes);
+		json_kv_uint(&w, "messages", c->messages);
+		json_kv_double(&w, "seconds", s);
+		json_kv_double(&w, "throughput_gbps", wl_gbps(c->bytes, s));
+		json_kv_uint(&w, "send_calls", c->send_calls);
+		json_kv_uint(&w, "partial_retries", c->partial_retries);
+		json_kv_uint(&w, "enobufs_retries", c->enobufs_retries);
 		wl_tcp_stats_json(&w, &c->tcp);
 		put_zc(&w, &c->zc.c);
-		jw_str(&w, "error", c->error[0] ? c->error : NULL);
-		jw_obj_end(&w);
+		json_kv_string(&w, "error", c->error[0] ? c->error : NULL);
+		json_end_object(&w);
 	}
-	jw_arr_end(&w);
-	jw_int(&w, "errors", errors);
-	jw_str(&w, "error", first_error);
-	jw_obj_end(&w);
-	jw_finish(&w);
+	json_end_array(&w);
+	json_kv_int(&w, "errors", errors);
+	json_kv_string(&w, "error", first_error);
+	json_end_object(&w);
+	json_finish(&w);
 	if (first_error)
 		fprintf(stderr, PROG ": %s\n", first_error);
 	return errors ? 1 : 0;
@@ -816,10 +820,7 @@ static int accept_tcp(const struct wl_options *o, struct conn *conns, int *port)
 	lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (lfd < 0)
 		return fatal(o, o->port, "socket: %s", strerror(errno));
-	if (o->cc && wl_tcp_set_cc(lfd, o->cc) < 0) {
-		fprintf(stderr, PROG ": --cc %s: not available here (%s)\n", o->cc, strerror(errno));
-		exit(2);
-	}
+	wl_require_cc(WL_SERVER, lfd, o->cc);
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(lfd, (struct sockaddr *)&ss, sslen) < 0)
 		return fatal(o, o->port, "cannot listen on %s: %s", where, strerror(errno));
@@ -930,15 +931,7 @@ int main(int argc, char **argv)
 	char err[300];
 	int port, i, r;
 
-	r = wl_options_parse(WL_SERVER, argc, argv, &o, err, sizeof(err));
-	if (r == 1) {
-		fputs(wl_usage(WL_SERVER), stdout);
-		return 0;
-	}
-	if (r < 0) {
-		fprintf(stderr, PROG ": %s (try --help)\n", err);
-		return 2;
-	}
+	wl_start(WL_SERVER, argc, argv, &o);
 	if (is_uring(o.strategy) &&
 	    wl_uring_check(o.strategy == STRAT_IO_URING_ZC, err, sizeof(err)) < 0) {
 		fprintf(stderr, PROG ": --strategy %s: %s\n", wl_strategy_name(o.strategy), err);
@@ -946,7 +939,6 @@ int main(int argc, char **argv)
 	}
 	if (o.check)
 		return 0;
-	signal(SIGPIPE, SIG_IGN);
 	g_page_size = (size_t)sysconf(_SC_PAGESIZE);
 
 	if (o.netns && wl_enter_netns(o.netns, err, sizeof(err)) < 0)

@@ -57,19 +57,20 @@ int wl_tcp_stats_read(int fd, struct wl_tcp_stats *s)
 	return 0;
 }
 
-void wl_tcp_stats_json(struct jw *w, const struct wl_tcp_stats *t)
+void wl_tcp_stats_json(struct json *w, const struct wl_tcp_stats *t)
 {
-	jw_obj_begin(w, "tcp");
+	json_key(w, "tcp");
+	json_begin_object(w);
 	if (t->valid) {
-		jw_str(w, "cc", t->cc[0] ? t->cc : NULL);
-		jw_u64(w, "retrans", t->retrans);
-		jw_u64(w, "rtt_us", t->rtt_us);
-		jw_u64(w, "segs_out", t->segs_out);
+		json_kv_string(w, "cc", t->cc[0] ? t->cc : NULL);
+		json_kv_uint(w, "retrans", t->retrans);
+		json_kv_uint(w, "rtt_us", t->rtt_us);
+		json_kv_uint(w, "segs_out", t->segs_out);
 	} else {
-		jw_null(w, "cc");
-		jw_null(w, "retrans");
-		jw_null(w, "rtt_us");
-		jw_null(w, "segs_out");
+		json_kv_null(w, "cc");
+		json_kv_null(w, "retrans");
+		json_kv_null(w, "rtt_us");
+		json_kv_null(w, "segs_out");
 	}
-	jw_obj_end(w);
+	json_end_object(w);
 }

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-struct jw;
+struct json;
 
 #define WL_CC_NAME_MAX 16   /* TCP_CA_NAME_MAX */
 
@@ -26,6 +26,6 @@ int wl_tcp_apply_cc(int fd, const char *name);
 /* TCP_INFO + TCP_CONGESTION. 0 or -1 with errno (s->valid says which). */
 int wl_tcp_stats_read(int fd, struct wl_tcp_stats *s);
 /* Writes "tcp": {cc, retrans, rtt_us, segs_out} (nulls where TCP_INFO was not read). */
-void wl_tcp_stats_json(struct jw *w, const struct wl_tcp_stats *s);
+void wl_tcp_stats_json(struct json *w, const struct wl_tcp_stats *s);
 
 #endif

@@ -8,7 +8,7 @@ import re
 from conftest import REPO
 
 MAX_LINES = 120
-ROOTS = ("netio_trace", "analysis", "report", "bench", "user", "workloads", "bpf")
+ROOTS = ("netio_trace", "analysis", "report", "bench", "common", "user", "workloads", "bpf")
 STILL_LONG = {
     ("bench/run.py", "section_overhead"): "measuring, verdicts and Markdown in one: to split",
     ("user/tracer.c", "main"): "option parsing and the run in one: to split",

@@ -497,24 +497,25 @@ static void test_json(void)
 	char *out = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&out, &len);
-	struct jw w;
+	struct json w;
 
-	jw_init(&w, f);
-	jw_obj_begin(&w, NULL);
-	jw_str(&w, "s", "a\"b\\c\nd");
-	jw_u64(&w, "n", 18446744073709551615ULL);
-	jw_double(&w, "x", 1.5);
-	jw_double(&w, "nan", 0.0 / 0.0);
-	jw_arr_begin(&w, "a");
-	jw_obj_begin(&w, NULL);
-	jw_null(&w, "z");
-	jw_obj_end(&w);
-	jw_int(&w, NULL, -3);
-	jw_arr_end(&w);
-	jw_str(&w, "e", NULL);
-	jw_bool(&w, "b", 1);
-	jw_obj_end(&w);
-	jw_finish(&w);
+	json_init(&w, f);
+	json_begin_object(&w);
+	json_kv_string(&w, "s", "a\"b\\c\nd");
+	json_kv_uint(&w, "n", 18446744073709551615ULL);
+	json_kv_double(&w, "x", 1.5);
+	json_kv_double(&w, "nan", 0.0 / 0.0);
+	json_key(&w, "a");
+	json_begin_array(&w);
+	json_begin_object(&w);
+	json_kv_null(&w, "z");
+	json_end_object(&w);
+	json_int(&w, -3);
+	json_end_array(&w);
+	json_kv_string(&w, "e", NULL);
+	json_kv_bool(&w, "b", 1);
+	json_end_object(&w);
+	json_finish(&w);
 	fclose(f);
 	CHECK(strcmp(out, "{\"s\":\"a\\\"b\\\\c\\nd\",\"n\":18446744073709551615,\"x\":1.5,"
 			  "\"nan\":null,\"a\":[{\"z\":null},-3],\"e\":null,\"b\":true}\n") == 0,

@@ -1,4 +1,5 @@
-/* A tiny streaming JSON writer (no allocation, no DOM). Commas, quoting and escaping are
+/* A tiny streaming JSON writer (no allocation, no DOM), shared by the tracer (user/) and the
+ * workloads (workloads/): one object on stdout or in a file. Commas, quoting and escaping are
  * handled for you; keys and values alternate inside objects.
  *
  *   struct json j;
@@ -39,7 +40,8 @@ void json_end_array(struct json *j);
 void json_key(struct json *j, const char *key);
 void json_int(struct json *j, long long v);
 void json_uint(struct json *j, unsigned long long v);
-void json_double(struct json *j, double v);   /* NaN and infinities are written as null */
+void json_double(struct json *j, double v);   /* 9 significant digits, integral ones as N.0;
+						 * NaN and infinities are written as null */
 void json_string(struct json *j, const char *s); /* NULL is written as null */
 void json_null(struct json *j);
 void json_bool(struct json *j, bool v);

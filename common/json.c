@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Tiny streaming JSON writer: see json.h. */
+/* Tiny streaming JSON writer, the tracer's and the workloads' one: see json.h. */
 #include <math.h>	/* isnan, isinf: macros, no libm needed */
 #include <string.h>
 #include "json.h"
@@ -117,9 +117,9 @@ void json_double(struct json *j, double v)
 	if (isnan(v) || isinf(v))
 		fputs("null", j->f);
 	else if (v > -1e15 && v < 1e15 && (double)(long long)v == v)
-		fprintf(j->f, "%.1f", v);
+		fprintf(j->f, "%.1f", v);	/* stays a float for the reader */
 	else
-		fprintf(j->f, "%.6g", v);
+		fprintf(j->f, "%.9g", v);
 }
 
 void json_string(struct json *j, const char *s)
