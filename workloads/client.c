@@ -141,6 +141,32 @@ out:
 	return NULL;
 }
 
+/* One line on what --verify found wrong. When every wrong byte is a message sent again
+ * unchanged, the sides disagree: the server was started without --verify (it fills its
+ * messages once), so the bytes are not worth counting one by one. */
+static void report_mismatch(const struct conn *conns, int nconns, uint64_t bad, uint64_t bad_msgs)
+{
+	const struct conn *first = NULL;
+	int i;
+
+	for (i = 0; i < nconns; i++) {
+		if (!conns[i].v.bad_bytes)
+			continue;
+		if (!wl_verifier_resends(&conns[i].v))
+			break;
+		if (!first)
+			first = &conns[i];
+	}
+	if (first && i == nconns)
+		fprintf(stderr, PROG ": --verify: the server and this client disagree: the server "
+			"sends its messages unchanged (connection %u: message %llu is message 0 again), "
+			"as it does when started without --verify; give --verify to both or neither\n",
+			first->idx, (unsigned long long)first->v.period);
+	else
+		fprintf(stderr, PROG ": --verify: %llu bytes in %llu messages differ from the pattern\n",
+			(unsigned long long)bad, (unsigned long long)bad_msgs);
+}
+
 static int print_json(const struct wl_options *o, struct conn *conns, int nconns,
 		      const char *global_error)
 {
@@ -220,8 +246,7 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	if (first_error)
 		fprintf(stderr, PROG ": %s\n", first_error);
 	else if (o->verify && bad)
-		fprintf(stderr, PROG ": --verify: %llu bytes in %llu messages differ from the pattern\n",
-			(unsigned long long)bad, (unsigned long long)bad_msgs);
+		report_mismatch(conns, nconns, bad, bad_msgs);
 	return errors || (o->verify && bad) ? 1 : 0;
 }
 

@@ -189,6 +189,24 @@ void wl_verifier_init(struct wl_verifier *v, size_t size, uint32_t conn)
 	v->conn = conn;
 }
 
+/* A piece with bad bytes: is it a resent message's? The first such piece sets the period
+ * (its message, if the bytes are message 0's); every later one must be message n % period. */
+static void classify_bad_piece(struct wl_verifier *v, const uint8_t *data, size_t n)
+{
+	if (v->stray)
+		return;
+	if (!v->period)
+		v->period = v->msg;	/* 0 when message 0 itself is wrong: stray */
+	if (!v->period ||
+	    wl_pattern_check(data, n, v->conn, v->msg % v->period, v->field, v->off))
+		v->stray = 1;
+}
+
+int wl_verifier_resends(const struct wl_verifier *v)
+{
+	return v->bad_bytes && !v->stray;
+}
+
 void wl_verifier_feed(struct wl_verifier *v, const uint8_t *data, size_t len)
 {
 	while (len) {
@@ -202,6 +220,7 @@ void wl_verifier_feed(struct wl_verifier *v, const uint8_t *data, size_t len)
 		if (bad) {
 			v->bad_bytes += bad;
 			v->cur_bad = 1;
+			classify_bad_piece(v, data, n);
 		}
 		data += n;
 		len -= n;

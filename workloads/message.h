@@ -72,10 +72,16 @@ struct wl_verifier {
 	int cur_bad;           /* current message has a bad byte */
 	uint64_t bad_bytes;
 	uint64_t bad_messages; /* complete messages with at least one bad byte */
+	uint64_t period;       /* the first bad message, if its bytes were message 0's */
+	int stray;             /* a bad byte that is not a resent message's */
 };
 
 void wl_verifier_init(struct wl_verifier *v, size_t size, uint32_t conn);
 void wl_verifier_feed(struct wl_verifier *v, const uint8_t *data, size_t len);
+/* Every bad byte so far belongs to a message resent unchanged: message n carries message
+ * n % period's bytes. That is what a sender that fills its messages once sends (a server
+ * started without --verify: one message, or a ring of period messages), not a corruption. */
+int wl_verifier_resends(const struct wl_verifier *v);
 /* Bytes of the message in progress (0 at a message boundary). */
 size_t wl_verifier_partial(const struct wl_verifier *v);
 

@@ -173,6 +173,47 @@ def test_duration(lo_topo):
     assert s["tcp"]["cc"] == "cubic" and s["tcp"]["segs_out"] > 0
 
 
+@pytest.mark.parametrize("strategy", ["one-copy", "zero-copy", "sendfile"])
+def test_verify_on_one_side_only(lo_topo, strategy):
+    """A client with --verify against a server without it: one line saying the sides
+    disagree, not a count of every byte the server never rewrote (one message, or a ring)."""
+    srv = Server(["--strategy", strategy, "--size", "4K", "--threads", "2", "--count", "500"],
+                 lo_topo.sender_ns)
+    try:
+        port = srv.wait_listening()
+        assert port, f"server ended before listening: {srv.finish()}"
+        cli = run_client(["--addr", lo_topo.server_addr, "--port", str(port), "--threads", "2",
+                          "--size", "4K", "--verify"], lo_topo.receiver_ns)
+        rc, out, err = srv.finish()
+    finally:
+        srv.kill()
+    assert rc == 0, err
+    assert cli.returncode == 1, cli
+    lines = cli.stderr.splitlines()
+    assert len(lines) == 1 and "disagree" in lines[0] and "without --verify" in lines[0], \
+        cli.stderr
+    assert "differ from the pattern" not in lines[0]
+    c = json.loads(cli.stdout)
+    assert c["bytes"] == 2 * 500 * 4096 and c["verify_bad_messages"] > 0, c
+
+
+def test_verify_mismatch_still_counted(lo_topo):
+    """A client with --verify and a server with it, but of another size (every message
+    boundary off): bytes that are not resent messages are still counted as differing."""
+    srv = Server(["--strategy", "one-copy", "--size", "4K", "--threads", "1", "--count", "100",
+                  "--verify"], lo_topo.sender_ns)
+    try:
+        port = srv.wait_listening()
+        cli = run_client(["--addr", lo_topo.server_addr, "--port", str(port), "--threads", "1",
+                          "--size", "1K", "--verify"], lo_topo.receiver_ns)
+        srv.finish()
+    finally:
+        srv.kill()
+    assert cli.returncode == 1, cli
+    lines = cli.stderr.splitlines()
+    assert len(lines) == 1 and "differ from the pattern" in lines[0], cli.stderr
+
+
 def test_cc_option(lo_topo):
     s, c = run_pair(lo_topo,
                     ["--strategy", "one-copy", "--size", "1K", "--threads", "1", "--count", "100",

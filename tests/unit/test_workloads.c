@@ -268,12 +268,60 @@ static void test_verifier_stream(void)
 	wl_verifier_feed(&v, stream, size * nmsg);
 	CHECK(v.bad_messages == nmsg, "another connection: %llu bad messages",
 	      (unsigned long long)v.bad_messages);
+	CHECK(!wl_verifier_resends(&v), "another connection's bytes taken for resent messages");
 	/* two messages swapped (a buffer reused out of order) */
 	memcpy(stream, stream + 3 * size, size);
 	wl_verifier_init(&v, size, 7);
 	wl_verifier_feed(&v, stream, size * nmsg);
 	CHECK(v.bad_messages == 1, "message 3 in place of 0: %llu bad messages",
 	      (unsigned long long)v.bad_messages);
+	CHECK(!wl_verifier_resends(&v), "message 3 in place of 0 taken for a resend");
+	wl_message_free(&m);
+	free(stream);
+}
+
+/* A server without --verify fills its messages once: one message, or a ring of R sent in
+ * turn (message n carries message n % R's bytes). The verifier tells that from corruption. */
+static void test_verifier_resends(void)
+{
+	const size_t size = 1000, nmsg = 20;
+	uint8_t *stream = malloc(size * nmsg);
+	struct wl_message m;
+	struct wl_verifier v;
+	size_t n, ring, chunk;
+
+	CHECK(wl_message_init(&m, size) == 0 && stream, "init");
+	for (ring = 1; ring <= 4; ring++) {
+		for (n = 0; n < nmsg; n++) {
+			wl_message_fill(&m, 7, n % ring);
+			wl_message_serialize(&m, stream + n * size);
+		}
+		for (chunk = 1; chunk < 2100; chunk = chunk * 3 + 1) {
+			size_t pos;
+
+			wl_verifier_init(&v, size, 7);
+			for (pos = 0; pos < size * nmsg; pos += chunk)
+				wl_verifier_feed(&v, stream + pos,
+						 pos + chunk <= size * nmsg ? chunk : size * nmsg - pos);
+			CHECK(v.bad_messages == nmsg - ring && wl_verifier_resends(&v) &&
+			      v.period == ring, "ring %zu, chunk %zu: %llu bad, resends %d, period %llu",
+			      ring, chunk, (unsigned long long)v.bad_messages, wl_verifier_resends(&v),
+			      (unsigned long long)v.period);
+		}
+	}
+	/* the same with one byte corrupted: not only resent messages any more */
+	stream[17 * size + 3] ^= 0x40;
+	wl_verifier_init(&v, size, 7);
+	wl_verifier_feed(&v, stream, size * nmsg);
+	CHECK(v.bad_bytes && !wl_verifier_resends(&v), "a corrupted resend taken for a clean one");
+	/* nothing wrong: nothing resent */
+	for (n = 0; n < nmsg; n++) {
+		wl_message_fill(&m, 7, n);
+		wl_message_serialize(&m, stream + n * size);
+	}
+	wl_verifier_init(&v, size, 7);
+	wl_verifier_feed(&v, stream, size * nmsg);
+	CHECK(!v.bad_bytes && !wl_verifier_resends(&v), "a good stream called a resend");
 	wl_message_free(&m);
 	free(stream);
 }
@@ -532,6 +580,7 @@ int main(void)
 	test_serialize_iov();
 	test_iov_advance();
 	test_verifier_stream();
+	test_verifier_resends();
 	test_zc_ranges();
 	test_zc_tracker();
 	test_parse_values();
