@@ -25,7 +25,7 @@ import types
 
 from netio_trace.system import cgroup
 from netio_trace.system.netns import LOOPBACK_ADDR, Topology, VETH_RECEIVER_ADDR
-from netio_trace.system.procs import GatedProcess, wait_for_exit
+from netio_trace.system.procs import READY_ARGS, GatedProcess, wait_for_exit, wait_listening
 from netio_trace.tracer import ControlTracer
 from bench import pairs
 
@@ -420,11 +420,6 @@ def _reap_all(procs, deadline):
     return cpu
 
 
-def _read(path):
-    with open(path, errors="replace") as f:
-        return f.read()
-
-
 def _tail(path):
     try:
         with open(path, errors="replace") as f:
@@ -498,7 +493,8 @@ class Bench:
         srv = GatedProcess([self.server, "--netns", topo.sender_ns, "--addr", topo.server_addr,
                             "--port", port, "--strategy", strategy, "--size", str(size),
                             "--threads", str(threads), "--duration", f"{duration:g}",
-                            "--cc", "cubic"], files["s.out"], files["s.err"], cgroup=self.cgroup)
+                            "--cc", "cubic", *READY_ARGS], files["s.out"], files["s.err"],
+                           cgroup=self.cgroup, ready=True)
         cli = GatedProcess([self.client, "--netns", topo.receiver_ns, "--addr", topo.server_addr,
                             "--port", port, "--threads", str(threads), "--size", str(size),
                             "--cc", "cubic"], files["c.out"], files["c.err"], cgroup=self.cgroup)
@@ -506,11 +502,13 @@ class Bench:
         try:
             observer.start(self, topo, [srv.pid, cli.pid])
             srv.release()
-            deadline = time.monotonic() + 10
-            while "listening" not in _read(files["s.err"]):
-                if srv.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"netio-server did not listen: {_tail(files['s.err'])}")
-                time.sleep(0.003)
+            try:
+                listening, _ = wait_listening(srv.ready, 10)
+            except TimeoutError:
+                listening = None
+            srv.close_ready()
+            if not listening:
+                raise RuntimeError(f"netio-server did not listen: {_tail(files['s.err'])}")
             cli.release()
             cpu = _reap_all(procs, time.monotonic() + duration + 30 + threads * 0.1)
             if srv.returncode != 0 or cli.returncode != 0:

@@ -1,7 +1,12 @@
-"""Shared by every pytest suite. Under `make test` (NETIO_FULL_TEST=1) a missing prerequisite
-is an error, not a skip: the suites' skip conditions exist for partial runs by hand, and must
-never let CI pass on tests that did not run."""
+"""Shared by every pytest suite: the repository on sys.path, where the built binaries are, the
+skip markers the integration suites open with, and the Python suite's results fixture.
+
+Under `make test` (NETIO_FULL_TEST=1) a missing prerequisite is an error, not a skip: the
+suites' skip conditions exist for partial runs by hand, and must never let CI pass on tests
+that did not run."""
 import os
+import shutil
+import subprocess
 import sys
 
 import pytest
@@ -13,6 +18,23 @@ if REPO not in sys.path:
 from analysis import files  # noqa: E402
 
 from netio_trace.system import paths  # noqa: E402
+
+BUILD = paths.build_dir()                 # $NETIO_BUILD, default <repo>/build
+SERVER = os.path.join(BUILD, "netio-server")
+CLIENT = os.path.join(BUILD, "netio-client")
+TRACER = os.path.join(BUILD, "netio-tracer")
+FIXTURES = os.path.join(REPO, "tests", "python", "fixtures")
+
+
+def needs_root(why):
+    """Skip marker of a test that needs root; why: what for (BPF, namespaces, ...)."""
+    return pytest.mark.skipif(os.geteuid() != 0, reason=f"needs root ({why})")
+
+
+def needs_built(*names):
+    """Skip marker of a test that runs these binaries of the build tree."""
+    missing = [n for n in names if not os.access(os.path.join(BUILD, n), os.X_OK)]
+    return pytest.mark.skipif(bool(missing), reason=f"{', '.join(missing)} not built in {BUILD}")
 
 
 def pytest_sessionstart(session):
@@ -26,3 +48,25 @@ def pytest_sessionstart(session):
     if missing:
         pytest.exit("make test needs " + ", ".join(missing) + " (run as root after 'make deps all')",
                     returncode=1)
+
+
+@pytest.fixture
+def fixture_dir(tmp_path):
+    """A copy of the committed results fixture (runs.jsonl, sweep.json, folded stacks)."""
+    d = tmp_path / "results"
+    d.mkdir()
+    shutil.copy(os.path.join(FIXTURES, "runs.jsonl"), d / "runs.jsonl")
+    shutil.copy(os.path.join(FIXTURES, "sweep.json"), d / "sweep.json")
+    shutil.copytree(os.path.join(FIXTURES, "folded"), d / "folded")
+    return d
+
+
+def run_cli(*args, env=None, cwd=None, prefix=()):
+    """Run `python -m netio_trace.cli ARGS` the way the launcher does; CompletedProcess."""
+    e = dict(os.environ)
+    e["PYTHONPATH"] = REPO + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
+    e["NETIO_ROOT"] = REPO
+    if env:
+        e.update(env)
+    return subprocess.run([*prefix, sys.executable, "-m", "netio_trace.cli", *args],
+                          capture_output=True, text=True, env=e, cwd=cwd or REPO, timeout=120)

@@ -2,6 +2,7 @@
  * name whole and at most once, nothing positional. One reason per error, which main() prints
  * as one stderr line. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -195,12 +196,27 @@ bad:
 	return fail(err, errlen, "--cc '%s': not a congestion control name", s ? s : "");
 }
 
+/* An open descriptor above stderr (the driver's pipe, see --ready-fd). */
+int wl_parse_ready_fd(const char *s, int *out, char *err, size_t errlen)
+{
+	unsigned long long v;
+	const char *end;
+
+	if (!s || parse_digits(s, &v, &end) < 0 || *end || v < 3 || v > INT_MAX)
+		return fail(err, errlen, "--ready-fd '%s': not a descriptor number above 2", s ? s : "");
+	if (fcntl((int)v, F_GETFD) < 0)
+		return fail(err, errlen, "--ready-fd %s: not an open file descriptor", s);
+	*out = (int)v;
+	return 0;
+}
+
 const char *wl_usage(enum wl_role role)
 {
 	if (role == WL_SERVER)
 		return "usage: netio-server --strategy STRATEGY --size BYTES --threads N\n"
 		       "                    --port P [--addr A] [--netns NAME] "
 		       "(--duration S | --count MSGS) [--verify] [--cc NAME] [--udp] [--check]\n"
+		       "                    [--ready-fd FD]\n"
 		       "  BYTES: 8 .. 64MiB (suffixes K, KiB, M, MiB); N: 1 .. 256; P: 0 = any free port\n"
 		       "  STRATEGY, per message of 8 heap fields:\n"
 		       "    two-copy     serialize the fields into one buffer, send() it\n"
@@ -217,14 +233,16 @@ const char *wl_usage(enum wl_role role)
 		       "         (no listening, no client); BYTES must fit the path MTU unfragmented;\n"
 		       "         not with sendfile\n"
 		       "  --check: only check that the strategy can run on this machine (io_uring\n"
-		       "           enabled and new enough): exit 0, or 2 with one line\n";
+		       "           enabled and new enough): exit 0, or 2 with one line\n"
+		       "  --ready-fd FD: once listening, the `listening <port>` line goes to the open\n"
+		       "                descriptor FD too, which is then closed (a driver's pipe)\n";
 	return "usage: netio-client --addr A --port P --threads N --size BYTES [--netns NAME] "
 	       "[--verify] [--cc NAME]\n";
 }
 
 enum opt_id {
 	O_STRATEGY, O_SIZE, O_THREADS, O_PORT, O_ADDR, O_NETNS, O_DURATION, O_COUNT,
-	O_VERIFY, O_CC, O_UDP, O_CHECK, O_HELP, O_NUM,
+	O_VERIFY, O_CC, O_UDP, O_CHECK, O_READY_FD, O_HELP, O_NUM,
 };
 
 /* getopt_long's val of option id: above every character, so never '?' or ':' */
@@ -249,6 +267,7 @@ static const struct {
 	[O_CC]       = { { "cc", required_argument, NULL, OPT_VAL(O_CC) }, SERVER | CLIENT },
 	[O_UDP]      = { { "udp", no_argument, NULL, OPT_VAL(O_UDP) }, SERVER },
 	[O_CHECK]    = { { "check", no_argument, NULL, OPT_VAL(O_CHECK) }, SERVER },
+	[O_READY_FD] = { { "ready-fd", required_argument, NULL, OPT_VAL(O_READY_FD) }, SERVER },
 	[O_HELP]     = { { "help", no_argument, NULL, OPT_VAL(O_HELP) }, SERVER | CLIENT },
 };
 
@@ -329,6 +348,8 @@ static int set_option(enum wl_role role, int id, const char *val, struct wl_opti
 	case O_CHECK:
 		o->check = 1;
 		return 0;
+	case O_READY_FD:
+		return wl_parse_ready_fd(val, &o->ready_fd, err, errlen);
 	}
 	return 0;
 }
@@ -342,6 +363,7 @@ int wl_options_parse(enum wl_role role, int argc, char **argv, struct wl_options
 	memset(o, 0, sizeof(*o));
 	o->role = role;
 	o->strategy = STRAT_NONE;
+	o->ready_fd = -1;
 	role_options(role, longopts);
 	optind = 0;	/* start over (glibc): the unit tests parse many command lines */
 	opterr = 0;	/* the reasons are ours, one line each */
@@ -388,6 +410,8 @@ int wl_options_parse(enum wl_role role, int argc, char **argv, struct wl_options
 		return fail(err, errlen, "--udp needs a --port between 1 and 65535");
 	if (o->udp && o->cc)
 		return fail(err, errlen, "--cc is for TCP, not --udp");
+	if (o->udp && seen[O_READY_FD])
+		return fail(err, errlen, "--ready-fd is for TCP: over --udp nothing listens");
 	if (o->udp && o->strategy == STRAT_SENDFILE)
 		return fail(err, errlen, "--strategy sendfile cannot run over --udp (sendfile has no "
 			    "datagram boundaries)");

@@ -39,6 +39,7 @@ struct wl_options {
 	const char *cc;         /* NULL = cubic if available, else the system default */
 	int udp;                /* server: datagrams to --addr:--port, no receiver (--udp) */
 	int check;              /* server: only check that the strategy can run here (--check) */
+	int ready_fd;           /* server: also say `listening <port>` there, then close it; -1 */
 };
 
 /* The parsers below return 0 on success, -1 with a one-line reason in err. */
@@ -49,6 +50,7 @@ int wl_parse_duration(const char *s, double *out, char *err, size_t errlen);
 int wl_parse_count(const char *s, uint64_t *out, char *err, size_t errlen);
 int wl_parse_strategy(const char *s, enum wl_strategy *out, char *err, size_t errlen);
 int wl_parse_cc(const char *s, const char **out, char *err, size_t errlen);
+int wl_parse_ready_fd(const char *s, int *out, char *err, size_t errlen);
 
 const char *wl_strategy_name(enum wl_strategy s);
 

@@ -830,7 +830,7 @@ static int accept_tcp(const struct wl_options *o, struct conn *conns, int *port)
 	getsockname(lfd, (struct sockaddr *)&ss, &sslen);
 	*port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 					       : ((struct sockaddr_in *)&ss)->sin_port);
-	fprintf(stderr, "listening %d\n", *port);
+	wl_say_listening(o, *port);
 
 	while (accepted < o->threads) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);

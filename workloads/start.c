@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "start.h"
 #include "tcp_stats.h"
@@ -35,5 +36,14 @@ void wl_require_cc(enum wl_role role, int fd, const char *cc)
 		fprintf(stderr, "%s: --cc %s: not available here (%s)\n", wl_prog(role), cc,
 			strerror(errno));
 		exit(2);
+	}
+}
+
+void wl_say_listening(const struct wl_options *o, int port)
+{
+	fprintf(stderr, "listening %d\n", port);
+	if (o->ready_fd >= 0) {
+		dprintf(o->ready_fd, "listening %d\n", port);
+		close(o->ready_fd);
 	}
 }

@@ -15,4 +15,8 @@ void wl_start(enum wl_role role, int argc, char **argv, struct wl_options *o);
 /* Sets --cc NAME on fd, or exits 2 with one line when this kernel does not have it. */
 void wl_require_cc(enum wl_role role, int fd, const char *cc);
 
+/* Says `listening <port>` on stderr and, with --ready-fd, on that descriptor, then closes it:
+ * a driver reading a pipe learns it without polling. */
+void wl_say_listening(const struct wl_options *o, int port);
+
 #endif

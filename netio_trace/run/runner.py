@@ -13,7 +13,7 @@ import time
 from analysis import record
 from analysis.sizes import format_size
 from netio_trace.system import netns, paths, state
-from netio_trace.system.procs import GatedProcess, wait_for_exit
+from netio_trace.system.procs import READY_ARGS, GatedProcess, wait_for_exit, wait_listening
 from netio_trace.system.signals import critical
 from netio_trace.tracer import TracerError
 
@@ -62,19 +62,19 @@ def _last_line(path):
 
 
 def _wait_listening(server, err_path, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Until the server says it listens, on its --ready-fd pipe: asleep in select() meanwhile,
+    so nothing of ours wakes on the CPUs the workloads run on."""
+    try:
+        port, _ = wait_listening(server.ready, timeout)
+    except TimeoutError:
+        raise RunFailed(f"server did not listen within {timeout:.0f} s") from None
+    if port is None:        # the pipe ended: the server exited
         try:
-            with open(err_path, errors="replace") as f:
-                if "listening" in f.read():
-                    return
-        except OSError:
+            server.wait(2.0)
+        except subprocess.TimeoutExpired:
             pass
-        if server.poll() is not None:
-            raise RunFailed(f"server exited (status {server.returncode}) before listening: "
-                            f"{_last_line(err_path)}")
-        time.sleep(0.003)
-    raise RunFailed(f"server did not listen within {timeout:.0f} s")
+        raise RunFailed(f"server exited (status {server.returncode}) before listening: "
+                        f"{_last_line(err_path)}")
 
 
 def _wait_both(server, client, limit, c_err, s_err):
@@ -179,10 +179,10 @@ def _follow_topology(tracer, topo):
         tracer.netns_add(ns)
 
 
-def _start(argv, out, err, cgroup, tracer):
+def _start(argv, out, err, cgroup, tracer, ready=False):
     """A gated workload, recorded in the state file and followed by the tracer before it runs
-    its first instruction."""
-    p = GatedProcess(argv, out, err, cgroup=cgroup)
+    its first instruction. ready: with a pipe for the server's --ready-fd."""
+    p = GatedProcess(argv, out, err, cgroup=cgroup, ready=ready)
     state.note_child(p.pid, argv[0])
     if tracer is not None:
         tracer.pid_add(p.pid)
@@ -194,8 +194,8 @@ def _server_argv(cfg, duration, port, topo):
     return [paths.binary("netio-server"), "--strategy", cfg.strategy,
             "--size", str(cfg.msg_size), "--threads", str(cfg.threads),
             "--port", str(port), "--addr", topo.server_addr, "--netns", topo.sender_ns,
-            "--duration", f"{duration:g}"] + (["--cc", "cubic"] if topo.has_receiver
-                                              else ["--udp"])
+            "--duration", f"{duration:g}"] + (["--cc", "cubic", *READY_ARGS]
+                                              if topo.has_receiver else ["--udp"])
 
 
 def _client_argv(cfg, port, topo):
@@ -263,7 +263,7 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
         if tracer is not None:
             _follow_topology(tracer, topo)
         server = _start(_server_argv(cfg, duration, port, topo), f.server_out, f.server_err,
-                        cgroup, tracer)
+                        cgroup, tracer, ready=topo.has_receiver)
         limit = duration + 30.0 + cfg.threads * 0.05
         if topo.has_receiver:
             _wait_listening(server, f.server_err, LISTEN_TIMEOUT)

@@ -13,13 +13,11 @@ import subprocess
 import pytest
 
 from bench import run as bench
+from conftest import BUILD, needs_built, needs_root
 
-BUSY = os.path.join(bench.BUILD, "netio-busy-loop")
+BUSY = os.path.join(BUILD, "netio-busy-loop")
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF, perf_event_open, cgroups)"),
-    pytest.mark.skipif(not os.access(BUSY, os.X_OK), reason=f"no netio-busy-loop in {bench.BUILD}"),
-]
+pytestmark = [needs_root("BPF, perf_event_open, cgroups"), needs_built("netio-busy-loop")]
 
 
 def test_busy_loop_reports_its_rate_and_refuses_bad_input():

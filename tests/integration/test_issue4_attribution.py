@@ -8,19 +8,14 @@ Needs root and the built binaries (NETIO_BUILD); about 10 s.
 import json
 import os
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
+from analysis import attribution
+from conftest import BUILD, REPO, needs_built, needs_root
+from netio_trace.system.machine import has_pmu
 
-from analysis import attribution  # noqa: E402
-from netio_trace.system.machine import has_pmu  # noqa: E402
-
-BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
 STRATEGIES = ("two-copy", "one-copy", "zero-copy")
 # the frames a flame graph of each strategy must show: those of its top categories
 TOP_FRAMES = {
@@ -29,11 +24,7 @@ TOP_FRAMES = {
     "zero-copy": ("skb_copy_ubufs", "_copy_to_iter"),
 }
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF, network namespaces)"),
-    pytest.mark.skipif(not os.access(os.path.join(BUILD, "netio-tracer"), os.X_OK),
-                       reason=f"tracer not built in {BUILD}"),
-]
+pytestmark = [needs_root("BPF, network namespaces"), needs_built("netio-tracer")]
 
 
 @pytest.fixture(scope="module")

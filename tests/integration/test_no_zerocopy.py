@@ -9,23 +9,21 @@ import ctypes
 import errno
 import json
 import os
-import re
 import struct
 import subprocess
 import sys
-import time
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
+from conftest import BUILD, CLIENT, REPO, SERVER, needs_built, needs_root
+from netio_trace.system.procs import wait_listening
+
 NETIO_TRACE = os.path.join(REPO, "netio-trace")
 
 pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
+    needs_root("seccomp, namespaces"),
     pytest.mark.skipif(os.uname().machine != "x86_64", reason="the filter is written for x86-64"),
-    pytest.mark.skipif(not os.access(os.path.join(BUILD, "netio-server"), os.X_OK),
-                       reason=f"workloads not built in {BUILD}"),
+    needs_built("netio-server"),
 ]
 
 # classic BPF for seccomp (linux/filter.h, linux/seccomp.h, linux/audit.h)
@@ -125,24 +123,24 @@ def test_zero_copy_server_fails_clearly(tmp_path):
     """The workload itself, on its own: a one-line error naming SO_ZEROCOPY, exit 1, at the
     first connection (where it turns zero-copy on)."""
     err = tmp_path / "server.err"
+    ready_r, ready_w = os.pipe()
     with open(err, "w") as ef:
-        srv = subprocess.Popen([os.path.join(BUILD, "netio-server"), "--strategy", "zero-copy",
-                                "--size", "4096", "--threads", "1", "--port", "0", "--addr",
-                                "127.0.0.1", "--count", "10"], stdout=subprocess.DEVNULL,
-                               stderr=ef, preexec_fn=refuse_so_zerocopy)
+        srv = subprocess.Popen([SERVER, "--strategy", "zero-copy", "--size", "4096",
+                                "--threads", "1", "--port", "0", "--addr", "127.0.0.1",
+                                "--count", "10", "--ready-fd", str(ready_w)],
+                               stdout=subprocess.DEVNULL, stderr=ef, pass_fds=(ready_w,),
+                               preexec_fn=refuse_so_zerocopy)
+    os.close(ready_w)
     cli = None
     try:
-        deadline = time.monotonic() + 10
-        port = None
-        while port is None and time.monotonic() < deadline and srv.poll() is None:
-            m = re.search(r"listening (\d+)", err.read_text())
-            port = m.group(1) if m else time.sleep(0.01)
+        port, _ = wait_listening(ready_r, 10)
         assert port, err.read_text()
-        cli = subprocess.run([os.path.join(BUILD, "netio-client"), "--addr", "127.0.0.1",
-                              "--port", port, "--threads", "1", "--size", "4096"],
+        cli = subprocess.run([CLIENT, "--addr", "127.0.0.1",
+                              "--port", str(port), "--threads", "1", "--size", "4096"],
                              capture_output=True, text=True, timeout=30)
         assert srv.wait(timeout=30) == 1
     finally:
+        os.close(ready_r)
         if srv.poll() is None:
             srv.kill()
             srv.wait()

@@ -10,35 +10,27 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
+from analysis import attribution
+from conftest import CLIENT, SERVER, TRACER, needs_built, needs_root
+from netio_trace.system import cgroup
+from netio_trace.system.machine import has_pmu, kernel_hz
+from netio_trace.system.procs import READY_ARGS, GatedProcess, wait_listening
+from netio_trace.tracer import ControlTracer
+from report import flamegraph
 
-from analysis import attribution  # noqa: E402
-from report import flamegraph  # noqa: E402
-from netio_trace.system import cgroup  # noqa: E402
-from netio_trace.system.machine import has_pmu, kernel_hz  # noqa: E402
-from netio_trace.system.procs import GatedProcess  # noqa: E402
-from netio_trace.tracer import ControlTracer  # noqa: E402
-
-BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
-TRACER = os.path.join(BUILD, "netio-tracer")
-SERVER = os.path.join(BUILD, "netio-server")
-CLIENT = os.path.join(BUILD, "netio-client")
 FREQ = 999
 # a sampler with a timer of its own (the default, auto, is the tick where there is no PMU)
 TIMER = "cycles" if has_pmu() else "cpu-clock"
 BUSY_SECONDS = 1.5
 
 pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF, perf_event_open)"),
-    pytest.mark.skipif(not os.access(TRACER, os.X_OK), reason=f"no tracer in {BUILD}"),
+    needs_root("BPF, perf_event_open"),
+    needs_built("netio-tracer"),
 ]
 
 BUSY_C = r"""
@@ -329,22 +321,16 @@ def run_loopback_pair(tracer, strategy, d, seconds=2):
     tracer.clear()
     tracer.reset()
     server = GatedProcess([SERVER, "--strategy", strategy, "--size", "64K", "--threads", "1",
-                           "--port", "0", "--addr", "127.0.0.1", "--duration", str(seconds)],
-                          os.path.join(d, "server.json"), os.path.join(d, "server.err"))
+                           "--port", "0", "--addr", "127.0.0.1", "--duration", str(seconds),
+                           *READY_ARGS],
+                          os.path.join(d, "server.json"), os.path.join(d, "server.err"),
+                          ready=True)
     client = None
     try:
         tracer.pid_add(server.pid)
         server.release()
-        port = None
-        deadline = time.monotonic() + 10
-        while port is None and time.monotonic() < deadline:
-            with open(os.path.join(d, "server.err")) as f:
-                m = re.search(r"listening (\d+)", f.read())
-            port = int(m.group(1)) if m else None
-            if port is None:
-                assert server.poll() is None, "server ended before listening"
-                time.sleep(0.02)
-        assert port
+        port, _ = wait_listening(server.ready, 10)
+        assert port, "server ended before listening"
         client = GatedProcess([CLIENT, "--addr", "127.0.0.1", "--port", str(port), "--threads",
                                "1", "--size", "64K"],
                               os.path.join(d, "client.json"), os.path.join(d, "client.err"))

@@ -32,25 +32,23 @@ import time
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
+from analysis import files
+from conftest import BUILD, REPO, needs_built, needs_root
+from netio_trace.run import params as P
+from netio_trace.system import cgroup, state
 
-from analysis import files  # noqa: E402
-from netio_trace.run import params as P  # noqa: E402
-from netio_trace.system import cgroup, paths, state  # noqa: E402
-
-BUILD = paths.build_dir()
 LAUNCHER = os.path.join(REPO, "netio-trace")
 BINS = ("netio-server", "netio-client", "netio-tracer")
 OUR_EXES = {os.path.realpath(os.path.join(BUILD, b)) for b in BINS}
 NETNS_DIR = "/var/run/netns"
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not all(paths.have_binary(b) for b in BINS)
-    or not files.find_tool("ip") or not files.find_tool("bpftool")
-    or not os.access(os.path.join(REPO, ".venv", "bin", "python"), os.X_OK),
-    reason="needs root, ip, bpftool, the venv and the built binaries (NETIO_BUILD)")
+pytestmark = [
+    needs_root("BPF, namespaces, cgroups"),
+    needs_built(*BINS),
+    pytest.mark.skipif(not files.find_tool("ip") or not files.find_tool("bpftool")
+                       or not os.access(os.path.join(REPO, ".venv", "bin", "python"), os.X_OK),
+                       reason="needs ip, bpftool and the venv"),
+]
 
 TINY = ["--strategies", "two-copy,zero-copy", "--sizes", "4K", "--threads", "1",
         "--repeat", "1", "--duration", "0.4"]

@@ -19,18 +19,11 @@ import time
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
+from conftest import BUILD, CLIENT, SERVER, TRACER, needs_built, needs_root
+from netio_trace.system.machine import has_pmu
+from netio_trace.system.netns import Topology
+from netio_trace.system.procs import READY_ARGS, GatedProcess, wait_listening
 
-from netio_trace.system.machine import has_pmu  # noqa: E402
-from netio_trace.system.netns import Topology  # noqa: E402
-from netio_trace.system.procs import GatedProcess  # noqa: E402
-
-BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
-TRACER = os.path.join(BUILD, "netio-tracer")
-SERVER = os.path.join(BUILD, "netio-server")
-CLIENT = os.path.join(BUILD, "netio-client")
 GETPID = os.path.join(BUILD, "netio-getpid-loop")
 VMTEST = os.environ.get("NETIO_VMTEST") == "1"
 
@@ -45,11 +38,8 @@ COPY_POINTS = ("tx_bytes", "tx_copy", "pinning", "fallback_copy", "rx_copy")
 RUNGS = {"fentry", "kprobe", "tp_btf", "tracepoint", "inferred", "unavailable", "perf_event"}
 TIMEOUT = 300 if VMTEST else 60
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF, network namespaces)"),
-    pytest.mark.skipif(not all(os.access(b, os.X_OK) for b in (TRACER, SERVER, CLIENT)),
-                       reason=f"tracer or workloads not built in {BUILD}"),
-]
+pytestmark = [needs_root("BPF, network namespaces"),
+              needs_built("netio-tracer", "netio-server", "netio-client")]
 host_only = pytest.mark.skipif(VMTEST, reason="host suite (NETIO_VMTEST=1 runs the VM subset)")
 
 
@@ -137,16 +127,11 @@ def topologies():
 
 # ---- one workload run under the tracer -----------------------------------------------
 
-def wait_listening(path, proc, timeout=TIMEOUT):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with open(path) as f:
-            for line in f:
-                if line.startswith("listening "):
-                    return int(line.split()[1])
-        assert proc.poll() is None, f"server exited ({proc.returncode}): {open(path).read()}"
-        time.sleep(0.005)
-    raise AssertionError("server never listened")
+def server_port(srv, err_path, timeout=TIMEOUT):
+    """The port a GatedProcess(ready=True) server started with READY_ARGS listens on."""
+    port, _ = wait_listening(srv.ready, timeout)
+    assert port, f"server exited ({srv.wait(5)}): {open(err_path).read()}"
+    return port
 
 
 def run_workload(tracer, topo, tmp, strategy, size, count, threads=1):
@@ -156,8 +141,8 @@ def run_workload(tracer, topo, tmp, strategy, size, count, threads=1):
     cli_out, cli_err = tmp / "client.json", tmp / "client.err"
     srv = GatedProcess([SERVER, "--strategy", strategy, "--size", str(size), "--threads",
                         str(threads), "--port", "0", "--addr", "0.0.0.0", "--netns",
-                        topo.sender_ns, "--count", str(count), "--cc", "cubic"],
-                       str(srv_out), str(srv_err))
+                        topo.sender_ns, "--count", str(count), "--cc", "cubic", *READY_ARGS],
+                       str(srv_out), str(srv_err), ready=True)
     tracer.ok("clear")
     for ns in topo.namespaces:
         tracer.ok(f"netns add {ns}")
@@ -166,7 +151,7 @@ def run_workload(tracer, topo, tmp, strategy, size, count, threads=1):
     srv.release()
     cli = None
     try:
-        port = wait_listening(str(srv_err), srv)
+        port = server_port(srv, srv_err)
         cli = GatedProcess([CLIENT, "--addr", topo.server_addr, "--port", str(port), "--threads",
                             str(threads), "--size", str(size), "--netns", topo.receiver_ns],
                            str(cli_out), str(cli_err))
@@ -344,10 +329,12 @@ def test_command_mode_follows_forks(topologies, tmp_path):
     fork handler, the tracer stops when the shell exits."""
     topo = topologies["loopback"]
     out = tmp_path / "trace.json"
-    script = (f"{SERVER} --strategy one-copy --size 4096 --threads 1 --port 0 --addr 127.0.0.1 "
-              f"--netns {topo.sender_ns} --count 500 >{tmp_path}/s.json 2>{tmp_path}/s.err & "
-              f"while ! grep -q listening {tmp_path}/s.err; do sleep 0.01; done; "
-              f"port=$(awk '/listening/{{print $2}}' {tmp_path}/s.err); "
+    # the server's --ready-fd on a fifo: the shell reads its listening line, no polling
+    script = (f"mkfifo {tmp_path}/ready; "
+              f"{SERVER} --strategy one-copy --size 4096 --threads 1 --port 0 --addr 127.0.0.1 "
+              f"--netns {topo.sender_ns} --count 500 --ready-fd 3 3>{tmp_path}/ready "
+              f">{tmp_path}/s.json 2>{tmp_path}/s.err & "
+              f"read -r _ port <{tmp_path}/ready; "
               f"{CLIENT} --addr 127.0.0.1 --port $port --threads 1 --size 4096 "
               f"--netns {topo.receiver_ns} >{tmp_path}/c.json; wait")
     cp = subprocess.run([TRACER, "--no-sample", "--json", str(out), "--netns", topo.sender_ns,

@@ -12,14 +12,9 @@ import time
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
+from conftest import BUILD, REPO, needs_built, needs_root
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF, network namespaces)"),
-    pytest.mark.skipif(not os.access(os.path.join(BUILD, "netio-tracer"), os.X_OK),
-                       reason=f"tracer not built in {BUILD}"),
-]
+pytestmark = [needs_root("BPF, network namespaces"), needs_built("netio-tracer")]
 
 
 def _fds(pid):

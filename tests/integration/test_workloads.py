@@ -6,33 +6,22 @@ under a small net.core.optmem_max. Binaries come from $NETIO_BUILD (default <rep
 """
 import json
 import os
-import select
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
+from conftest import CLIENT, SERVER, needs_built, needs_root
+from netio_trace.system.netns import Topology
+from netio_trace.system.procs import wait_listening
 
-from netio_trace.system.netns import Topology  # noqa: E402
-
-BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
-SERVER = os.path.join(BUILD, "netio-server")
-CLIENT = os.path.join(BUILD, "netio-client")
 STRATEGIES = ("two-copy", "one-copy", "zero-copy", "per-field")
 THREADS = 2
 # Messages per connection: ~20 MB at 1 KiB, ~130 MB at 64 KiB over both connections.
 COUNTS = {1024: 10000, 65536: 1000}
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)"),
-    pytest.mark.skipif(not (os.access(SERVER, os.X_OK) and os.access(CLIENT, os.X_OK)),
-                       reason=f"workloads not built in {BUILD}"),
-]
+pytestmark = [needs_root("network namespaces"), needs_built("netio-server", "netio-client")]
 
 
 class Server:
@@ -47,26 +36,11 @@ class Server:
     def wait_listening(self, timeout=5):
         """Port from the `listening <port>` line, or None if the server ended first.
         Reads the raw pipe so that select() sees everything not yet consumed."""
-        deadline = time.monotonic() + timeout
-        fd = self.proc.stderr.fileno()
-        buf = b""
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-            if not r:
-                break
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                self.stderr_head += buf.decode(errors="replace")
-                return None
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                if line.startswith(b"listening "):
-                    self.port = int(line.split()[1])
-                    self.stderr_head += buf.decode(errors="replace")
-                    return self.port
-                self.stderr_head += line.decode(errors="replace") + "\n"
-        raise AssertionError(f"server did not say 'listening' in {timeout} s: {self.stderr_head!r}")
+        try:
+            self.port, self.stderr_head = wait_listening(self.proc.stderr.fileno(), timeout)
+        except TimeoutError as e:
+            raise AssertionError(f"server did not say 'listening': {e}") from None
+        return self.port
 
     def finish(self, timeout=30):
         out, err = self.proc.communicate(timeout=timeout)

@@ -20,19 +20,11 @@ import time
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-for p in (REPO, HERE):
-    if p not in sys.path:
-        sys.path.insert(0, p)
+from conftest import BUILD, CLIENT, REPO, SERVER, TRACER, needs_built, needs_root
+from netio_trace.system.netns import Topology
+from netio_trace.system.procs import wait_listening
+from test_tracer import Tracer, proc, run_workload, wait_attached
 
-from netio_trace.system.netns import Topology  # noqa: E402
-from test_tracer import Tracer, proc, run_workload, wait_attached  # noqa: E402
-
-BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
-TRACER = os.path.join(BUILD, "netio-tracer")
-SERVER = os.path.join(BUILD, "netio-server")
-CLIENT = os.path.join(BUILD, "netio-client")
 KERNEL = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
 # 20000 x 1000 B and 2000 x 64 KiB per connection: the latter writes 128 MiB per sendfile
 # connection under --verify, past the 64 MiB after which the file's old pages are punched out
@@ -47,11 +39,8 @@ if VMTEST:
 FIELD_COPY = ("two-copy", "one-copy", "per-field", "io-uring")
 ZEROCOPY = ("zero-copy", "io-uring-zc")
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF, network namespaces)"),
-    pytest.mark.skipif(not all(os.access(b, os.X_OK) for b in (TRACER, SERVER, CLIENT)),
-                       reason=f"tracer or workloads not built in {BUILD}"),
-]
+pytestmark = [needs_root("BPF, network namespaces"),
+              needs_built("netio-tracer", "netio-server", "netio-client")]
 
 
 def refusal(strategy):
@@ -93,12 +82,13 @@ def run_tcp(topo, strategy, size, count, threads=2):
                             str(count), "--verify"], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     try:
-        line = srv.stderr.readline()
-        assert line.startswith("listening "), line + srv.stderr.read()
+        port, head = wait_listening(srv.stderr.fileno(), 60)
+        assert port, head + srv.stderr.read()
         cli = subprocess.run([CLIENT, "--netns", topo.receiver_ns, "--addr", topo.server_addr,
-                              "--port", line.split()[1], "--threads", str(threads), "--size",
+                              "--port", str(port), "--threads", str(threads), "--size",
                               str(size), "--verify"], capture_output=True, text=True, timeout=120)
         out, err = srv.communicate(timeout=120)
+        err = head + err
     finally:
         if srv.poll() is None:
             os.kill(srv.pid, signal.SIGKILL)

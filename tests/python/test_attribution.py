@@ -1,16 +1,12 @@
 """analysis.attribution on hand-made folded stacks (issue 4), and report.flamegraph on them."""
 import os
-import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
-
-from analysis import attribution as A  # noqa: E402
-from report import flamegraph as F  # noqa: E402
+from analysis import attribution as A
+from conftest import FIXTURES
+from report import flamegraph as F
 
 
 def k(*names):
@@ -295,7 +291,7 @@ def test_parse_frame():
 
 def test_fixture_files_if_present():
     """The synthetic sweep fixtures (tests/python/fixtures/folded) attribute cleanly."""
-    d = os.path.join(REPO, "tests", "python", "fixtures", "folded")
+    d = os.path.join(FIXTURES, "folded")
     if not os.path.isdir(d):
         pytest.skip("no fixtures")
     for name in sorted(os.listdir(d)):

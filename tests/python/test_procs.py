@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from netio_trace.system.procs import GatedProcess, wait_for_exit
+from netio_trace.system.procs import READY_FD, GatedProcess, wait_for_exit, wait_listening
 
 
 def _switches():
@@ -19,8 +19,8 @@ def _switches():
 def gated(tmp_path):
     made = []
 
-    def make(*argv):
-        p = GatedProcess(list(argv), str(tmp_path / "out"), str(tmp_path / "err"))
+    def make(*argv, ready=False):
+        p = GatedProcess(list(argv), str(tmp_path / "out"), str(tmp_path / "err"), ready=ready)
         made.append(p)
         return p
     yield make
@@ -94,3 +94,49 @@ def test_end_kills_a_running_process_and_lets_a_gated_one_exit_unrun(gated, tmp_
     done.wait(5)
     done.end()                              # already over: nothing to do, no error
     assert done.returncode == 0
+
+
+def test_wait_listening_sleeps_until_the_line_on_the_ready_pipe(gated):
+    """A server's --ready-fd: the line comes on READY_FD, read without waking up meanwhile."""
+    p = gated("/bin/sh", "-c", f"sleep 0.4; echo before >&{READY_FD}; "
+              f"echo listening 4242 >&{READY_FD}; echo after >&{READY_FD}; sleep 30",
+              ready=True)
+    p.release()
+    before, t0 = _switches(), time.monotonic()
+    port, rest = wait_listening(p.ready, 10)
+    waited, woke = time.monotonic() - t0, _switches() - before
+    assert port == 4242 and 0.3 <= waited < 5
+    assert "before" in rest and "listening" not in rest
+    assert woke <= 10, f"{woke} context switches while waiting"
+    p.end()
+    assert p.ready is None                  # closed with the process
+
+
+def test_wait_listening_says_none_when_the_server_ends_first(gated):
+    p = gated("/bin/sh", "-c", f"echo 'bind: Address already in use' >&{READY_FD}; exit 1",
+              ready=True)
+    p.release()
+    port, rest = wait_listening(p.ready, 10)
+    assert port is None and "Address already in use" in rest
+    assert p.wait(5) == 1
+
+
+def test_wait_listening_times_out(gated):
+    p = gated("/bin/sleep", "30", ready=True)
+    p.release()
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError):
+        wait_listening(p.ready, 0.2)
+    assert time.monotonic() - t0 < 3
+
+
+def test_the_ready_pipe_is_only_the_childs(gated, tmp_path):
+    """Without ready=True the child gets no READY_FD; with it the parent keeps only the read
+    end (else the pipe would never end)."""
+    plain = gated("/bin/sh", "-c", f"echo x >&{READY_FD}")
+    plain.release()
+    assert plain.wait(5) != 0 and plain.ready is None
+    p = gated("/bin/true", ready=True)
+    p.release()
+    assert p.wait(5) == 0
+    assert wait_listening(p.ready, 5) == (None, "")

@@ -1,11 +1,13 @@
 /* Unit tests for the workloads' building blocks (no root, no network).
  * Prints every failure and ends with "N passed, N failed"; exits non-zero on any failure. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json.h"
 #include "message.h"
@@ -522,6 +524,27 @@ static void test_parse_argv(void)
 	CHECK(SRV("--strategy", "one-copy", "--size", "64K", "--threads", "1", "--port", "1",
 		  "--count", "1", "--netns", "../x") == -1, "netns path accepted");
 	CHECK(SRV("--help") == 1, "--help");
+	{
+		int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		char num[16];
+
+		snprintf(num, sizeof(num), "%d", fd);
+		CHECK(SRV("--strategy", "one-copy", "--size", "1K", "--threads", "1", "--port", "0",
+			  "--count", "1", "--ready-fd", num) == 0 && o.ready_fd == fd,
+		      "--ready-fd %s: %s", num, err);
+		close(fd);
+		CHECK(SRV("--strategy", "one-copy", "--size", "1K", "--threads", "1", "--port", "0",
+			  "--count", "1", "--ready-fd", num) == -1 && strstr(err, "not an open"),
+		      "a closed --ready-fd accepted: %s", err);
+		CHECK(SRV("--strategy", "one-copy", "--size", "1K", "--threads", "1", "--port", "0",
+			  "--count", "1", "--ready-fd", "2") == -1 && strstr(err, "--ready-fd"),
+		      "--ready-fd 2 (stderr) accepted: %s", err);
+		CHECK(SRV("--strategy", "one-copy", "--size", "1K", "--threads", "1", "--port", "0",
+			  "--count", "1") == 0 && o.ready_fd == -1, "no --ready-fd: %d", o.ready_fd);
+		CHECK(SRV("--strategy", "one-copy", "--size", "1K", "--threads", "1", "--port", "5",
+			  "--addr", "10.0.0.1", "--count", "1", "--udp", "--ready-fd", "3") == -1,
+		      "--ready-fd over --udp accepted");
+	}
 
 	CHECK(CLI("--addr", "10.0.0.1", "--port", "5201", "--threads", "4", "--size", "1K",
 		  "--verify") == 0, "client: %s", err);
