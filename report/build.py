@@ -13,6 +13,7 @@ from analysis.contract import (COMPARED_PAIRS, FIELD_STRATEGIES, STRATEGIES, STR
                                TRANSPORTS, TRANSPORT_HELP, ZEROCOPY_PAIRS, ZEROCOPY_STRATEGIES)
 from analysis.sizes import format_bytes, format_size
 from report import doc as docmod
+from report import flamegraph
 
 PAIRS = COMPARED_PAIRS
 RETRANS_FLAG = 0.01
@@ -436,11 +437,6 @@ def flame_graphs(out_dir, ok):
     fg_dir = os.path.join(out_dir, "flamegraphs")
     os.makedirs(fg_dir, exist_ok=True)
     notes, items = [], []
-    try:
-        from report import flamegraph
-    except ImportError:
-        flamegraph = None
-        notes.append("report.flamegraph is not available: folded stacks are written, SVGs are not.")
     for tr in _order((r["transport"] for r in ok), TRANSPORTS):
         sub = [r for r in ok if r["transport"] == tr and (r.get("files") or {}).get("folded")]
         if not sub:
@@ -465,7 +461,7 @@ def flame_graphs(out_dir, ok):
             _write_folded(os.path.join(out_dir, folded_rel), counts)
             svg_rel = f"flamegraphs/{base}.svg"
             title = f"{st}, {format_size(size)}, {th} thread(s), {tr} ({n} run(s) merged)"
-            ok_svg = _render(flamegraph, "render", notes, os.path.join(out_dir, folded_rel),
+            ok_svg = _render("render", notes, os.path.join(out_dir, folded_rel),
                              os.path.join(out_dir, svg_rel), title)
             items.append((f"Flame graph: {title}", svg_rel if ok_svg else None, folded_rel))
         if "one-copy" in merged and "zero-copy" in merged:
@@ -474,16 +470,16 @@ def flame_graphs(out_dir, ok):
             a = os.path.join(out_dir, f"flamegraphs/{tr}-one-copy-{format_size(size)}.folded")
             b = os.path.join(out_dir, f"flamegraphs/{tr}-zero-copy-{format_size(size)}.folded")
             title = f"one-copy → zero-copy, {format_size(size)}, {th} thread(s), {tr}"
-            ok_svg = _render(flamegraph, "diff", notes, a, b, os.path.join(out_dir, svg_rel),
+            ok_svg = _render("diff", notes, a, b, os.path.join(out_dir, svg_rel),
                              title)
             items.append((f"Differential flame graph: {title} (red: more samples in zero-copy, "
                            f"blue: fewer)", svg_rel if ok_svg else None, None))
     return items, notes
 
 
-def _render(flamegraph, fn, notes, *args):
-    if flamegraph is None:
-        return False
+def _render(fn, notes, *args):
+    """flamegraph.<fn>(*args) (render or diff, the SVG path second to last): whether the SVG
+    exists; a failure (inferno missing, a bad stack) becomes a note of the report."""
     try:
         getattr(flamegraph, fn)(*args)
         return os.path.exists(args[-2])
