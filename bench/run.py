@@ -10,6 +10,7 @@ bpftrace) is set up on their pids, then they are released; their CPU time comes 
 rusage (wait4). Bench.busy_loop() does the same for netio-busy-loop (the timer floor).
 """
 import argparse
+import collections
 import json
 import os
 import platform
@@ -850,117 +851,150 @@ def _sources(every, variant):
     return ", ".join(seen) or "n/a"
 
 
+OVERHEAD_STRATEGIES = ("two-copy", "one-copy", "zero-copy")
+OVERHEAD_SIZES = (16 * KiB, 64 * KiB)
+HEADLINE_CASE = ("loopback", "one-copy", 16 * KiB)
+
+# One configuration of section 1 and what its interleaved rounds gave: {variant: [Run]}.
+OverheadCase = collections.namedtuple("OverheadCase", "transport strategy size tag res")
+
+
 def section_overhead(b):
-    """Full tracer / untraced and bpftrace / untraced, interleaved in the same rounds."""
-    dur, rounds = b.args.duration, b.args.rounds
-    strategies = ("two-copy", "one-copy", "zero-copy")
-    sizes = (16 * KiB, 64 * KiB)
-    rows, peer_rows, self_rows, misses, every = [], [], [], [], []
-    parts = []              # (transport, strategy, size, results) of the DECOMPOSED ones
-    headline = None
+    """Full tracer / untraced and bpftrace / untraced, interleaved in the same rounds:
+    measured, judged against the targets, then written up (sections 1 and 2)."""
+    cases = _measure_overhead(b)
+    misses = []
+    for c in cases:
+        misses += _overhead_verdicts(b, c)
+        if c.strategy == "one-copy":
+            misses += _sampling_verdicts(b, c)
+    floor = timer_floor(b)
+    return _overhead_markdown(b, cases, misses, floor)
+
+
+# ---- section 1, measuring ------------------------------------------------------------------
+def _overhead_variants(b, topo, strategy, size):
+    """The section's variants of one configuration: (name, a function running it once)."""
+    def mk(obs_factory):
+        return lambda: b.netio(topo, strategy, size, 1, b.args.duration, obs_factory())
+    variants = [("untraced", mk(Untraced)),
+                ("full", mk(OurTracer)),
+                ("bpftrace", mk(Bpftrace)),
+                # ours doing what bpftrace does (section 2), and more: copy
+                # accounting and syscall histograms, no sampling or counters
+                ("programs", mk(counting_only))]
+    variants.append(("counting", mk(counting_level)))
+    if strategy in DECOMPOSED:   # where the cost goes (issues 3 and 4)
+        variants.append(("xmit-receive", mk(programs_on_skbs_only)))
+        variants.append(("no-sample",
+                         mk(lambda: OurTracer(["--no-sample"], label="no-sample"))))
+        variants.append(("sampling", mk(sampling_alone)))
+        # a peer's sampler that does nothing but take its 999 Hz interrupt
+        variants.append(("bpftrace-timer", mk(BpftraceTimer)))
+        # the cheaper source in a VM: the scheduler tick
+        variants.append(("tick", mk(lambda: OurTracer(
+            ["--sample-source", "tick"], label="tick"))))
+    return variants
+
+
+def _measure_overhead(b):
+    """Every configuration's variants in interleaved rounds: [OverheadCase], in run order."""
+    cases = []
     for transport in b.args.transports:
         with Topology(transport) as topo:
-            for strategy in strategies:
-                for size in sizes:
-                    def mk(obs_factory, st=strategy, sz=size, t=topo):
-                        return lambda: b.netio(t, st, sz, 1, dur, obs_factory())
-                    variants = [("untraced", mk(Untraced)),
-                                ("full", mk(OurTracer)),
-                                ("bpftrace", mk(Bpftrace)),
-                                # ours doing what bpftrace does (section 2), and more: copy
-                                # accounting and syscall histograms, no sampling or counters
-                                ("programs", mk(counting_only))]
-                    variants.append(("counting", mk(counting_level)))
-                    if strategy in DECOMPOSED:   # where the cost goes (issues 3 and 4)
-                        variants.append(("xmit-receive", mk(programs_on_skbs_only)))
-                        variants.append(("no-sample",
-                                         mk(lambda: OurTracer(["--no-sample"], label="no-sample"))))
-                        variants.append(("sampling", mk(sampling_alone)))
-                        # a peer's sampler that does nothing but take its 999 Hz interrupt
-                        variants.append(("bpftrace-timer", mk(BpftraceTimer)))
-                        # the cheaper source in a VM: the scheduler tick
-                        variants.append(("tick", mk(lambda: OurTracer(
-                            ["--sample-source", "tick"], label="tick"))))
+            for strategy in OVERHEAD_STRATEGIES:
+                for size in OVERHEAD_SIZES:
                     tag = f"{transport} {strategy} {size_name(size)}"
                     # one-copy carries the small effects (sampling, the parts of the
                     # tracer): more rounds for a steadier median
-                    n = max(rounds, b.args.one_copy_rounds) if strategy == "one-copy" else rounds
-                    res = pairs.run_interleaved(n, variants,
+                    n = (max(b.args.rounds, b.args.one_copy_rounds) if strategy == "one-copy"
+                         else b.args.rounds)
+                    res = pairs.run_interleaved(n, _overhead_variants(b, topo, strategy, size),
                                                 log=lambda m, tg=tag: log(f"[{tg}] {m}"))
-                    every.append((tag, res))
-                    full = _ratio(res, "full", "untraced")
-                    peer = _ratio(res, "bpftrace", "untraced")
-                    b.record("1. tracer overhead, full / untraced", tag, full, TARGET_OVERHEAD)
-                    b.record("1a. counting level (--no-latency --no-sample) / untraced", tag,
-                             _ratio(res, "counting", "untraced"), TARGET_COUNTING)
-                    if (transport, strategy, size) == ("loopback", "one-copy", 16 * KiB):
-                        b.record("1b. headline one-copy 16K loopback, full / untraced", tag,
-                                 full, TARGET_OVERHEAD_HEADLINE)
-                        b.record("1b. headline one-copy 16K loopback, counting / untraced",
-                                 tag, _ratio(res, "counting", "untraced"),
-                                 TARGET_COUNTING_HEADLINE)
-                    # ours against the peer: paired within each round, as every comparison
-                    full_vs_peer = _ratio(res, "full", "bpftrace")
-                    b.record("2. ours full / bpftrace, paired", tag, full_vs_peer, TARGET_PEER)
-                    rows.append(f"| {transport} | {strategy} | {size_name(size)} | "
-                                f"{pairs.fmt(pairs.summary(_col(res['untraced'], 'recv_gbps')))} | "
-                                f"{pairs.fmt(pairs.summary(_col(res['full'], 'recv_gbps')))} | "
-                                f"**{pairs.fmt(full, 3)}** | {verdict(full['median'], TARGET_OVERHEAD)}"
-                                f" ({'aim 0.99 met' if (full['median'] or 0) >= AIM_OVERHEAD else 'aim 0.99 not met'}) |")
-                    counting = _ratio(res, "programs", "untraced")
-                    counting_vs_peer = _ratio(res, "programs", "bpftrace")
-                    b.record("2. ours counting only (no sampling, no counters) / bpftrace, paired",
-                             tag, counting_vs_peer, TARGET_PEER)
-                    peer_rows.append(f"| {transport} | {strategy} | {size_name(size)} | "
-                                     f"{pairs.fmt(full, 3)} | {pairs.fmt(peer, 3)} | "
-                                     f"**{pairs.fmt(full_vs_peer, 3)}** | "
-                                     f"{verdict(full_vs_peer['median'], TARGET_PEER)} | "
-                                     f"{pairs.fmt(counting, 3)} | "
-                                     f"**{pairs.fmt(counting_vs_peer, 3)}** | "
-                                     f"{verdict(counting_vs_peer['median'], TARGET_PEER)} | "
-                                     f"{_exact(res['bpftrace'], 'bt_send_calls')} / {_exact(res['full'], 'sc_send_calls')} |")
-                    peer_ok = (full_vs_peer["median"] or 0) >= TARGET_PEER
-                    fr = res["full"]
-                    self_rows.append(
-                        f"| {transport} | {strategy} | {size_name(size)} | "
-                        f"{pairs.fmt(pairs.summary(_col(fr, 'bpf_ns_per_msg')), 0)} | "
-                        f"{pairs.fmt(pairs.summary([x * 100 if x is not None else None for x in _col(fr, 'bpf_cpu_share')]), 2)} | "
-                        f"{pairs.fmt(pairs.summary(_col(fr, 'cpu_s_per_gb')), 3)} | "
-                        f"{pairs.fmt(pairs.summary(_col(res['untraced'], 'cpu_s_per_gb')), 3)} | "
-                        f"{pairs.fmt(_ratio(res, 'full', 'untraced', 'cpu_s_per_gb'), 2)} | "
-                        f"{pairs.fmt(pairs.summary([x * 1e3 if x is not None else None for x in _col(fr, 'tracer_cpu_s')]), 0)} | "
-                        f"{sum(x or 0 for x in _col(fr, 'drops'))} |")
-                    name = f"overhead-{transport}-{strategy}-{size // KiB}k"
-                    if full["median"] is None or full["median"] < TARGET_OVERHEAD:
-                        misses += profile_miss(name, res, "full", "untraced",
-                                               f"{tag}: full/untraced {pairs.fmt(full, 3)} "
-                                               f"< {TARGET_OVERHEAD}")
-                    elif not peer_ok:
-                        misses += profile_miss(name, res, "full", "untraced",
-                                               f"{tag}: ours / bpftrace "
-                                               f"{pairs.fmt(full_vs_peer, 3)} < {TARGET_PEER:g}")
-                    if strategy in DECOMPOSED:
-                        parts.append((transport, strategy, size, res))
-                    if strategy == "one-copy":
-                        b.record("issue 4: sampling alone at 999 Hz (default source) / untraced",
-                                 tag, _ratio(res, "sampling", "untraced"), TARGET_SAMPLING)
-                        sampling = _ratio(res, "full", "no-sample")
-                        b.record("issue 4: sampling at 999 Hz (default source), full / no-sample",
-                                 tag, sampling, TARGET_SAMPLING)
-                        b.record("sampling on the tick (--sample-source tick), / no-sample", tag,
-                                 _ratio(res, "tick", "no-sample"), TARGET_SAMPLING)
-                        if (sampling["median"] or 0) < TARGET_SAMPLING:
-                            misses += profile_miss(f"sampling-{transport}-{size // KiB}k", res,
-                                                   "full", "no-sample",
-                                                   f"{tag}: sampling (full/no-sample) "
-                                                   f"{pairs.fmt(sampling, 3)} "
-                                                   f"< {TARGET_SAMPLING}")
-                        if transport == "loopback" and size == 16 * KiB:
-                            headline = full
-                            b.record("issue 3 headline: one-copy 16 KiB loopback, full / untraced",
-                                     tag, full, TARGET_HEADLINE)
-    floor = timer_floor(b)
-    lines = [
+                    cases.append(OverheadCase(transport, strategy, size, tag, res))
+    return cases
+
+
+# ---- sections 1 and 2, verdicts ------------------------------------------------------------
+def _overhead_verdicts(b, c):
+    """Records one configuration's overhead and peer verdicts; the profiles of the targets it
+    missed (Markdown lines)."""
+    res, tag = c.res, c.tag
+    full = _ratio(res, "full", "untraced")
+    b.record("1. tracer overhead, full / untraced", tag, full, TARGET_OVERHEAD)
+    b.record("1a. counting level (--no-latency --no-sample) / untraced", tag,
+             _ratio(res, "counting", "untraced"), TARGET_COUNTING)
+    if (c.transport, c.strategy, c.size) == HEADLINE_CASE:
+        b.record("1b. headline one-copy 16K loopback, full / untraced", tag,
+                 full, TARGET_OVERHEAD_HEADLINE)
+        b.record("1b. headline one-copy 16K loopback, counting / untraced",
+                 tag, _ratio(res, "counting", "untraced"),
+                 TARGET_COUNTING_HEADLINE)
+    # ours against the peer: paired within each round, as every comparison
+    full_vs_peer = _ratio(res, "full", "bpftrace")
+    b.record("2. ours full / bpftrace, paired", tag, full_vs_peer, TARGET_PEER)
+    b.record("2. ours counting only (no sampling, no counters) / bpftrace, paired",
+             tag, _ratio(res, "programs", "bpftrace"), TARGET_PEER)
+    name = f"overhead-{c.transport}-{c.strategy}-{c.size // KiB}k"
+    if full["median"] is None or full["median"] < TARGET_OVERHEAD:
+        return profile_miss(name, res, "full", "untraced",
+                            f"{tag}: full/untraced {pairs.fmt(full, 3)} "
+                            f"< {TARGET_OVERHEAD}")
+    if (full_vs_peer["median"] or 0) < TARGET_PEER:
+        return profile_miss(name, res, "full", "untraced",
+                            f"{tag}: ours / bpftrace "
+                            f"{pairs.fmt(full_vs_peer, 3)} < {TARGET_PEER:g}")
+    return []
+
+
+def _sampling_verdicts(b, c):
+    """Records what sampling costs in a one-copy configuration (issue 4, and issue 3's
+    headline); the profile if it missed (Markdown lines)."""
+    res, tag = c.res, c.tag
+    b.record("issue 4: sampling alone at 999 Hz (default source) / untraced",
+             tag, _ratio(res, "sampling", "untraced"), TARGET_SAMPLING)
+    sampling = _ratio(res, "full", "no-sample")
+    b.record("issue 4: sampling at 999 Hz (default source), full / no-sample",
+             tag, sampling, TARGET_SAMPLING)
+    b.record("sampling on the tick (--sample-source tick), / no-sample", tag,
+             _ratio(res, "tick", "no-sample"), TARGET_SAMPLING)
+    misses = []
+    if (sampling["median"] or 0) < TARGET_SAMPLING:
+        misses = profile_miss(f"sampling-{c.transport}-{c.size // KiB}k", res,
+                              "full", "no-sample",
+                              f"{tag}: sampling (full/no-sample) "
+                              f"{pairs.fmt(sampling, 3)} "
+                              f"< {TARGET_SAMPLING}")
+    if c.transport == "loopback" and c.size == 16 * KiB:
+        b.record("issue 3 headline: one-copy 16 KiB loopback, full / untraced",
+                 tag, _ratio(res, "full", "untraced"), TARGET_HEADLINE)
+    return misses
+
+
+# ---- sections 1 and 2, Markdown ------------------------------------------------------------
+def _overhead_markdown(b, cases, misses, floor):
+    every = [(c.tag, c.res) for c in cases]
+    parts = [c for c in cases if c.strategy in DECOMPOSED]
+    lines = [*_md_overhead_table(b, cases, every), "",
+             *_md_headline(cases), "",
+             *_md_sampling(every, parts), "",
+             *floor, "",
+             *_md_decomposition(parts), "",
+             *_md_self_cost(cases, every), "",
+             *_md_peer(cases), ""]
+    if misses:
+        lines += ["### Missed targets: profiles", "", *misses, ""]
+    lines += ["Every run, in round order (receiver Gbit/s):", ""]
+    for tag, res in every:
+        lines.append(f"- {tag}: " + "; ".join(
+            f"{name} [" + ", ".join(f"{r['recv_gbps']:.2f}" for r in runs) + "]"
+            for name, runs in res.items()))
+    return "\n".join(lines) + "\n"
+
+
+def _md_overhead_table(b, cases, every):
+    dur, rounds = b.args.duration, b.args.rounds
+    return [
         "## 1. Tracer overhead",
         "",
         f"Receiver throughput (netio-client, first byte to EOF), 1 thread, cubic, {dur:g} s per "
@@ -999,12 +1033,30 @@ def section_overhead(b):
         "| transport | strategy | size | untraced Gbit/s | full Gbit/s | **full / untraced** | "
         f"≥ {TARGET_OVERHEAD} |",
         "|---|---|---|---|---|---|---|",
-        *rows,
-        "",
-        f"**Issue 3 headline** (one-copy 16 KiB loopback, 1 thread, ≥ {TARGET_HEADLINE}): "
-        + (f"{pairs.fmt(headline, 3)}: {verdict(headline['median'], TARGET_HEADLINE)}."
-           if headline else "not run (loopback not selected)."),
-        "",
+        *[_overhead_row(c) for c in cases],
+    ]
+
+
+def _overhead_row(c):
+    res, full = c.res, _ratio(c.res, "full", "untraced")
+    aim = 'aim 0.99 met' if (full['median'] or 0) >= AIM_OVERHEAD else 'aim 0.99 not met'
+    return (f"| {c.transport} | {c.strategy} | {size_name(c.size)} | "
+            f"{pairs.fmt(pairs.summary(_col(res['untraced'], 'recv_gbps')))} | "
+            f"{pairs.fmt(pairs.summary(_col(res['full'], 'recv_gbps')))} | "
+            f"**{pairs.fmt(full, 3)}** | {verdict(full['median'], TARGET_OVERHEAD)}"
+            f" ({aim}) |")
+
+
+def _md_headline(cases):
+    headline = next((_ratio(c.res, "full", "untraced") for c in cases
+                     if (c.transport, c.strategy, c.size) == HEADLINE_CASE), None)
+    return [f"**Issue 3 headline** (one-copy 16 KiB loopback, 1 thread, ≥ {TARGET_HEADLINE}): "
+            + (f"{pairs.fmt(headline, 3)}: {verdict(headline['median'], TARGET_HEADLINE)}."
+               if headline else "not run (loopback not selected).")]
+
+
+def _md_sampling(every, parts):
+    return [
         f"**Issue 4, sampling** (one-copy, ≥ {TARGET_SAMPLING}): what stack sampling keeps, "
         "alone against untraced and on top of the rest of the tracer, on the default source "
         f"({_sources(every, 'full')}), and with `--sample-source tick` "
@@ -1014,15 +1066,17 @@ def section_overhead(b):
         "full / no-sample (default source) | verdict | tick / no-sample | verdict | "
         "peer: bpftrace `profile:hz:999` counting only / untraced | verdict |",
         "|---|---|---|---|---|---|---|---|---|---|",
-        *[f"| {t} | {size_name(sz)} | " + " | ".join(
+        *[f"| {c.transport} | {size_name(c.size)} | " + " | ".join(
             f"{pairs.fmt(r, 3)} | {verdict(r['median'], TARGET_SAMPLING)}"
-            for r in (_ratio(res, "sampling", "untraced"), _ratio(res, "full", "no-sample"),
-                      _ratio(res, "tick", "no-sample"),
-                      _ratio(res, "bpftrace-timer", "untraced"))) + " |"
-          for t, st, sz, res in parts if st == "one-copy"],
-        "",
-        *floor,
-        "",
+            for r in (_ratio(c.res, "sampling", "untraced"), _ratio(c.res, "full", "no-sample"),
+                      _ratio(c.res, "tick", "no-sample"),
+                      _ratio(c.res, "bpftrace-timer", "untraced"))) + " |"
+          for c in parts if c.strategy == "one-copy"],
+    ]
+
+
+def _md_decomposition(parts):
+    return [
         f"### Where the cost goes ({' and '.join(DECOMPOSED)})",
         "",
         "The same rounds with parts of the tracer: **sampling** = stack sampling alone (above); "
@@ -1042,12 +1096,16 @@ def section_overhead(b):
         "",
         "| transport | strategy | size | " + " | ".join(DECOMPOSITION) + " |",
         "|---|---|---|" + "---|" * len(DECOMPOSITION),
-        *[f"| {t} | {st} | {size_name(sz)} | " + " | ".join(
-            f"{pairs.fmt(_ratio(res, v, 'untraced'), 3)}; CPU/GB "
-            f"{pairs.fmt(_ratio(res, v, 'untraced', 'cpu_s_per_gb'), 2)}"
+        *[f"| {c.transport} | {c.strategy} | {size_name(c.size)} | " + " | ".join(
+            f"{pairs.fmt(_ratio(c.res, v, 'untraced'), 3)}; CPU/GB "
+            f"{pairs.fmt(_ratio(c.res, v, 'untraced', 'cpu_s_per_gb'), 2)}"
             for v in DECOMPOSITION) + " |"
-          for t, st, sz, res in parts],
-        "",
+          for c in parts],
+    ]
+
+
+def _md_self_cost(cases, every):
+    return [
         "### The tracer's own cost, from BPF run-time stats",
         "",
         "Stats taken via: " + (", ".join(sorted({str(r.get("bpf_stats_via")) for _, res in every
@@ -1072,8 +1130,25 @@ def section_overhead(b):
         "CPU s/GB traced | CPU s/GB untraced | CPU/GB traced / untraced | "
         "tracer process CPU ms | drops |",
         "|---|---|---|---|---|---|---|---|---|---|",
-        *self_rows,
-        "",
+        *[_self_cost_row(c) for c in cases],
+    ]
+
+
+def _self_cost_row(c):
+    res, fr = c.res, c.res["full"]
+    return (
+        f"| {c.transport} | {c.strategy} | {size_name(c.size)} | "
+        f"{pairs.fmt(pairs.summary(_col(fr, 'bpf_ns_per_msg')), 0)} | "
+        f"{pairs.fmt(pairs.summary([x * 100 if x is not None else None for x in _col(fr, 'bpf_cpu_share')]), 2)} | "
+        f"{pairs.fmt(pairs.summary(_col(fr, 'cpu_s_per_gb')), 3)} | "
+        f"{pairs.fmt(pairs.summary(_col(res['untraced'], 'cpu_s_per_gb')), 3)} | "
+        f"{pairs.fmt(_ratio(res, 'full', 'untraced', 'cpu_s_per_gb'), 2)} | "
+        f"{pairs.fmt(pairs.summary([x * 1e3 if x is not None else None for x in _col(fr, 'tracer_cpu_s')]), 0)} | "
+        f"{sum(x or 0 for x in _col(fr, 'drops'))} |")
+
+
+def _md_peer(cases):
+    return [
         "## 2. The same counting by a peer: bpftrace",
         "",
         "bpftrace 0.17 in the same rounds as section 1, with `tracepoint:syscalls:sys_enter_*` / "
@@ -1093,17 +1168,24 @@ def section_overhead(b):
         f"**counting only / bpftrace** | ≥ {TARGET_PEER:g} "
         "| send calls counted exactly: bpftrace / ours |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
-        *peer_rows,
-        "",
+        *[_peer_row(c) for c in cases],
     ]
-    if misses:
-        lines += ["### Missed targets: profiles", "", *misses, ""]
-    lines += ["Every run, in round order (receiver Gbit/s):", ""]
-    for tag, res in every:
-        lines.append(f"- {tag}: " + "; ".join(
-            f"{name} [" + ", ".join(f"{r['recv_gbps']:.2f}" for r in runs) + "]"
-            for name, runs in res.items()))
-    return "\n".join(lines) + "\n"
+
+
+def _peer_row(c):
+    res = c.res
+    full, peer = _ratio(res, "full", "untraced"), _ratio(res, "bpftrace", "untraced")
+    full_vs_peer = _ratio(res, "full", "bpftrace")
+    counting = _ratio(res, "programs", "untraced")
+    counting_vs_peer = _ratio(res, "programs", "bpftrace")
+    return (f"| {c.transport} | {c.strategy} | {size_name(c.size)} | "
+            f"{pairs.fmt(full, 3)} | {pairs.fmt(peer, 3)} | "
+            f"**{pairs.fmt(full_vs_peer, 3)}** | "
+            f"{verdict(full_vs_peer['median'], TARGET_PEER)} | "
+            f"{pairs.fmt(counting, 3)} | "
+            f"**{pairs.fmt(counting_vs_peer, 3)}** | "
+            f"{verdict(counting_vs_peer['median'], TARGET_PEER)} | "
+            f"{_exact(res['bpftrace'], 'bt_send_calls')} / {_exact(res['full'], 'sc_send_calls')} |")
 
 
 # ---- section 3: our workloads beside iperf3 ------------------------------------------------
@@ -1168,54 +1250,76 @@ def section_iperf3(b):
 
 
 # ---- section 4: scale -------------------------------------------------------------------
+SCALE_THREADS = (1, 2, 4, 8, 32, 128)
+SCALE_SIZE = 16 * KiB
+SCALE_SMALL = 8     # bytes: the most events per second
+
+
 def section_scale(b):
     """Throughput and overhead from 1 to 128 threads; memory at 128; events/s at 8 B."""
-    dur, rounds = b.args.scale_duration, b.args.rounds
-    threads_list = (1, 2, 4, 8, 32, 128)
-    size, transport = 16 * KiB, "loopback" if "loopback" in b.args.transports else "veth"
-    rows, mem, misses = [], None, []
+    transport = "loopback" if "loopback" in b.args.transports else "veth"
     with Topology(transport) as topo:
-        for n in threads_list:
-            variants = [("untraced", lambda t=topo, n=n: b.netio(t, "one-copy", size, n, dur)),
-                        ("full", lambda t=topo, n=n: b.netio(
-                            t, "one-copy", size, n, dur, OurTracer(memory=(n == 128)))),
-                        ("tick", lambda t=topo, n=n: b.netio(
-                            t, "one-copy", size, n, dur,
-                            OurTracer(["--sample-source", "tick"], label="tick")))]
-            res = pairs.run_interleaved(rounds, variants,
-                                        log=lambda m, n=n: log(f"[scale {n} threads] {m}"))
-            full = _ratio(res, "full", "untraced")
-            tick = _ratio(res, "tick", "untraced")
-            b.record("4. scale: full / untraced", f"{n} threads", full, TARGET_OVERHEAD)
-            b.record("4. scale with --sample-source tick: / untraced", f"{n} threads", tick,
-                     TARGET_OVERHEAD)
-            rows.append(f"| {n} | {pairs.fmt(pairs.summary(_col(res['untraced'], 'recv_gbps')))} | "
-                        f"{pairs.fmt(pairs.summary(_col(res['full'], 'recv_gbps')))} | "
-                        f"**{pairs.fmt(full, 3)}** | {verdict(full['median'], TARGET_OVERHEAD)} | "
-                        f"{pairs.fmt(tick, 3)} | "
-                        f"{pairs.fmt(pairs.summary(_col(res['full'], 'bpf_ns_per_msg')), 0)} | "
-                        f"{sum(x or 0 for x in _col(res['full'], 'drops'))} |")
-            if full["median"] is None or full["median"] < TARGET_OVERHEAD:
-                misses += profile_miss(f"scale-{transport}-{n}threads", res, "full", "untraced",
-                                       f"{n} threads: full/untraced {pairs.fmt(full, 3)} "
-                                       f"< {TARGET_OVERHEAD}")
-            if n == 128:
-                mem = res["full"]
-        # events per second at the smallest message size, in pairs too
-        small = 8
-        dur8 = b.args.duration
-        res8 = pairs.run_interleaved(rounds, [
-            ("untraced", lambda t=topo: b.netio(t, "one-copy", small, 1, dur8)),
-            ("full", lambda t=topo: b.netio(t, "one-copy", small, 1, dur8, OurTracer()))],
-            log=lambda m: log(f"[scale 8 B] {m}"))
-    ev = res8["full"]
-    ratio8 = _ratio(res8, "full", "untraced")
-    exact = all(r["sc_send_calls"] == r["expected_sends"] for r in ev)
-    lines = [
+        rows, mem, misses = _scale_threads(b, topo)
+        res8 = _scale_small(b, topo)
+    lines = [*_md_scale_table(b, transport, rows), ""]
+    if mem:
+        lines += [_md_scale_memory(mem), ""]
+    lines += [_md_scale_events(b, transport, res8), ""]
+    if misses:
+        lines += ["### Missed targets: profiles", "", *misses, ""]
+    return "\n".join(lines) + "\n"
+
+
+def _scale_threads(b, topo):
+    """One-copy at 1 .. 128 threads, untraced / full / tick in interleaved rounds: the table's
+    rows, the full tracer's runs at 128 threads (for its memory), the profiles of misses."""
+    dur, rounds, size = b.args.scale_duration, b.args.rounds, SCALE_SIZE
+    rows, mem, misses = [], None, []
+    for n in SCALE_THREADS:
+        variants = [("untraced", lambda t=topo, n=n: b.netio(t, "one-copy", size, n, dur)),
+                    ("full", lambda t=topo, n=n: b.netio(
+                        t, "one-copy", size, n, dur, OurTracer(memory=(n == 128)))),
+                    ("tick", lambda t=topo, n=n: b.netio(
+                        t, "one-copy", size, n, dur,
+                        OurTracer(["--sample-source", "tick"], label="tick")))]
+        res = pairs.run_interleaved(rounds, variants,
+                                    log=lambda m, n=n: log(f"[scale {n} threads] {m}"))
+        full = _ratio(res, "full", "untraced")
+        tick = _ratio(res, "tick", "untraced")
+        b.record("4. scale: full / untraced", f"{n} threads", full, TARGET_OVERHEAD)
+        b.record("4. scale with --sample-source tick: / untraced", f"{n} threads", tick,
+                 TARGET_OVERHEAD)
+        rows.append(f"| {n} | {pairs.fmt(pairs.summary(_col(res['untraced'], 'recv_gbps')))} | "
+                    f"{pairs.fmt(pairs.summary(_col(res['full'], 'recv_gbps')))} | "
+                    f"**{pairs.fmt(full, 3)}** | {verdict(full['median'], TARGET_OVERHEAD)} | "
+                    f"{pairs.fmt(tick, 3)} | "
+                    f"{pairs.fmt(pairs.summary(_col(res['full'], 'bpf_ns_per_msg')), 0)} | "
+                    f"{sum(x or 0 for x in _col(res['full'], 'drops'))} |")
+        if full["median"] is None or full["median"] < TARGET_OVERHEAD:
+            misses += profile_miss(f"scale-{topo.transport}-{n}threads", res, "full",
+                                   "untraced", f"{n} threads: full/untraced "
+                                   f"{pairs.fmt(full, 3)} < {TARGET_OVERHEAD}")
+        if n == 128:
+            mem = res["full"]
+    return rows, mem, misses
+
+
+def _scale_small(b, topo):
+    """Events per second at the smallest message size, untraced / full in pairs too."""
+    dur8 = b.args.duration
+    return pairs.run_interleaved(b.args.rounds, [
+        ("untraced", lambda t=topo: b.netio(t, "one-copy", SCALE_SMALL, 1, dur8)),
+        ("full", lambda t=topo: b.netio(t, "one-copy", SCALE_SMALL, 1, dur8, OurTracer()))],
+        log=lambda m: log(f"[scale 8 B] {m}"))
+
+
+def _md_scale_table(b, transport, rows):
+    return [
         "## 4. Scale",
         "",
-        f"one-copy {size_name(size)} over {transport}, N threads = N connections, {dur:g} s per "
-        f"run, {rounds} interleaved rounds of untraced / full tracer / full tracer with "
+        f"one-copy {size_name(SCALE_SIZE)} over {transport}, N threads = N connections, "
+        f"{b.args.scale_duration:g} s per "
+        f"run, {b.args.rounds} interleaved rounds of untraced / full tracer / full tracer with "
         "`--sample-source tick` (loaded per traced run, as in section 1). Throughput is the "
         "receiver's total.",
         "",
@@ -1223,26 +1327,31 @@ def section_scale(b):
         f"≥ {TARGET_OVERHEAD} | tick / untraced | BPF ns / message | drops |",
         "|---|---|---|---|---|---|---|---|",
         *rows,
-        "",
     ]
-    if mem:
-        m0 = mem[_median_index(_col(mem, "rss_kib")) or 0]
-        lines += [
-            "**Tracer memory at 128 threads** (each traced 128-thread run, read after the run "
-            "and before the snapshot; peak = VmHWM after the snapshot, which symbolizes stacks): "
-            f"RSS {pairs.fmt(pairs.summary([x / 1024 if x else None for x in _col(mem, 'rss_kib')]), 1)} MiB, "
-            f"peak {pairs.fmt(pairs.summary([x / 1024 if x else None for x in _col(mem, 'hwm_kib')]), 1)} MiB; "
-            f"BPF maps: {m0.get('maps')} maps held by the tracer, "
-            f"{m0.get('map_bytes', 0) / 2**20:.1f} MiB (`bytes_memlock` of `bpftool map show "
-            "--json` for the map ids in the tracer's fdinfo); biggest: "
-            + ", ".join(f"{n} {v / 2**20:.2f} MiB" for n, v in m0.get("biggest_maps", [])) + ".",
-            "",
-        ]
+
+
+def _md_scale_memory(mem):
+    m0 = mem[_median_index(_col(mem, "rss_kib")) or 0]
+    return (
+        "**Tracer memory at 128 threads** (each traced 128-thread run, read after the run "
+        "and before the snapshot; peak = VmHWM after the snapshot, which symbolizes stacks): "
+        f"RSS {pairs.fmt(pairs.summary([x / 1024 if x else None for x in _col(mem, 'rss_kib')]), 1)} MiB, "
+        f"peak {pairs.fmt(pairs.summary([x / 1024 if x else None for x in _col(mem, 'hwm_kib')]), 1)} MiB; "
+        f"BPF maps: {m0.get('maps')} maps held by the tracer, "
+        f"{m0.get('map_bytes', 0) / 2**20:.1f} MiB (`bytes_memlock` of `bpftool map show "
+        "--json` for the map ids in the tracer's fdinfo); biggest: "
+        + ", ".join(f"{n} {v / 2**20:.2f} MiB" for n, v in m0.get("biggest_maps", [])) + ".")
+
+
+def _md_scale_events(b, transport, res8):
+    ev = res8["full"]
+    ratio8 = _ratio(res8, "full", "untraced")
+    exact = all(r["sc_send_calls"] == r["expected_sends"] for r in ev)
     evs = [r["sc_calls"] / r["seconds"] for r in ev]
-    lines += [
+    return (
         f"**Events per second at the smallest message size** (one-copy 8 B, 1 thread, "
-        f"{transport}, {dur8:g} s runs, {rounds} traced runs in pairs with untraced ones): the "
-        "tracer counted "
+        f"{transport}, {b.args.duration:g} s runs, {b.args.rounds} traced runs in pairs with "
+        "untraced ones): the tracer counted "
         f"{pairs.fmt(pairs.summary([x / 1e6 for x in evs]), 2)} M syscalls/s of the workloads "
         f"(every one into its histograms; the packets' xmit/receive events come on top), with "
         f"{sum(r.get('drops') or 0 for r in ev)} ring-buffer drops and "
@@ -1251,12 +1360,7 @@ def section_scale(b):
         "(server `send_calls` + one index `send` per client connection). "
         f"Overhead at 8 B: full / untraced {pairs.fmt(ratio8, 3)} "
         f"(untraced {pairs.fmt(pairs.summary(_col(res8['untraced'], 'recv_gbps')), 3)} Gbit/s), "
-        f"BPF {pairs.fmt(pairs.summary(_col(ev, 'bpf_ns_per_msg')), 0)} ns per message.",
-        "",
-    ]
-    if misses:
-        lines += ["### Missed targets: profiles", "", *misses, ""]
-    return "\n".join(lines) + "\n"
+        f"BPF {pairs.fmt(pairs.summary(_col(ev, 'bpf_ns_per_msg')), 0)} ns per message.")
 
 
 # ---- section 5: the default sweep ---------------------------------------------------------
@@ -1518,7 +1622,8 @@ SECTIONS = [
 ]
 
 
-def main(argv=None):
+def _parse_args(argv):
+    """The bench's options, checked: usage errors exit 2 before anything runs."""
     ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (>= 5)")
     ap.add_argument("--one-copy-rounds", type=int, default=9,
@@ -1554,12 +1659,14 @@ def main(argv=None):
     for tool in ("bpftrace", "bpftool", "iperf3"):
         if not shutil.which(tool):
             ap.error(f"{tool} not found (make deps)")
-    full = not (args.no_full or os.environ.get("FULL") == "0"
-                or os.environ.get("NETIO_BENCH_FULL") == "0")
+    return args
 
+
+def _header(argv, full, start_load):
+    """results.md's opening lines: the machine, the binaries and the command."""
     m = machine()
-    start_load = loadavg()
-    head = ["# netio-trace bench results", "",
+    built = time.gmtime(os.path.getmtime(os.path.join(BUILD, 'netio-tracer')))
+    return ["# netio-trace bench results", "",
             f"- machine: {m['nproc']} CPUs, {m['model']}",
             f"- kernel: {m['kernel']} (system default congestion control: {m['default_cc']})",
             f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, load average at start: "
@@ -1567,29 +1674,44 @@ def main(argv=None):
             f"- BPF programs loaded at start: {bpf_programs()} (anyone's; a tracer attached "
             "elsewhere slows every run alike)",
             f"- binaries: {BUILD} (netio-tracer built "
-            f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(os.path.getmtime(os.path.join(BUILD, 'netio-tracer'))))}"
+            f"{time.strftime('%Y-%m-%d %H:%M', built)}"
             f" UTC), source commit {_git_head()}",
             f"- command: `python -m bench.run {' '.join(argv if argv is not None else sys.argv[1:])}`"
             f"{'' if full else ' (FULL=0: default sweep not timed)'}",
             ""]
-    b = Bench(args)
-    b.full = full
-    if not args.only:   # profiles of missed targets are rewritten by this run
-        shutil.rmtree(PROFILES, ignore_errors=True)
+
+
+def _run_sections(b, head):
+    """Each selected section in turn; the Markdown of each. After every section results.md
+    holds what is finished, so an interrupted bench keeps it."""
     body = []
-    t0 = time.monotonic()
     try:
         for name, fn in SECTIONS:
-            if args.only and name not in args.only:
+            if b.args.only and name not in b.args.only:
                 continue
             log(f"== section {name}")
             ts = time.monotonic()
             body.append(fn(b) + f"\n_section time: {time.monotonic() - ts:.0f} s_\n")
-            with open(args.out, "w") as f:   # an interrupted bench keeps its finished sections
+            with open(b.args.out, "w") as f:
                 f.write("\n".join(head) + "\n" + "\n".join(body)
                         + "\n_partial: the bench was still running when this was written_\n")
     finally:
         b.cleanup()
+    return body
+
+
+def main(argv=None):
+    args = _parse_args(argv)
+    full = not (args.no_full or os.environ.get("FULL") == "0"
+                or os.environ.get("NETIO_BENCH_FULL") == "0")
+    start_load = loadavg()
+    head = _header(argv, full, start_load)
+    b = Bench(args)
+    b.full = full
+    if not args.only:   # profiles of missed targets are rewritten by this run
+        shutil.rmtree(PROFILES, ignore_errors=True)
+    t0 = time.monotonic()
+    body = _run_sections(b, head)
     text = "\n".join(head) + "\n" + b.summary_md() + "\n" + "\n".join(body)
     if b.retries:
         text += "\nRuns that failed once and were retried:\n\n" + "\n".join(

@@ -137,6 +137,8 @@ def zerocopy_findings(answers, traced):
 
 
 def _zerocopy_finding(answers, ok, tr, copy, zcs):
+    """One paragraph on zcs against copy over tr: the verdict, what the completions said, the
+    bytes the tracer saw, where the cycles go and the pages pinned, as far as known."""
     zc = [r for r in ok if r["transport"] == tr and r["strategy"] == zcs]
     if not zc:
         return None
@@ -145,84 +147,109 @@ def _zerocopy_finding(answers, ok, tr, copy, zcs):
     zc_top = [r for r in zc if r["msg_size"] == size and r["threads"] == th]
     one = [r for r in ok if r["transport"] == tr and r["strategy"] == copy
            and r["msg_size"] == size and r["threads"] == th]
-    lines = []
-    copied = stats.spread(summary.copied_pct(r) for r in zc)
-    fb = stats.spread((_num((r.get("trace") or {}).get("fallback_copy_bytes")) or 0)
-                      / r["bytes_sent"] for r in zc
-                      if r.get("bytes_sent") and (r.get("trace") or {}).get("fallback_copy_bytes") is not None)
-    zcb = stats.spread((_num((r.get("trace") or {}).get("zc_tx_bytes")) or 0)
-                       / r["bytes_sent"] for r in zc
-                       if r.get("bytes_sent") and (r.get("trace") or {}).get("zc_tx_bytes") is not None)
-    ratio = None
     rs = stats.paired_ratios(answers, copy, zcs,
                              lambda r: r.get("throughput_gbps"), size, th, tr)
     ratio = stats.spread(rs)
+    lines = [_zc_verdict(tr, copy, zcs, size, th, rs, ratio),
+             _zc_completions(zc, zcs), _zc_bytes_seen(zc, tr),
+             *_zc_cycles(zc_top, one, copy, zcs, size, ratio), _zc_pinned(zc_top, size)]
+    return " ".join(line for line in lines if line)
+
+
+def _zc_verdict(tr, copy, zcs, size, th, rs, ratio):
     head = f"**{tr}, {zcs}**"
     if ratio:
         verdict = {"ahead": "beats", "behind": "loses to",
                    "undecided": "is undecided against"}[passes.verdict(rs)]
         head += (f": at {_sz(size)}, {th} thread(s), {zcs} {verdict} {copy} — "
                  f"{zcs}/{copy} throughput = {stats.fmt_spread(ratio)} (paired rounds).")
-    lines.append(head)
+    return head
+
+
+def _zc_completions(zc, zcs):
+    """What the completions' COPIED flag said, over every run of zcs."""
+    copied = stats.spread(summary.copied_pct(r) for r in zc)
     flag = ("`SO_EE_CODE_ZEROCOPY_COPIED`" if zcs == "zero-copy"
             else "`IORING_NOTIF_USAGE_ZC_COPIED`")
-    if copied:
-        if copied["min"] >= 99.0:
-            lines.append(f"Every {zcs} completion came back flagged "
-                         f"{flag} ({stats.fmt_spread(copied, '{:.1f}', '%')} "
-                         f"of completions over all {len(zc)} {zcs} runs): the kernel "
-                         f"copied the pinned pages anyway when it delivered the data locally.")
-        elif copied["max"] <= 1.0:
-            lines.append(f"Completions came back without the COPIED flag "
-                         f"({stats.fmt_spread(copied, '{:.1f}', '%')} flagged {flag}): the "
-                         f"pages went out without a deferred copy on this path.")
-        else:
-            lines.append(f"{stats.fmt_spread(copied, '{:.1f}', '%')} of the completions "
-                         f"were flagged COPIED.")
-    if zcb or fb:
-        lines.append(f"The tracer saw {stats.fmt_spread(_scale(zcb), '{:.1f}', '%')} of the "
-                     f"sent bytes leave as zero-copy (user pages pinned into the skb) and "
-                     f"{stats.fmt_spread(_scale(fb), '{:.1f}', '%')} of them copied by the "
-                     f"fallback (`skb_copy_ubufs`"
-                     + (", which only local delivery, a fragmenting IP or a packet socket "
-                        "calls)." if tr == "forward" else ", at local delivery)."))
-    # cycle shares at the largest size
+    if not copied:
+        return None
+    if copied["min"] >= 99.0:
+        return (f"Every {zcs} completion came back flagged "
+                f"{flag} ({stats.fmt_spread(copied, '{:.1f}', '%')} "
+                f"of completions over all {len(zc)} {zcs} runs): the kernel "
+                f"copied the pinned pages anyway when it delivered the data locally.")
+    if copied["max"] <= 1.0:
+        return (f"Completions came back without the COPIED flag "
+                f"({stats.fmt_spread(copied, '{:.1f}', '%')} flagged {flag}): the "
+                f"pages went out without a deferred copy on this path.")
+    return f"{stats.fmt_spread(copied, '{:.1f}', '%')} of the completions were flagged COPIED."
+
+
+def _share_of_sent(zc, field):
+    """The spread over runs of trace[field] / bytes_sent, where the tracer counted it."""
+    return stats.spread((_num((r.get("trace") or {}).get(field)) or 0) / r["bytes_sent"]
+                        for r in zc
+                        if r.get("bytes_sent") and (r.get("trace") or {}).get(field) is not None)
+
+
+def _zc_bytes_seen(zc, tr):
+    """The share of the sent bytes the tracer saw leave as zero-copy, and copied back."""
+    fb = _share_of_sent(zc, "fallback_copy_bytes")
+    zcb = _share_of_sent(zc, "zc_tx_bytes")
+    if not (zcb or fb):
+        return None
+    return (f"The tracer saw {stats.fmt_spread(_scale(zcb), '{:.1f}', '%')} of the "
+            f"sent bytes leave as zero-copy (user pages pinned into the skb) and "
+            f"{stats.fmt_spread(_scale(fb), '{:.1f}', '%')} of them copied by the "
+            f"fallback (`skb_copy_ubufs`"
+            + (", which only local delivery, a fragmenting IP or a packet socket "
+               "calls)." if tr == "forward" else ", at local delivery)."))
+
+
+def _zc_cycles(zc_top, one, copy, zcs, size, ratio):
+    """Where zcs's cycles go at the largest size, and its bill against copy's one copy."""
     att = [r.get("attribution") for r in zc_top if r.get("attribution")]
-    if att:
-        est = any(a.get("estimated") for a in att)
-        sh = {c: stats.spread((a.get("share") or {}).get(c) for a in att)
-              for c in results.CATEGORIES}
-        cpb = {c: stats.spread((a.get("cycles_per_byte") or {}).get(c) for a in att)
-               for c in results.CATEGORIES}
-        parts = []
-        for c, label in (("fallback_copy", "the fallback copy"), ("pinning", "page pinning"),
-                         ("completion", "completion handling"),
-                         ("kernel_tx_copy", "a kernel tx copy")):
-            if sh[c]:
-                parts.append(f"{label} {_pct(sh[c]['median'], 1)} of the samples"
-                             f"{_interval(att, c)} "
-                             f"({stats.fmt_spread(cpb[c], '{:.2f}')} cycles/B)")
-        if parts:
-            lines.append(f"Where {zcs}'s cycles go at {_sz(size)}"
-                         + (" (estimated cycles: no PMU)" if est else "") + ": "
-                         + "; ".join(parts) + ".")
-        oatt = [r.get("attribution") for r in one if r.get("attribution")]
-        if oatt and cpb.get("fallback_copy") and cpb["fallback_copy"]["median"] > 0:
-            one_copy = stats.spread((a.get("cycles_per_byte") or {}).get("kernel_tx_copy")
-                                    for a in oatt)
-            zc_extra = sum((cpb[c] or {}).get("median", 0) for c in
-                           ("fallback_copy", "pinning", "completion"))
-            if one_copy:
-                lines.append(
-                    f"{copy} pays one kernel copy ({stats.fmt_spread(one_copy, '{:.2f}')} "
-                    f"cycles/B); {zcs} pays pinning + completions + the fallback copy "
-                    f"(≈ {zc_extra:.2f} cycles/B together): it does the copy after all and "
-                    f"the bookkeeping on top"
-                    + (", so it loses." if ratio and ratio["median"] < 1 else "."))
+    if not att:
+        return []
+    lines = []
+    est = any(a.get("estimated") for a in att)
+    sh = {c: stats.spread((a.get("share") or {}).get(c) for a in att)
+          for c in results.CATEGORIES}
+    cpb = {c: stats.spread((a.get("cycles_per_byte") or {}).get(c) for a in att)
+           for c in results.CATEGORIES}
+    parts = []
+    for c, label in (("fallback_copy", "the fallback copy"), ("pinning", "page pinning"),
+                     ("completion", "completion handling"),
+                     ("kernel_tx_copy", "a kernel tx copy")):
+        if sh[c]:
+            parts.append(f"{label} {_pct(sh[c]['median'], 1)} of the samples"
+                         f"{_interval(att, c)} "
+                         f"({stats.fmt_spread(cpb[c], '{:.2f}')} cycles/B)")
+    if parts:
+        lines.append(f"Where {zcs}'s cycles go at {_sz(size)}"
+                     + (" (estimated cycles: no PMU)" if est else "") + ": "
+                     + "; ".join(parts) + ".")
+    oatt = [r.get("attribution") for r in one if r.get("attribution")]
+    if oatt and cpb.get("fallback_copy") and cpb["fallback_copy"]["median"] > 0:
+        one_copy = stats.spread((a.get("cycles_per_byte") or {}).get("kernel_tx_copy")
+                                for a in oatt)
+        zc_extra = sum((cpb[c] or {}).get("median", 0) for c in
+                       ("fallback_copy", "pinning", "completion"))
+        if one_copy:
+            lines.append(
+                f"{copy} pays one kernel copy ({stats.fmt_spread(one_copy, '{:.2f}')} "
+                f"cycles/B); {zcs} pays pinning + completions + the fallback copy "
+                f"(≈ {zc_extra:.2f} cycles/B together): it does the copy after all and "
+                f"the bookkeeping on top"
+                + (", so it loses." if ratio and ratio["median"] < 1 else "."))
+    return lines
+
+
+def _zc_pinned(zc_top, size):
     pinned = stats.spread(_num((r.get("trace") or {}).get("pinned_pages")) for r in zc_top)
     if pinned:
-        lines.append(f"Pages pinned per run at {_sz(size)}: {stats.fmt_spread(pinned, '{:.0f}')}.")
-    return " ".join(lines)
+        return f"Pages pinned per run at {_sz(size)}: {stats.fmt_spread(pinned, '{:.0f}')}."
+    return None
 
 
 def forward_findings(answers, traced):

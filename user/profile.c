@@ -359,10 +359,12 @@ static int add_softirqd_events(struct profiler *p)
 	return n;
 }
 
-static void fail(char *err, size_t errlen, const char *fmt, const char *what, int e)
+/* "what: strerror(e)" into err, formatted by fmt; -1, for `return fail(...)`. */
+static int fail(char *err, size_t errlen, const char *fmt, const char *what, int e)
 {
 	if (err && errlen)
 		snprintf(err, errlen, fmt, what, strerror(e));
+	return -1;
 }
 
 /* The cgroup2 mount point (from /proc/self/mountinfo) into root; 0, or -1. */
@@ -689,11 +691,72 @@ static bool have_cycles(int freq)
 	return fd >= 0;
 }
 
+/* The profile BPF object with only the program this source runs (a kernel without the
+ * tracepoint's BTF can still sample on perf events, and the reverse), loaded on the tracer's
+ * map of followed processes. 0, or -1 with err. */
+static int load_sampler(struct profiler *p, int filter_map_fd, char *err, size_t errlen)
+{
+	int e;
+
+	p->skel = profile_bpf__open();
+	if (!p->skel)
+		return fail(err, errlen, "%s: %s", "open profile BPF object", errno);
+	if (filter_map_fd >= 0) {
+		e = bpf_map__reuse_fd(p->skel->maps.followed_tgids, filter_map_fd);
+		if (e)
+			return fail(err, errlen, "%s: %s", "reuse followed_tgids map fd", -e);
+	}
+	bpf_program__set_autoload(p->skel->progs.tick_sample, p->tick);
+	bpf_program__set_autoload(p->skel->progs.sample, !p->tick);
+	if (p->tick && tick_setup(p, err, errlen))
+		return -1;
+	e = profile_bpf__load(p->skel);
+	if (e && p->tick)
+		return fail(err, errlen, "%s: %s", "--sample-source tick: load the "
+			    "tp_btf/hrtimer_expire_entry program", -e);
+	if (e)
+		return fail(err, errlen, "%s: %s", "load profile BPF program", -e);
+	if (bpf_map__key_size(p->skel->maps.counts) != sizeof(struct profile_key))
+		return fail(err, errlen, "%s: %s", "profile_key differs between BPF and user space",
+			    EINVAL);
+	return 0;
+}
+
+/* Samples start coming: the tick program attached, or the perf events opened. */
+static int start_sampling(struct profiler *p, enum profile_source src, const char *cgroup_dir,
+			  char *err, size_t errlen)
+{
+	if (p->tick) {
+		p->source = "tick";
+		p->tick_link = bpf_program__attach(p->skel->progs.tick_sample);
+		if (!p->tick_link)
+			return fail(err, errlen, "%s: %s", "--sample-source tick: attach "
+				    "tp_btf/hrtimer_expire_entry", errno);
+		return 0;
+	}
+	/* hardware cycles where the machine has a PMU, else software cpu-clock (one source for
+	 * the whole profile; DESIGN.md's results name these two). In a VM the tick is far
+	 * cheaper (a cpu-clock timer's every expiry and re-arm is a VM exit; bench/results.md
+	 * has both side by side), but it is asked for by name. */
+	p->hw = have_cycles(p->freq);
+	if (src == PROFILE_SRC_CYCLES && !p->hw) {
+		snprintf(err, errlen, "--sample-source cycles: no hardware cycles event "
+			 "here (no PMU); use cpu-clock or tick");
+		return -1;
+	}
+	if (src == PROFILE_SRC_CPU_CLOCK)
+		p->hw = 0;
+	p->source = p->hw ? "cycles" : "cpu-clock";
+	p->eff_freq = p->freq;
+	if (cgroup_dir)
+		snprintf(p->cgroup_dir, sizeof(p->cgroup_dir), "%s", cgroup_dir);
+	return open_events(p, err, errlen);
+}
+
 struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_map_fd,
 			       const char *cgroup_dir, char *err, size_t errlen)
 {
 	struct profiler *p = calloc(1, sizeof(*p));
-	int e;
 
 	if (!p) {
 		fail(err, errlen, "%s: %s", "profiler", ENOMEM);
@@ -713,73 +776,15 @@ struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_
 		if (check_cgroup_dir(cgroup_dir, real, rel, err, errlen))
 			goto out;
 	}
-
-	p->skel = profile_bpf__open();
-	if (!p->skel) {
-		fail(err, errlen, "%s: %s", "open profile BPF object", errno);
+	if (load_sampler(p, filter_map_fd, err, errlen))
 		goto out;
-	}
-	if (filter_map_fd >= 0) {
-		e = bpf_map__reuse_fd(p->skel->maps.followed_tgids, filter_map_fd);
-		if (e) {
-			fail(err, errlen, "%s: %s", "reuse followed_tgids map fd", -e);
-			goto out;
-		}
-	}
-	/* load only the program this source runs: a kernel without the tracepoint's BTF can
-	 * still sample on perf events, and the reverse */
-	bpf_program__set_autoload(p->skel->progs.tick_sample, p->tick);
-	bpf_program__set_autoload(p->skel->progs.sample, !p->tick);
-	if (p->tick && tick_setup(p, err, errlen))
-		goto out;
-	e = profile_bpf__load(p->skel);
-	if (e) {
-		if (p->tick)
-			fail(err, errlen, "%s: %s", "--sample-source tick: load the "
-			     "tp_btf/hrtimer_expire_entry program", -e);
-		else
-			fail(err, errlen, "%s: %s", "load profile BPF program", -e);
-		goto out;
-	}
-	if (bpf_map__key_size(p->skel->maps.counts) != sizeof(struct profile_key)) {
-		fail(err, errlen, "%s: %s", "profile_key differs between BPF and user space", EINVAL);
-		goto out;
-	}
 	p->sym = symbolizer_new();
 	if (!p->sym) {
 		fail(err, errlen, "%s: %s", "symbolizer (libelf)", ENOMEM);
 		goto out;
 	}
-
-	if (p->tick) {
-		p->source = "tick";
-		p->tick_link = bpf_program__attach(p->skel->progs.tick_sample);
-		if (!p->tick_link) {
-			fail(err, errlen, "%s: %s", "--sample-source tick: attach "
-			     "tp_btf/hrtimer_expire_entry", errno);
-			goto out;
-		}
-	} else {
-		/* hardware cycles where the machine has a PMU, else software cpu-clock (one
-		 * source for the whole profile; DESIGN.md's results name these two). In a VM
-		 * the tick is far cheaper (a cpu-clock timer's every expiry and re-arm is a VM
-		 * exit; bench/results.md has both side by side), but it is asked for by name. */
-		p->hw = have_cycles(p->freq);
-		if (src == PROFILE_SRC_CYCLES && !p->hw) {
-			snprintf(err, errlen, "--sample-source cycles: no hardware cycles event "
-				 "here (no PMU); use cpu-clock or tick");
-			goto out;
-		}
-		if (src == PROFILE_SRC_CPU_CLOCK)
-			p->hw = 0;
-		p->source = p->hw ? "cycles" : "cpu-clock";
-		p->eff_freq = p->freq;
-		if (cgroup_dir)
-			snprintf(p->cgroup_dir, sizeof(p->cgroup_dir), "%s", cgroup_dir);
-		if (open_events(p, err, errlen))
-			goto out;
-	}
-
+	if (start_sampling(p, src, cgroup_dir, err, errlen))
+		goto out;
 	if (pthread_create(&p->poller, NULL, poller_main, p) == 0)
 		p->poller_started = 1;
 	return p;
@@ -1156,65 +1161,99 @@ static int stack_ips(int fd, int32_t id, uint64_t *ips)
 	return n;
 }
 
+/* The processes whose maps were refreshed during one write of the folded stacks. */
+struct refreshed {
+	pid_t pids[1024];
+	int n;
+};
+
+/* One sample key's stack as a folded line into b: comm, user frames, kernel frames. */
+static void fold_stack(struct profiler *p, const struct profile_key *key, struct refreshed *r,
+		       struct sbuf *b)
+{
+	int stacks_fd = bpf_map__fd(p->skel->maps.stacks);
+	uint64_t kips[PROFILE_MAX_DEPTH], uips[PROFILE_MAX_DEPTH], ret = 0;
+	char comm[17], key_comm[17];
+	char *slash;
+	int nk, nu, have_ret;
+
+	memcpy(comm, key->comm, 16);
+	comm[16] = 0;
+	memcpy(key_comm, comm, sizeof(key_comm));
+	/* the per-CPU softirq threads are one flame */
+	if (!strncmp(comm, "ksoftirqd/", 10) && (slash = strchr(comm, '/')))
+		*slash = 0;
+	sb_frame(b, comm[0] ? comm : "[unknown]", "");
+
+	nu = stack_ips(stacks_fd, key->ustack, uips);
+	nk = stack_ips(stacks_fd, key->kstack, kips);
+
+	if (key->ustack < 0 && key->ustack != -EFAULT && !(key->flags & PROFILE_F_SOFTIRQ))
+		sb_frame(b, "[user stack lost]", "");
+	else if (nu < 0)
+		sb_frame(b, "[user stack lost]", "");
+	else if (nu > 0) {
+		have_ret = bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.leaf_ret), &key->ustack,
+					       &ret) == 0;
+		refresh_maps(p, (pid_t)key->tgid, r->pids, &r->n, 1024);
+		/* the poller replaces entries: hold the lock while the maps are in use */
+		pthread_mutex_lock(&p->lock);
+		add_user_frames(p, b, cache_maps(p, (pid_t)key->tgid, key_comm), uips, nu,
+				have_ret, ret);
+		pthread_mutex_unlock(&p->lock);
+	}
+
+	if (key->kstack < 0 && key->kstack != -EFAULT)
+		sb_frame(b, "[kernel stack lost]", "_[k]");
+	else if (nk < 0)
+		sb_frame(b, "[kernel stack lost]", "_[k]");
+	else if (nk > 0)
+		add_kernel_frames(p, b, kips, nk);
+}
+
+/* Sorts lines, merges equal stacks and writes "stack count" lines to out (NULL: only
+ * count); the samples in all, and frees the lines. */
+static long write_merged(struct line *lines, size_t nlines, FILE *out)
+{
+	long total = 0;
+	size_t i, j;
+
+	qsort(lines, nlines, sizeof(*lines), line_cmp);
+	for (i = 0; i < nlines; i = j) {
+		uint64_t c = lines[i].count;
+
+		for (j = i + 1; j < nlines && !strcmp(lines[i].s, lines[j].s); j++)
+			c += lines[j].count;
+		if (out)
+			fprintf(out, "%s %llu\n", lines[i].s, (unsigned long long)c);
+		total += (long)c;
+	}
+	for (i = 0; i < nlines; i++)
+		free(lines[i].s);
+	free(lines);
+	return total;
+}
+
 long profiler_write_folded(struct profiler *p, FILE *out)
 {
 	int counts_fd = bpf_map__fd(p->skel->maps.counts);
-	int stacks_fd = bpf_map__fd(p->skel->maps.stacks);
-	int leaf_fd = bpf_map__fd(p->skel->maps.leaf_ret);
 	struct profile_key key, next, *prev = NULL;
-	uint64_t kips[PROFILE_MAX_DEPTH], uips[PROFILE_MAX_DEPTH];
+	struct refreshed refreshed = { .n = 0 };
 	struct line *lines = NULL;
-	size_t nlines = 0, cap = 0, i, j;
-	long total = 0;
-	pid_t done[1024];
-	int ndone = 0;
+	size_t nlines = 0, cap = 0;
+	long total;
 
 	symbolizer_load_kallsyms(p->sym); /* modules and BPF programs come and go */
 
 	while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
 		struct sbuf b = { 0 };
-		uint64_t count = 0, ret = 0;
-		int nk, nu, have_ret;
-		char comm[17], key_comm[17];
-		char *slash;
+		uint64_t count = 0;
 
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(counts_fd, &key, &count) || count == 0)
 			continue;
-
-		memcpy(comm, key.comm, 16);
-		comm[16] = 0;
-		memcpy(key_comm, comm, sizeof(key_comm));
-		/* the per-CPU softirq threads are one flame */
-		if (!strncmp(comm, "ksoftirqd/", 10) && (slash = strchr(comm, '/')))
-			*slash = 0;
-		sb_frame(&b, comm[0] ? comm : "[unknown]", "");
-
-		nu = stack_ips(stacks_fd, key.ustack, uips);
-		nk = stack_ips(stacks_fd, key.kstack, kips);
-
-		if (key.ustack < 0 && key.ustack != -EFAULT && !(key.flags & PROFILE_F_SOFTIRQ))
-			sb_frame(&b, "[user stack lost]", "");
-		else if (nu < 0)
-			sb_frame(&b, "[user stack lost]", "");
-		else if (nu > 0) {
-			have_ret = bpf_map_lookup_elem(leaf_fd, &key.ustack, &ret) == 0;
-			refresh_maps(p, (pid_t)key.tgid, done, &ndone, 1024);
-			/* the poller replaces entries: hold the lock while the maps are in use */
-			pthread_mutex_lock(&p->lock);
-			add_user_frames(p, &b, cache_maps(p, (pid_t)key.tgid, key_comm), uips, nu,
-					have_ret, ret);
-			pthread_mutex_unlock(&p->lock);
-		}
-
-		if (key.kstack < 0 && key.kstack != -EFAULT)
-			sb_frame(&b, "[kernel stack lost]", "_[k]");
-		else if (nk < 0)
-			sb_frame(&b, "[kernel stack lost]", "_[k]");
-		else if (nk > 0)
-			add_kernel_frames(p, &b, kips, nk);
-
+		fold_stack(p, &key, &refreshed, &b);
 		if (b.oom) {
 			free(b.p);
 			continue;
@@ -1234,20 +1273,7 @@ long profiler_write_folded(struct profiler *p, FILE *out)
 		lines[nlines].count = count;
 		nlines++;
 	}
-
-	qsort(lines, nlines, sizeof(*lines), line_cmp);
-	for (i = 0; i < nlines; i = j) {
-		uint64_t c = lines[i].count;
-
-		for (j = i + 1; j < nlines && !strcmp(lines[i].s, lines[j].s); j++)
-			c += lines[j].count;
-		if (out)
-			fprintf(out, "%s %llu\n", lines[i].s, (unsigned long long)c);
-		total += (long)c;
-	}
-	for (i = 0; i < nlines; i++)
-		free(lines[i].s);
-	free(lines);
+	total = write_merged(lines, nlines, out);
 	if (out && ferror(out))
 		return -1;
 	return total;

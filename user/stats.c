@@ -154,25 +154,16 @@ static int cmp_proc(const void *a, const void *b)
 	return x->tgid < y->tgid ? -1 : x->tgid > y->tgid;
 }
 
-int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
-	       const unsigned int *extra, int nextra, struct snapshot *s)
+/* Per process: copy counters and syscalls, summed over the CPUs (buf holds one value per
+ * CPU, stride bytes apart). */
+static int read_procs(const struct tracer_bpf *t, void *buf, size_t stride, struct snapshot *s)
 {
-	const size_t tstride = (sizeof(struct tgid_stats) + 7) & ~7UL;
-	const size_t nstride = (sizeof(struct netns_stats) + 7) & ~7UL;
-	size_t tsz = tstride * ncpus(), nsz = nstride * ncpus();
-	void *buf = malloc(tsz > nsz ? tsz : nsz);
 	struct tgid_stats *sum = malloc(sizeof(*sum));
 	u32 key, next;
 	void *prev;
 
-	memset(s, 0, sizeof(*s));
-	if (!buf || !sum) {
-		free(buf);
-		free(sum);
+	if (!sum)
 		return -ENOMEM;
-	}
-
-	/* per process: copy counters and syscalls */
 	for (prev = NULL; t->tgid_stats >= 0 && bpf_map_get_next_key(t->tgid_stats, prev, &next) == 0;
 	     prev = &key) {
 		key = next;
@@ -189,15 +180,21 @@ int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 		}
 		/* comm: the first CPU copy that has one */
 		for (int c = 0; c < ncpus() && !p->comm[0]; c++) {
-			const struct tgid_stats *v = (const void *)((char *)buf + c * tstride);
+			const struct tgid_stats *v = (const void *)((char *)buf + c * stride);
 			memcpy(p->comm, v->comm, sizeof(p->comm));
 			p->comm[sizeof(p->comm) - 1] = 0;
 		}
 	}
 	free(sum);
-	for (int i = 0; i < nextra; i++)
-		find_proc(s, extra[i], true);
-	/* per netns */
+	return 0;
+}
+
+/* Per network namespace: the softirq side's counters, summed over the CPUs. */
+static void read_netns(const struct tracer_bpf *t, void *buf, struct snapshot *s)
+{
+	u32 key, next;
+	void *prev;
+
 	for (prev = NULL; t->netns_stats >= 0 && bpf_map_get_next_key(t->netns_stats, prev, &next) == 0;
 	     prev = &key) {
 		key = next;
@@ -210,81 +207,119 @@ int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 		n = &s->netns[s->nnetns++];
 		n->inum = key;
 		sum_percpu(buf, sizeof(struct netns_stats), sizeof(struct netns_stats) / 8, &n->st);
-		(void)nsz;
 	}
-	/* counters */
-	if (t->counters >= 0) {
-		u64 *vals = calloc(ncpus(), sizeof(u64));
-		for (u32 i = 0; vals && i < CNT_NR; i++) {
-			unsigned long long sum = 0;
-			if (bpf_map_lookup_elem(t->counters, &i, vals))
-				continue;
-			for (int c = 0; c < ncpus(); c++)
-				sum += vals[c];
-			if (i == CNT_DROPS)
-				s->drops = sum;
-			else if (i == CNT_FORKS_FOLLOWED)
-				s->forks_followed = sum;
-		}
-		free(vals);
+}
+
+/* The global counters: ring-buffer drops and forks followed. */
+static void read_counters(const struct tracer_bpf *t, struct snapshot *s)
+{
+	u64 *vals;
+
+	if (t->counters < 0)
+		return;
+	vals = calloc(ncpus(), sizeof(u64));
+	for (u32 i = 0; vals && i < CNT_NR; i++) {
+		unsigned long long sum = 0;
+		if (bpf_map_lookup_elem(t->counters, &i, vals))
+			continue;
+		for (int c = 0; c < ncpus(); c++)
+			sum += vals[c];
+		if (i == CNT_DROPS)
+			s->drops = sum;
+		else if (i == CNT_FORKS_FOLLOWED)
+			s->forks_followed = sum;
 	}
+	free(vals);
+}
+
+/* The three maps into s, processes sorted by pid. */
+static int read_maps(const struct tracer_bpf *t, const unsigned int *extra, int nextra,
+		     struct snapshot *s)
+{
+	const size_t tstride = (sizeof(struct tgid_stats) + 7) & ~7UL;
+	const size_t nstride = (sizeof(struct netns_stats) + 7) & ~7UL;
+	size_t tsz = tstride * ncpus(), nsz = nstride * ncpus();
+	void *buf = malloc(tsz > nsz ? tsz : nsz);
+
+	if (!buf || read_procs(t, buf, tstride, s)) {
+		free(buf);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < nextra; i++)
+		find_proc(s, extra[i], true);
+	read_netns(t, buf, s);
+	read_counters(t, s);
 	free(buf);
-
 	qsort(s->procs, s->nprocs, sizeof(*s->procs), cmp_proc);
+	return 0;
+}
 
-	/* derived per process, then totals */
+/* One process's figures where the rung infers them (bytes sent from the syscalls, the copy
+ * from what did not leave as user or spliced pages), added to the totals. Returns its
+ * zero-copy bytes. */
+static unsigned long long total_proc(struct snapshot *s, struct proc_snap *p)
+{
+	read_comm(p);
+	if (s->tx_from_syscalls) {
+		p->st.tx_bytes = p->sc[SC_SENDTO].bytes + p->sc[SC_SENDMSG].bytes +
+				 p->sc[SC_WRITE].bytes;
+		p->st.tx_calls = p->sc[SC_SENDTO].count + p->sc[SC_SENDMSG].count +
+				 p->sc[SC_WRITE].count;
+	}
+	if (s->tx_copy_inferred) {
+		p->tx_copy_inferred = true;
+		p->st.tx_copy_bytes = not_copied_rest(p->st.tx_bytes, p->st.zc_tx_bytes,
+						      p->st.tx_spliced_bytes);
+	}
+	s->tx_bytes += p->st.tx_bytes;
+	s->tx_spliced_bytes += p->st.tx_spliced_bytes;
+	s->tx_calls += p->st.tx_calls;
+	s->rx_copy_bytes += p->st.rx_copy_bytes;
+	s->pinned_pages += p->st.pinned_pages;
+	for (int c = 0; c < SC_NR_CLASSES; c++) {
+		if (!p->has_sc[c])
+			continue;
+		s->has_sc[c] = true;
+		s->sc[c].count += p->sc[c].count;
+		s->sc[c].bytes += p->sc[c].bytes;
+		s->sc[c].errors += p->sc[c].errors;
+		s->sc[c].total_ns += p->sc[c].total_ns;
+		for (int k = 0; k < NETIO_HIST_SLOTS; k++)
+			s->sc[c].hist[k] += p->sc[c].hist[k];
+	}
+	return p->st.zc_tx_bytes;
+}
+
+/* One namespace's fallback copy (on the tracepoint rung: received zerocopy skbs, less those
+ * freed uncopied), added to the totals. Returns its zero-copy bytes. */
+static unsigned long long total_netns(struct snapshot *s, struct netns_stats *n)
+{
+	n->fallback_copy_bytes -= n->zc_rx_kept_bytes < n->fallback_copy_bytes ?
+				  n->zc_rx_kept_bytes : n->fallback_copy_bytes;
+	n->fallback_copy_skbs -= n->zc_rx_kept_skbs < n->fallback_copy_skbs ?
+				 n->zc_rx_kept_skbs : n->fallback_copy_skbs;
+	s->fallback_copy_bytes += n->fallback_copy_bytes;
+	s->fallback_copy_skbs += n->fallback_copy_skbs;
+	s->zc_tx_skbs += n->zc_tx_skbs;
+	s->zc_skbs_at_tcp += n->zc_skbs_at_tcp;
+	s->zc_completions += n->zc_completions;
+	s->zc_completed_sends += n->zc_completed_sends;
+	s->zc_copied_sends += n->zc_copied_sends;
+	return n->zc_tx_bytes;
+}
+
+/* The DESIGN.md totals over processes and namespaces. */
+static void total(const struct tracer_bpf *t, struct snapshot *s)
+{
+	unsigned long long zc_procs = 0, zc_netns = 0;
+
 	s->tx_from_syscalls = t->tx_from_syscalls;
 	s->tx_copy_inferred = t->rung[PP_TX_COPY] == RUNG_INFERRED;
 	s->pinned_pages_null = !t->pinned_pages_counted;
-	unsigned long long zc_procs = 0, zc_netns = 0;
-	for (int i = 0; i < s->nprocs; i++) {
-		struct proc_snap *p = &s->procs[i];
-		read_comm(p);
-		if (s->tx_from_syscalls) {
-			p->st.tx_bytes = p->sc[SC_SENDTO].bytes + p->sc[SC_SENDMSG].bytes +
-					 p->sc[SC_WRITE].bytes;
-			p->st.tx_calls = p->sc[SC_SENDTO].count + p->sc[SC_SENDMSG].count +
-					 p->sc[SC_WRITE].count;
-		}
-		if (s->tx_copy_inferred) {
-			p->tx_copy_inferred = true;
-			p->st.tx_copy_bytes = not_copied_rest(p->st.tx_bytes, p->st.zc_tx_bytes,
-							      p->st.tx_spliced_bytes);
-		}
-		s->tx_bytes += p->st.tx_bytes;
-		s->tx_spliced_bytes += p->st.tx_spliced_bytes;
-		s->tx_calls += p->st.tx_calls;
-		s->rx_copy_bytes += p->st.rx_copy_bytes;
-		s->pinned_pages += p->st.pinned_pages;
-		zc_procs += p->st.zc_tx_bytes;
-		for (int c = 0; c < SC_NR_CLASSES; c++) {
-			if (!p->has_sc[c])
-				continue;
-			s->has_sc[c] = true;
-			s->sc[c].count += p->sc[c].count;
-			s->sc[c].bytes += p->sc[c].bytes;
-			s->sc[c].errors += p->sc[c].errors;
-			s->sc[c].total_ns += p->sc[c].total_ns;
-			for (int k = 0; k < NETIO_HIST_SLOTS; k++)
-				s->sc[c].hist[k] += p->sc[c].hist[k];
-		}
-	}
-	for (int i = 0; i < s->nnetns; i++) {
-		struct netns_stats *n = &s->netns[i].st;
-		/* tracepoint rung: received zerocopy skbs, less those freed uncopied */
-		n->fallback_copy_bytes -= n->zc_rx_kept_bytes < n->fallback_copy_bytes ?
-					  n->zc_rx_kept_bytes : n->fallback_copy_bytes;
-		n->fallback_copy_skbs -= n->zc_rx_kept_skbs < n->fallback_copy_skbs ?
-					 n->zc_rx_kept_skbs : n->fallback_copy_skbs;
-		zc_netns += n->zc_tx_bytes;
-		s->fallback_copy_bytes += n->fallback_copy_bytes;
-		s->fallback_copy_skbs += n->fallback_copy_skbs;
-		s->zc_tx_skbs += n->zc_tx_skbs;
-		s->zc_skbs_at_tcp += n->zc_skbs_at_tcp;
-		s->zc_completions += n->zc_completions;
-		s->zc_completed_sends += n->zc_completed_sends;
-		s->zc_copied_sends += n->zc_copied_sends;
-	}
+	for (int i = 0; i < s->nprocs; i++)
+		zc_procs += total_proc(s, &s->procs[i]);
+	for (int i = 0; i < s->nnetns; i++)
+		zc_netns += total_netns(s, &s->netns[i].st);
 	/* zerocopy bytes: exact rungs count them in the sender's context (per process); the
 	 * tracepoint rung at the device, per netns and per owning socket */
 	if (t->rung[PP_PINNING] == RUNG_FENTRY || t->rung[PP_PINNING] == RUNG_KPROBE)
@@ -296,8 +331,13 @@ int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 	else
 		for (int i = 0; i < s->nprocs; i++)
 			s->tx_copy_bytes += s->procs[i].st.tx_copy_bytes;
+}
 
-	/* self cost */
+/* Our programs' run time and runs since the reset, scaled up when run-time stats were on
+ * only part of the time. */
+static void read_self_cost(const struct tracer_bpf *t, const struct stats_baseline *base,
+			   struct snapshot *s)
+{
 	for (int i = 0; i < t->nprogs && i < MAX_ATTACHED; i++) {
 		struct prog_snap *ps = &s->progs[s->nprogs++];
 		unsigned long long ns = 0, runs = 0;
@@ -317,6 +357,16 @@ int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 	s->stats_how = base->stats_how;
 	s->stats_share = base->share;
 	s->stats_enabled = base->stats_how != NULL && base->share > 0;
+}
+
+int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
+	       const unsigned int *extra, int nextra, struct snapshot *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (read_maps(t, extra, nextra, s))
+		return -ENOMEM;
+	total(t, s);
+	read_self_cost(t, base, s);
 	s->duration_s = monotonic_s() - base->t0;
 	return 0;
 }
@@ -377,7 +427,8 @@ static void write_syscalls(struct json *j, const struct sc_stats *sc, const bool
 	json_end(j);
 }
 
-void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, struct json *j)
+/* "attach": the rung of each probe point; "probes": the functions or events it uses. */
+static void write_attach(const struct tracer_bpf *t, struct json *j)
 {
 	char buf[512];
 
@@ -394,42 +445,51 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 			json_kv_string(j, pp_name(pp), buf);
 	}
 	json_end(j);
+}
+
+/* key: the count, or null where the probe point that counts it is unavailable. */
+static void kv_counted(struct json *j, const char *key, bool counted, unsigned long long v)
+{
+	if (counted)
+		json_kv_uint(j, key, v);
+	else
+		json_kv_null(j, key);
+}
+
+/* The bytes of DESIGN.md's trace object, over every followed process and namespace. */
+static void write_bytes(const struct tracer_bpf *t, const struct snapshot *s, struct json *j)
+{
 	json_kv_uint(j, "tx_bytes", s->tx_bytes);
 	json_kv_uint(j, "tx_calls", s->tx_calls);
 	json_kv_uint(j, "tx_copy_bytes", s->tx_copy_bytes);
 	json_kv_bool(j, "tx_copy_inferred", s->tx_copy_inferred);
 	json_kv_uint(j, "tx_spliced_bytes", s->tx_spliced_bytes);
-	if (t->rung[PP_PINNING] == RUNG_UNAVAILABLE)
-		json_kv_null(j, "zc_tx_bytes");
-	else
-		json_kv_uint(j, "zc_tx_bytes", s->zc_tx_bytes);
-	if (t->rung[PP_FALLBACK_COPY] == RUNG_UNAVAILABLE)
-		json_kv_null(j, "fallback_copy_bytes");
-	else
-		json_kv_uint(j, "fallback_copy_bytes", s->fallback_copy_bytes);
-	if (t->rung[PP_RX_COPY] == RUNG_UNAVAILABLE)
-		json_kv_null(j, "rx_copy_bytes");
-	else
-		json_kv_uint(j, "rx_copy_bytes", s->rx_copy_bytes);
-	if (s->pinned_pages_null)
-		json_kv_null(j, "pinned_pages");
-	else
-		json_kv_uint(j, "pinned_pages", s->pinned_pages);
+	kv_counted(j, "zc_tx_bytes", t->rung[PP_PINNING] != RUNG_UNAVAILABLE, s->zc_tx_bytes);
+	kv_counted(j, "fallback_copy_bytes", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE,
+		   s->fallback_copy_bytes);
+	kv_counted(j, "rx_copy_bytes", t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE, s->rx_copy_bytes);
+	kv_counted(j, "pinned_pages", !s->pinned_pages_null, s->pinned_pages);
+}
+
+/* "zerocopy": zero-copy skbs and completions, as the kernel saw them. */
+static void write_zerocopy(const struct tracer_bpf *t, const struct snapshot *s, struct json *j)
+{
+	bool completions = t->rung[PP_ZC_COMPLETION] != RUNG_UNAVAILABLE;
+
 	json_key(j, "zerocopy");
 	json_begin_object(j);
 	json_kv_uint(j, "zc_skbs_sent", s->zc_tx_skbs);
 	json_kv_uint(j, "fallback_copy_skbs", s->fallback_copy_skbs);
 	json_kv_uint(j, "zc_skbs_at_tcp", s->zc_skbs_at_tcp);
-	if (t->rung[PP_ZC_COMPLETION] == RUNG_UNAVAILABLE) {
-		json_kv_null(j, "completions");
-		json_kv_null(j, "completed_sends");
-		json_kv_null(j, "copied_sends");
-	} else {
-		json_kv_uint(j, "completions", s->zc_completions);
-		json_kv_uint(j, "completed_sends", s->zc_completed_sends);
-		json_kv_uint(j, "copied_sends", s->zc_copied_sends);
-	}
+	kv_counted(j, "completions", completions, s->zc_completions);
+	kv_counted(j, "completed_sends", completions, s->zc_completed_sends);
+	kv_counted(j, "copied_sends", completions, s->zc_copied_sends);
 	json_end(j);
+}
+
+/* "syscalls" with how their latency was taken. */
+static void write_latency(const struct tracer_bpf *t, const struct snapshot *s, struct json *j)
+{
 	json_key(j, "syscalls");
 	write_syscalls(j, s->sc, s->has_sc);
 	json_kv_string(j, "percentiles", "p50_us/p99_us are interpolated inside log2 histogram buckets");
@@ -441,64 +501,60 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 	json_begin_object(j);
 	json_kv_bool(j, "timed", !t->no_latency);
 	json_end(j);
-	json_kv_uint(j, "drops", s->drops);
-	json_kv_uint(j, "forks_followed", s->forks_followed);
-	json_kv_double(j, "duration_s", s->duration_s);
+}
 
-	json_key(j, "processes");
-	json_begin_object(j);
-	for (int i = 0; i < s->nprocs; i++) {
-		const struct proc_snap *p = &s->procs[i];
-		char pid[16];
-		snprintf(pid, sizeof(pid), "%u", p->tgid);
-		json_key(j, pid);
-		json_begin_object(j);
-		json_kv_string(j, "comm", p->comm);
-		json_kv_uint(j, "tx_bytes", p->st.tx_bytes);
-		json_kv_uint(j, "tx_calls", p->st.tx_calls);
-		json_kv_uint(j, "tx_copy_bytes", p->st.tx_copy_bytes);
-		json_kv_bool(j, "tx_copy_inferred", p->tx_copy_inferred);
-		json_kv_uint(j, "tx_spliced_bytes", p->st.tx_spliced_bytes);
-		json_kv_uint(j, "zc_tx_bytes", p->st.zc_tx_bytes);
-		json_kv_uint(j, "rx_copy_bytes", p->st.rx_copy_bytes);
-		json_kv_uint(j, "rx_copy_calls", p->st.rx_calls);
-		if (s->pinned_pages_null)
-			json_kv_null(j, "pinned_pages");
-		else
-			json_kv_uint(j, "pinned_pages", p->st.pinned_pages);
-		json_key(j, "syscalls");
-		write_syscalls(j, p->sc, p->has_sc);
-		json_end(j);
-	}
-	json_end(j);
+static void write_process(const struct snapshot *s, const struct proc_snap *p, struct json *j)
+{
+	char pid[16];
 
-	json_key(j, "netns");
+	snprintf(pid, sizeof(pid), "%u", p->tgid);
+	json_key(j, pid);
 	json_begin_object(j);
-	for (int i = 0; i < s->nnetns; i++) {
-		const struct netns_stats *n = &s->netns[i].st;
-		char inum[16];
-		snprintf(inum, sizeof(inum), "%u", s->netns[i].inum);
-		json_key(j, inum);
-		json_begin_object(j);
-		json_kv_uint(j, "zc_tx_bytes", n->zc_tx_bytes);
-		json_kv_uint(j, "zc_tx_skbs", n->zc_tx_skbs);
-		json_kv_uint(j, "fallback_copy_bytes", n->fallback_copy_bytes);
-		json_kv_uint(j, "fallback_copy_skbs", n->fallback_copy_skbs);
-		json_kv_uint(j, "zc_skbs_at_tcp", n->zc_skbs_at_tcp);
-		json_kv_uint(j, "zc_completions", n->zc_completions);
-		json_kv_uint(j, "zc_completed_sends", n->zc_completed_sends);
-		json_kv_uint(j, "zc_copied_sends", n->zc_copied_sends);
-		json_kv_uint(j, "zc_rx_kept_bytes", n->zc_rx_kept_bytes);
-		json_kv_uint(j, "zc_rx_kept_skbs", n->zc_rx_kept_skbs);
-		json_end(j);
-	}
+	json_kv_string(j, "comm", p->comm);
+	json_kv_uint(j, "tx_bytes", p->st.tx_bytes);
+	json_kv_uint(j, "tx_calls", p->st.tx_calls);
+	json_kv_uint(j, "tx_copy_bytes", p->st.tx_copy_bytes);
+	json_kv_bool(j, "tx_copy_inferred", p->tx_copy_inferred);
+	json_kv_uint(j, "tx_spliced_bytes", p->st.tx_spliced_bytes);
+	json_kv_uint(j, "zc_tx_bytes", p->st.zc_tx_bytes);
+	json_kv_uint(j, "rx_copy_bytes", p->st.rx_copy_bytes);
+	json_kv_uint(j, "rx_copy_calls", p->st.rx_calls);
+	kv_counted(j, "pinned_pages", !s->pinned_pages_null, p->st.pinned_pages);
+	json_key(j, "syscalls");
+	write_syscalls(j, p->sc, p->has_sc);
 	json_end(j);
+}
+
+static void write_netns(const struct netns_snap *ns, struct json *j)
+{
+	const struct netns_stats *n = &ns->st;
+	char inum[16];
+
+	snprintf(inum, sizeof(inum), "%u", ns->inum);
+	json_key(j, inum);
+	json_begin_object(j);
+	json_kv_uint(j, "zc_tx_bytes", n->zc_tx_bytes);
+	json_kv_uint(j, "zc_tx_skbs", n->zc_tx_skbs);
+	json_kv_uint(j, "fallback_copy_bytes", n->fallback_copy_bytes);
+	json_kv_uint(j, "fallback_copy_skbs", n->fallback_copy_skbs);
+	json_kv_uint(j, "zc_skbs_at_tcp", n->zc_skbs_at_tcp);
+	json_kv_uint(j, "zc_completions", n->zc_completions);
+	json_kv_uint(j, "zc_completed_sends", n->zc_completed_sends);
+	json_kv_uint(j, "zc_copied_sends", n->zc_copied_sends);
+	json_kv_uint(j, "zc_rx_kept_bytes", n->zc_rx_kept_bytes);
+	json_kv_uint(j, "zc_rx_kept_skbs", n->zc_rx_kept_skbs);
+	json_end(j);
+}
+
+/* "self": what our programs cost, per program and per message sent. */
+static void write_self(const struct snapshot *s, struct json *j)
+{
+	unsigned long long msgs = s->tx_calls;
 
 	json_key(j, "self");
 	json_begin_object(j);
 	json_kv_uint(j, "bpf_ns", s->bpf_ns);
 	json_kv_uint(j, "bpf_runs", s->bpf_runs);
-	unsigned long long msgs = s->tx_calls;
 	if (msgs && s->stats_enabled)
 		json_kv_double(j, "ns_per_message", (double)s->bpf_ns / msgs);
 	else
@@ -519,4 +575,26 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 	}
 	json_end(j);
 	json_end(j);
+}
+
+void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, struct json *j)
+{
+	write_attach(t, j);
+	write_bytes(t, s, j);
+	write_zerocopy(t, s, j);
+	write_latency(t, s, j);
+	json_kv_uint(j, "drops", s->drops);
+	json_kv_uint(j, "forks_followed", s->forks_followed);
+	json_kv_double(j, "duration_s", s->duration_s);
+	json_key(j, "processes");
+	json_begin_object(j);
+	for (int i = 0; i < s->nprocs; i++)
+		write_process(s, &s->procs[i], j);
+	json_end(j);
+	json_key(j, "netns");
+	json_begin_object(j);
+	for (int i = 0; i < s->nnetns; i++)
+		write_netns(&s->netns[i], j);
+	json_end(j);
+	write_self(s, j);
 }

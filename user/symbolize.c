@@ -375,17 +375,13 @@ static int got_cmp(const void *a, const void *b)
 	return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
-/* x86-64 PLT stubs have no symbols: name each "sym@plt" after the GOT slot that its
- * `jmp *disp32(%rip)` goes through. */
-static void add_plt_symbols(struct elf_file *f, Elf *elf)
+/* The GOT slots the dynamic relocations fill with a named symbol (JUMP_SLOT, GLOB_DAT), in a
+ * growing array; 0, or -1 if out of memory. */
+static int collect_got_names(Elf *elf, struct got_name **got, size_t *ngot)
 {
-	struct got_name *got = NULL;
-	size_t ngot = 0, cap = 0, shstrndx;
+	size_t cap = 0;
 	Elf_Scn *scn = NULL;
-	GElf_Ehdr eh;
 
-	if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 || elf_getshdrstrndx(elf, &shstrndx))
-		return;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh, lsh;
 		Elf_Scn *lscn;
@@ -418,29 +414,72 @@ static void add_plt_symbols(struct elf_file *f, Elf *elf)
 			name = elf_strptr(elf, lsh.sh_link, sym.st_name);
 			if (!name || !*name)
 				continue;
-			if (ngot == cap) {
+			if (*ngot == cap) {
 				struct got_name *ng;
 
 				cap = cap ? cap * 2 : 256;
-				ng = realloc(got, cap * sizeof(*ng));
+				ng = realloc(*got, cap * sizeof(*ng));
 				if (!ng)
-					goto out;
-				got = ng;
+					return -1;
+				*got = ng;
 			}
-			got[ngot].slot = r.r_offset;
-			got[ngot].name = name;
-			ngot++;
+			(*got)[*ngot].slot = r.r_offset;
+			(*got)[*ngot].name = name;
+			(*ngot)++;
 		}
 	}
-	if (!ngot)
+	return 0;
+}
+
+/* Each stub of one PLT section (sh, data) whose `jmp *disp32(%rip)` goes through a named GOT
+ * slot (got sorted by slot) becomes the symbol "name@plt". */
+static void name_plt_stubs(struct elf_file *f, const GElf_Shdr *sh, const Elf_Data *data,
+			   const struct got_name *got, size_t ngot)
+{
+	uint64_t ent = sh->sh_entsize ? sh->sh_entsize : 16, e;
+
+	for (e = 0; e + ent <= sh->sh_size; e += ent) {
+		const unsigned char *c = (const unsigned char *)data->d_buf + e;
+		uint64_t k;
+
+		for (k = 0; k + 6 <= ent; k++) {
+			int32_t disp;
+			struct got_name want;
+			const struct got_name *hit;
+			char name[512];
+
+			if (c[k] != 0xff || c[k + 1] != 0x25)
+				continue;
+			memcpy(&disp, c + k + 2, 4);
+			want.slot = sh->sh_addr + e + k + 6 + (int64_t)disp;
+			hit = bsearch(&want, got, ngot, sizeof(*got), got_cmp);
+			if (hit) {
+				snprintf(name, sizeof(name), "%s@plt", hit->name);
+				push_sym(f, sh->sh_addr + e, ent, 5, name);
+			}
+			break;
+		}
+	}
+}
+
+/* x86-64 PLT stubs have no symbols: name each "sym@plt" after the GOT slot that its
+ * `jmp *disp32(%rip)` goes through. */
+static void add_plt_symbols(struct elf_file *f, Elf *elf)
+{
+	struct got_name *got = NULL;
+	size_t ngot = 0, shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
+
+	if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 || elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	if (collect_got_names(elf, &got, &ngot) || !ngot)
 		goto out;
 	qsort(got, ngot, sizeof(*got), got_cmp);
-	scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *data;
 		const char *sname;
-		uint64_t ent, e;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
 			continue;
@@ -451,30 +490,7 @@ static void add_plt_symbols(struct elf_file *f, Elf *elf)
 		data = elf_getdata(scn, NULL);
 		if (!data || data->d_size < sh.sh_size)
 			continue;
-		ent = sh.sh_entsize ? sh.sh_entsize : 16;
-		for (e = 0; e + ent <= sh.sh_size; e += ent) {
-			const unsigned char *c = (const unsigned char *)data->d_buf + e;
-			uint64_t k;
-
-			for (k = 0; k + 6 <= ent; k++) {
-				int32_t disp;
-				uint64_t slot;
-				struct got_name want, *hit;
-				char name[512];
-
-				if (c[k] != 0xff || c[k + 1] != 0x25)
-					continue;
-				memcpy(&disp, c + k + 2, 4);
-				slot = sh.sh_addr + e + k + 6 + (int64_t)disp;
-				want.slot = slot;
-				hit = bsearch(&want, got, ngot, sizeof(*got), got_cmp);
-				if (hit) {
-					snprintf(name, sizeof(name), "%s@plt", hit->name);
-					push_sym(f, sh.sh_addr + e, ent, 5, name);
-				}
-				break;
-			}
-		}
+		name_plt_stubs(f, &sh, data, got, ngot);
 	}
 out:
 	free(got);

@@ -44,7 +44,7 @@ struct tracer {
 	enum profile_source sample_source;
 	const char *sample_cgroup;
 	bool no_sample, no_counters, no_latency, control, verbose;
-	enum { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
+	enum stats_mode { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
 	double duration;
 	char **cmd;
 	/* state */
@@ -816,114 +816,220 @@ static const struct option long_opts[] = {
 	{ 0 },
 };
 
+/* What the command line asks beyond the tracer's own settings. */
+struct cli {
+	bool probe;			/* --probe: print what this kernel allows, and exit */
+	unsigned int pids[MAX_PIDS];	/* --pid, followed once the programs are loaded */
+	int npids;
+};
+
+static int parse_bpf_stats(const char *arg, enum stats_mode *mode)
+{
+	if (!strcmp(arg, "sampled"))
+		*mode = STATS_SAMPLED;
+	else if (!strcmp(arg, "always"))
+		*mode = STATS_ALWAYS;
+	else if (!strcmp(arg, "off"))
+		*mode = STATS_OFF;
+	else
+		return -1;
+	return 0;
+}
+
+/* One option from getopt_long into tr or cli: -1 to go on, else the exit status (2 with one
+ * line on stderr for a bad value, 0 after --help). */
+static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
+{
+	char *end;
+
+	switch (opt) {
+	case OPT_ATTACH:
+		if (parse_attach_mode(arg, &tr->mode)) {
+			fprintf(stderr, "netio-tracer: --attach %s: choose auto, fentry, kprobe or tracepoint\n",
+				arg);
+			return 2;
+		}
+		return -1;
+	case OPT_PID: {
+		long p = strtol(arg, &end, 10);
+		if (*end || p <= 0 || cli->npids == MAX_PIDS) {
+			fprintf(stderr, "netio-tracer: --pid %s: not a pid\n", arg);
+			return 2;
+		}
+		cli->pids[cli->npids++] = p;
+		return -1;
+	}
+	case OPT_NETNS:
+		if (tr->nnetns_specs == MAX_NETNS) {
+			fprintf(stderr, "netio-tracer: too many --netns\n");
+			return 2;
+		}
+		tr->netns_specs[tr->nnetns_specs++] = arg;
+		return -1;
+	case OPT_JSON:
+		tr->json_path = arg;
+		return -1;
+	case OPT_FOLDED:
+		tr->folded_path = arg;
+		return -1;
+	case OPT_FREQ:
+		tr->freq = strtol(arg, &end, 10);
+		if (*end || tr->freq <= 0 || tr->freq > 100000) {
+			fprintf(stderr, "netio-tracer: --freq %s: not a frequency in Hz\n", arg);
+			return 2;
+		}
+		return -1;
+	case OPT_SAMPLE_SOURCE:
+		if (profile_source_parse(arg, &tr->sample_source)) {
+			fprintf(stderr, "netio-tracer: --sample-source %s: choose auto, cycles, "
+				"cpu-clock or tick\n", arg);
+			return 2;
+		}
+		return -1;
+	case OPT_SAMPLE_CGROUP:
+		tr->sample_cgroup = arg;
+		return -1;
+	case OPT_NO_SAMPLE:
+		tr->no_sample = true;
+		return -1;
+	case OPT_NO_LATENCY:
+		tr->no_latency = true;
+		return -1;
+	case OPT_NO_COUNTERS:
+		tr->no_counters = true;
+		return -1;
+	case OPT_DURATION:
+		tr->duration = strtod(arg, &end);
+		if (*end || tr->duration <= 0) {
+			fprintf(stderr, "netio-tracer: --duration %s: not a number of seconds\n", arg);
+			return 2;
+		}
+		return -1;
+	case OPT_CONTROL:
+		tr->control = true;
+		return -1;
+	case OPT_PROBE:
+		cli->probe = true;
+		return -1;
+	case OPT_NO_BPF_STATS:
+		if (parse_bpf_stats(arg, &tr->stats_mode)) {
+			fprintf(stderr, "netio-tracer: --bpf-stats %s: choose sampled, always or off\n",
+				arg);
+			return 2;
+		}
+		return -1;
+	case 'v':
+	case OPT_VERBOSE:
+		tr->verbose = true;
+		return -1;
+	case 'h':
+		usage(stdout);
+		return 0;
+	default:
+		usage(stderr);
+		return 2;
+	}
+}
+
+/* The command line into tr and cli: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct tracer *tr, struct cli *cli)
+{
+	int opt, ret;
+
+	while ((opt = getopt_long(argc, argv, "+hv", long_opts, NULL)) != -1)
+		if ((ret = parse_option(opt, optarg, tr, cli)) >= 0)
+			return ret;
+	if (optind < argc)
+		tr->cmd = &argv[optind];
+	return -1;
+}
+
+/* The network namespaces whose softirq events count: those given, or our own. */
+static int follow_given_netns(struct tracer *tr, char *err, size_t errlen)
+{
+	unsigned int self;
+	u8 one = 1;
+
+	for (int i = 0; i < tr->nnetns_specs; i++)
+		if (follow_netns(tr, tr->netns_specs[i], err, errlen))
+			return -1;
+	if (tr->nnetns_specs)
+		return 0;
+	self = netns_inum_self();
+	if (self)
+		bpf_map_update_elem(tr->bpf.followed_netns, &self, &one, BPF_ANY);
+	return 0;
+}
+
+/* The stack sampler, unless --no-sample: 0, or the exit status when a source or cgroup asked
+ * for by name cannot be had (like a forced rung); otherwise sampling is just unavailable. */
+static int open_sampler(struct tracer *tr, char *err, size_t errlen)
+{
+	if (!tr->no_sample) {
+		tr->prof = profiler_open(tr->freq, tr->sample_source, tr->bpf.followed_tgids,
+					 tr->sample_cgroup, err, errlen);
+		if (!tr->prof && (tr->sample_source != PROFILE_SRC_AUTO || tr->sample_cgroup)) {
+			fprintf(stderr, "netio-tracer: %s\n", err);
+			if (tr->control)
+				printf("error %s\n", err);
+			return 2;
+		}
+		if (!tr->prof)
+			fprintf(stderr, "netio-tracer: stack sampling unavailable: %s\n", err);
+		else if (profiler_freq(tr->prof) <= 0)
+			fprintf(stderr, "netio-tracer: CONFIG_HZ not found in /proc/config.gz or "
+				"/boot/config-*: every tick is sampled, at a rate reported unknown\n");
+	}
+	tr->bpf.rung[PP_STACKS] = !tr->prof ? RUNG_UNAVAILABLE :
+				  !strcmp(profiler_source(tr->prof), "tick") ? RUNG_TP_BTF : RUNG_PERF_EVENT;
+	return 0;
+}
+
+/* After the programs are loaded: what to follow, the counters and the sampler. 0, or the
+ * exit status. */
+static int follow_and_sample(struct tracer *tr, const struct cli *cli)
+{
+	char err[1024];
+	int ret;
+
+	if (follow_given_netns(tr, err, sizeof(err))) {
+		fprintf(stderr, "netio-tracer: %s\n", err);
+		return 2;
+	}
+	if (!tr->no_counters)
+		tr->pc = perf_counters_new();
+	ret = open_sampler(tr, err, sizeof(err));
+	if (ret)
+		return ret;
+	for (int i = 0; i < cli->npids; i++)
+		if (follow_pid(tr, cli->pids[i], err, sizeof(err))) {
+			fprintf(stderr, "netio-tracer: --pid: %s\n", err);
+			return 2;
+		}
+	return 0;
+}
+
+static void close_all(struct tracer *tr)
+{
+	if (tr->prof)
+		profiler_close(tr->prof);
+	if (tr->pc)
+		perf_counters_free(tr->pc);
+	tracer_bpf_close(&tr->bpf);
+	stats_restore(tr);
+}
+
 int main(int argc, char **argv)
 {
 	struct tracer tr = { .mode = ATTACH_AUTO, .freq = 999, .stats_fd = -1, .sysctl_prev = -1 };
-	bool probe = false;
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+	struct cli cli = { 0 };
 	char err[1024];
-	int opt, ret = 0;
-	unsigned int pids_opt[MAX_PIDS];
-	int npids_opt = 0;
+	int ret = parse_args(argc, argv, &tr, &cli);
 
-	while ((opt = getopt_long(argc, argv, "+hv", long_opts, NULL)) != -1) {
-		char *end;
-		switch (opt) {
-		case OPT_ATTACH:
-			if (parse_attach_mode(optarg, &tr.mode)) {
-				fprintf(stderr, "netio-tracer: --attach %s: choose auto, fentry, kprobe or tracepoint\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case OPT_PID: {
-			long p = strtol(optarg, &end, 10);
-			if (*end || p <= 0 || npids_opt == MAX_PIDS) {
-				fprintf(stderr, "netio-tracer: --pid %s: not a pid\n", optarg);
-				return 2;
-			}
-			pids_opt[npids_opt++] = p;
-			break;
-		}
-		case OPT_NETNS:
-			if (tr.nnetns_specs == MAX_NETNS) {
-				fprintf(stderr, "netio-tracer: too many --netns\n");
-				return 2;
-			}
-			tr.netns_specs[tr.nnetns_specs++] = optarg;
-			break;
-		case OPT_JSON:
-			tr.json_path = optarg;
-			break;
-		case OPT_FOLDED:
-			tr.folded_path = optarg;
-			break;
-		case OPT_FREQ:
-			tr.freq = strtol(optarg, &end, 10);
-			if (*end || tr.freq <= 0 || tr.freq > 100000) {
-				fprintf(stderr, "netio-tracer: --freq %s: not a frequency in Hz\n", optarg);
-				return 2;
-			}
-			break;
-		case OPT_SAMPLE_SOURCE:
-			if (profile_source_parse(optarg, &tr.sample_source)) {
-				fprintf(stderr, "netio-tracer: --sample-source %s: choose auto, cycles, "
-					"cpu-clock or tick\n", optarg);
-				return 2;
-			}
-			break;
-		case OPT_SAMPLE_CGROUP:
-			tr.sample_cgroup = optarg;
-			break;
-		case OPT_NO_SAMPLE:
-			tr.no_sample = true;
-			break;
-		case OPT_NO_LATENCY:
-			tr.no_latency = true;
-			break;
-		case OPT_NO_COUNTERS:
-			tr.no_counters = true;
-			break;
-		case OPT_DURATION:
-			tr.duration = strtod(optarg, &end);
-			if (*end || tr.duration <= 0) {
-				fprintf(stderr, "netio-tracer: --duration %s: not a number of seconds\n", optarg);
-				return 2;
-			}
-			break;
-		case OPT_CONTROL:
-			tr.control = true;
-			break;
-		case OPT_PROBE:
-			probe = true;
-			break;
-		case OPT_NO_BPF_STATS:
-			if (!strcmp(optarg, "sampled"))
-				tr.stats_mode = STATS_SAMPLED;
-			else if (!strcmp(optarg, "always"))
-				tr.stats_mode = STATS_ALWAYS;
-			else if (!strcmp(optarg, "off"))
-				tr.stats_mode = STATS_OFF;
-			else {
-				fprintf(stderr, "netio-tracer: --bpf-stats %s: choose sampled, always or off\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'v':
-		case OPT_VERBOSE:
-			tr.verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc)
-		tr.cmd = &argv[optind];
-	if (probe)
+	if (ret >= 0)
+		return ret;
+	if (cli.probe)
 		return probe_write_json(stdout) ? 1 : 0;
 	if (tr.cmd && tr.control) {
 		fprintf(stderr, "netio-tracer: -- CMD and --control exclude each other\n");
@@ -933,9 +1039,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "netio-tracer: not root: loading BPF programs will probably fail\n");
 
 	install_signals();
-	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
 	setrlimit(RLIMIT_MEMLOCK, &rl);
-
 	if (tracer_bpf_open(&tr.bpf, tr.mode, tr.verbose, tr.no_latency, err, sizeof(err))) {
 		fprintf(stderr, "netio-tracer: %s\n", err);
 		if (tr.control)
@@ -943,63 +1047,13 @@ int main(int argc, char **argv)
 		return tr.mode == ATTACH_AUTO ? 1 : 2;
 	}
 	stats_enable(&tr);
-
-	/* network namespaces: given, or our own */
-	if (tr.nnetns_specs) {
-		for (int i = 0; i < tr.nnetns_specs; i++)
-			if (follow_netns(&tr, tr.netns_specs[i], err, sizeof(err))) {
-				fprintf(stderr, "netio-tracer: %s\n", err);
-				ret = 2;
-				goto out;
-			}
-	} else {
-		unsigned int self = netns_inum_self();
-		u8 one = 1;
-		if (self)
-			bpf_map_update_elem(tr.bpf.followed_netns, &self, &one, BPF_ANY);
-	}
-
-	if (!tr.no_counters)
-		tr.pc = perf_counters_new();
-	if (!tr.no_sample) {
-		tr.prof = profiler_open(tr.freq, tr.sample_source, tr.bpf.followed_tgids,
-					tr.sample_cgroup, err, sizeof(err));
-		if (!tr.prof && (tr.sample_source != PROFILE_SRC_AUTO || tr.sample_cgroup)) {
-			/* a source or cgroup asked for by name is like a forced rung */
-			fprintf(stderr, "netio-tracer: %s\n", err);
-			if (tr.control)
-				printf("error %s\n", err);
-			ret = 2;
-			goto out;
-		}
-		if (!tr.prof)
-			fprintf(stderr, "netio-tracer: stack sampling unavailable: %s\n", err);
-		else if (profiler_freq(tr.prof) <= 0)
-			fprintf(stderr, "netio-tracer: CONFIG_HZ not found in /proc/config.gz or "
-				"/boot/config-*: every tick is sampled, at a rate reported unknown\n");
-	}
-	tr.bpf.rung[PP_STACKS] = !tr.prof ? RUNG_UNAVAILABLE :
-				 !strcmp(profiler_source(tr.prof), "tick") ? RUNG_TP_BTF : RUNG_PERF_EVENT;
-
-	for (int i = 0; i < npids_opt; i++)
-		if (follow_pid(&tr, pids_opt[i], err, sizeof(err))) {
-			fprintf(stderr, "netio-tracer: --pid: %s\n", err);
-			ret = 2;
-			goto out;
-		}
-
-	if (tr.control) {
+	ret = follow_and_sample(&tr, &cli);
+	if (!ret && tr.control) {
 		reset_all(&tr);
 		ret = control_loop(&tr);
-	} else {
+	} else if (!ret) {
 		ret = run_oneshot(&tr);
 	}
-out:
-	if (tr.prof)
-		profiler_close(tr.prof);
-	if (tr.pc)
-		perf_counters_free(tr.pc);
-	tracer_bpf_close(&tr.bpf);
-	stats_restore(&tr);
+	close_all(&tr);
 	return ret;
 }

@@ -167,87 +167,108 @@ static void report_mismatch(const struct conn *conns, int nconns, uint64_t bad, 
 			(unsigned long long)bad, (unsigned long long)bad_msgs);
 }
 
+/* The whole run: the connections' counters summed, the span from the first byte to the
+ * last, and the first error. */
+struct totals {
+	uint64_t bytes, calls, bad, bad_msgs;
+	double t0, t1;
+	int errors;
+	const char *first_error;
+};
+
+static void sum_conns(const struct conn *conns, int nconns, const char *global_error,
+		      struct totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->errors = global_error ? 1 : 0;
+	t->first_error = global_error;
+	for (int i = 0; i < nconns; i++) {
+		const struct conn *c = &conns[i];
+
+		t->bytes += c->bytes;
+		t->calls += c->recv_calls;
+		t->bad += c->v.bad_bytes;
+		t->bad_msgs += c->v.bad_messages + (uint64_t)c->v.cur_bad;
+		if (c->bytes && (!t->t0 || c->t_first < t->t0))
+			t->t0 = c->t_first;
+		if (c->bytes && c->t_end > t->t1)
+			t->t1 = c->t_end;
+		if (c->error[0]) {
+			t->errors++;
+			if (!t->first_error)
+				t->first_error = c->error;
+		}
+	}
+}
+
+/* verify_errors counts bytes that differ from the pattern; verify_bad_messages the messages
+ * holding at least one of them. null without --verify. */
+static void put_verify(struct json *w, int verify, uint64_t bad, uint64_t bad_msgs)
+{
+	if (verify) {
+		json_kv_uint(w, "verify_errors", bad);
+		json_kv_uint(w, "verify_bad_messages", bad_msgs);
+	} else {
+		json_kv_null(w, "verify_errors");
+		json_kv_null(w, "verify_bad_messages");
+	}
+}
+
+static void put_conn(struct json *w, const struct wl_options *o, const struct conn *c)
+{
+	double s = c->bytes && c->t_end > c->t_first ? c->t_end - c->t_first : 0;
+
+	json_begin_object(w);
+	json_kv_uint(w, "conn", c->idx);
+	json_kv_uint(w, "bytes", c->bytes);
+	json_kv_uint(w, "messages", c->bytes / o->size);
+	json_kv_double(w, "seconds", s);
+	json_kv_double(w, "throughput_gbps", wl_gbps(c->bytes, s));
+	json_kv_uint(w, "recv_calls", c->recv_calls);
+	put_verify(w, o->verify, c->v.bad_bytes, c->v.bad_messages + (uint64_t)c->v.cur_bad);
+	wl_tcp_stats_json(w, &c->tcp);
+	json_kv_string(w, "error", c->error[0] ? c->error : NULL);
+	json_end_object(w);
+}
+
+/* The client's JSON object on stdout (DEVELOPERS.md), and one line on stderr for an error or
+ * a --verify mismatch; the exit status. */
 static int print_json(const struct wl_options *o, struct conn *conns, int nconns,
 		      const char *global_error)
 {
-	uint64_t bytes = 0, calls = 0, bad = 0, bad_msgs = 0;
-	double t0 = 0, t1 = 0;
-	int i, errors = global_error ? 1 : 0;
-	const char *first_error = global_error;
+	struct totals t;
+	double secs;
 	struct json w;
 
-	for (i = 0; i < nconns; i++) {
-		struct conn *c = &conns[i];
-
-		bytes += c->bytes;
-		calls += c->recv_calls;
-		bad += c->v.bad_bytes;
-		bad_msgs += c->v.bad_messages + (uint64_t)c->v.cur_bad;
-		if (c->bytes && (!t0 || c->t_first < t0))
-			t0 = c->t_first;
-		if (c->bytes && c->t_end > t1)
-			t1 = c->t_end;
-		if (c->error[0]) {
-			errors++;
-			if (!first_error)
-				first_error = c->error;
-		}
-	}
+	sum_conns(conns, nconns, global_error, &t);
+	secs = t.t1 > t.t0 ? t.t1 - t.t0 : 0;
 	json_init(&w, stdout);
 	json_begin_object(&w);
 	json_kv_string(&w, "role", "client");
 	json_kv_uint(&w, "size", o->size);
 	json_kv_int(&w, "threads", o->threads);
 	json_kv_bool(&w, "verify", o->verify);
-	json_kv_uint(&w, "bytes", bytes);
-	json_kv_uint(&w, "messages", bytes / o->size);
-	json_kv_double(&w, "seconds", t1 > t0 ? t1 - t0 : 0);
-	json_kv_double(&w, "throughput_gbps", wl_gbps(bytes, t1 > t0 ? t1 - t0 : 0));
-	json_kv_uint(&w, "recv_calls", calls);
+	json_kv_uint(&w, "bytes", t.bytes);
+	json_kv_uint(&w, "messages", t.bytes / o->size);
+	json_kv_double(&w, "seconds", secs);
+	json_kv_double(&w, "throughput_gbps", wl_gbps(t.bytes, secs));
+	json_kv_uint(&w, "recv_calls", t.calls);
 	json_key(&w, "per_thread");
 	json_begin_array(&w);
-	for (i = 0; i < nconns; i++) {
-		struct conn *c = &conns[i];
-		double s = c->bytes && c->t_end > c->t_first ? c->t_end - c->t_first : 0;
-
-		json_begin_object(&w);
-		json_kv_uint(&w, "conn", c->idx);
-		json_kv_uint(&w, "bytes", c->bytes);
-		json_kv_uint(&w, "messages", c->bytes / o->size);
-		json_kv_double(&w, "seconds", s);
-		json_kv_double(&w, "throughput_gbps", wl_gbps(c->bytes, s));
-		json_kv_uint(&w, "recv_calls", c->recv_calls);
-		if (o->verify) {
-			json_kv_uint(&w, "verify_errors", c->v.bad_bytes);
-			json_kv_uint(&w, "verify_bad_messages", c->v.bad_messages + (uint64_t)c->v.cur_bad);
-		} else {
-			json_kv_null(&w, "verify_errors");
-			json_kv_null(&w, "verify_bad_messages");
-		}
-		wl_tcp_stats_json(&w, &c->tcp);
-		json_kv_string(&w, "error", c->error[0] ? c->error : NULL);
-		json_end_object(&w);
-	}
+	for (int i = 0; i < nconns; i++)
+		put_conn(&w, o, &conns[i]);
 	json_end_array(&w);
-	/* verify_errors counts bytes that differ from the pattern; verify_bad_messages the
-	 * messages holding at least one of them. null without --verify. */
-	if (o->verify) {
-		json_kv_uint(&w, "verify_errors", bad);
-		json_kv_uint(&w, "verify_bad_messages", bad_msgs);
-	} else {
-		json_kv_null(&w, "verify_errors");
-		json_kv_null(&w, "verify_bad_messages");
-	}
+	put_verify(&w, o->verify, t.bad, t.bad_msgs);
 	json_kv_string(&w, "verify_unit", "bytes");
-	json_kv_int(&w, "errors", errors);
-	json_kv_string(&w, "error", first_error);
+	json_kv_int(&w, "errors", t.errors);
+	json_kv_string(&w, "error", t.first_error);
 	json_end_object(&w);
 	json_finish(&w);
-	if (first_error)
-		fprintf(stderr, PROG ": %s\n", first_error);
-	else if (o->verify && bad)
-		report_mismatch(conns, nconns, bad, bad_msgs);
-	return errors || (o->verify && bad) ? 1 : 0;
+	if (t.first_error)
+		fprintf(stderr, PROG ": %s\n", t.first_error);
+	else if (o->verify && t.bad)
+		report_mismatch(conns, nconns, t.bad, t.bad_msgs);
+	return t.errors || (o->verify && t.bad) ? 1 : 0;
 }
 
 int main(int argc, char **argv)

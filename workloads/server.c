@@ -664,53 +664,111 @@ static void run_for(const struct wl_options *o, const struct conn *conns, struct
 	atomic_store(&g_stop, 1);
 }
 
-static int print_json(const struct wl_options *o, struct conn *conns, int nconns, int port,
-		      const char *global_error, const struct steady *steady)
+/* The whole run: the connections' counters summed, the TCP figures merged, the span from
+ * the first start to the last end, and the first error. */
+struct totals {
+	uint64_t bytes, messages, calls, partial, enobufs;
+	struct wl_zc_counters zc;
+	struct wl_tcp_stats tcp;
+	double t0, t1;
+	int errors;
+	const char *first_error;
+};
+
+static void add_tcp(struct wl_tcp_stats *tt, const struct wl_tcp_stats *t, int *ntcp,
+		    uint64_t *rtt_sum)
 {
-	struct wl_zc_counters zt = { 0 };
-	struct wl_tcp_stats tt = { 0 };
-	uint64_t bytes = 0, messages = 0, calls = 0, partial = 0, enobufs = 0, rtt_sum = 0;
-	double t0 = 0, t1 = 0;
-	int i, errors = global_error ? 1 : 0, ntcp = 0;
-	const char *first_error = global_error;
-	struct json w;
+	if (!t->valid)
+		return;
+	if (!(*ntcp)++)
+		memcpy(tt->cc, t->cc, sizeof(tt->cc));
+	else if (strcmp(tt->cc, t->cc) != 0)
+		strcpy(tt->cc, "mixed");
+	tt->retrans += t->retrans;
+	tt->segs_out += t->segs_out;
+	*rtt_sum += t->rtt_us;
+	tt->valid = 1;
+}
 
-	for (i = 0; i < nconns; i++) {
-		struct conn *c = &conns[i];
+static void sum_conns(const struct conn *conns, int nconns, const char *global_error,
+		      struct totals *t)
+{
+	uint64_t rtt_sum = 0;
+	int ntcp = 0;
 
-		bytes += c->bytes;
-		messages += c->messages;
-		calls += c->send_calls;
-		partial += c->partial_retries;
-		enobufs += c->enobufs_retries;
-		zt.sends += c->zc.c.sends;
-		zt.completions += c->zc.c.completions;
-		zt.copied += c->zc.c.copied;
-		zt.notifications += c->zc.c.notifications;
-		zt.unexpected += c->zc.c.unexpected;
-		if (c->tcp.valid) {
-			if (!ntcp++)
-				memcpy(tt.cc, c->tcp.cc, sizeof(tt.cc));
-			else if (strcmp(tt.cc, c->tcp.cc) != 0)
-				strcpy(tt.cc, "mixed");
-			tt.retrans += c->tcp.retrans;
-			tt.segs_out += c->tcp.segs_out;
-			rtt_sum += c->tcp.rtt_us;
-			tt.valid = 1;
-		}
-		if (c->t_start && (!t0 || c->t_start < t0))
-			t0 = c->t_start;
-		if (c->t_end > t1)
-			t1 = c->t_end;
+	memset(t, 0, sizeof(*t));
+	t->errors = global_error ? 1 : 0;
+	t->first_error = global_error;
+	for (int i = 0; i < nconns; i++) {
+		const struct conn *c = &conns[i];
+
+		t->bytes += c->bytes;
+		t->messages += c->messages;
+		t->calls += c->send_calls;
+		t->partial += c->partial_retries;
+		t->enobufs += c->enobufs_retries;
+		t->zc.sends += c->zc.c.sends;
+		t->zc.completions += c->zc.c.completions;
+		t->zc.copied += c->zc.c.copied;
+		t->zc.notifications += c->zc.c.notifications;
+		t->zc.unexpected += c->zc.c.unexpected;
+		add_tcp(&t->tcp, &c->tcp, &ntcp, &rtt_sum);
+		if (c->t_start && (!t->t0 || c->t_start < t->t0))
+			t->t0 = c->t_start;
+		if (c->t_end > t->t1)
+			t->t1 = c->t_end;
 		if (c->error[0]) {
-			errors++;
-			if (!first_error)
-				first_error = c->error;
+			t->errors++;
+			if (!t->first_error)
+				t->first_error = c->error;
 		}
 	}
 	if (ntcp)
-		tt.rtt_us = (uint32_t)(rtt_sum / (uint64_t)ntcp);
+		t->tcp.rtt_us = (uint32_t)(rtt_sum / (uint64_t)ntcp);
+}
 
+static void put_conn(struct json *w, const struct conn *c)
+{
+	double s = c->t_end > c->t_start ? c->t_end - c->t_start : 0;
+
+	json_begin_object(w);
+	json_kv_uint(w, "conn", c->idx);
+	json_kv_uint(w, "bytes", c->bytes);
+	json_kv_uint(w, "messages", c->messages);
+	json_kv_double(w, "seconds", s);
+	json_kv_double(w, "throughput_gbps", wl_gbps(c->bytes, s));
+	json_kv_uint(w, "send_calls", c->send_calls);
+	json_kv_uint(w, "partial_retries", c->partial_retries);
+	json_kv_uint(w, "enobufs_retries", c->enobufs_retries);
+	wl_tcp_stats_json(w, &c->tcp);
+	put_zc(w, &c->zc.c);
+	json_kv_string(w, "error", c->error[0] ? c->error : NULL);
+	json_end_object(w);
+}
+
+static void put_steady(struct json *w, const struct steady *steady)
+{
+	if (!steady || steady->seconds <= 0)
+		return;
+	json_key(w, "steady");
+	json_begin_object(w);
+	json_kv_double(w, "warmup_s", steady->warmup_s);
+	json_kv_uint(w, "bytes", steady->bytes);
+	json_kv_double(w, "seconds", steady->seconds);
+	json_end_object(w);
+}
+
+/* The server's JSON object on stdout (DEVELOPERS.md), and its first error on stderr; the
+ * exit status. */
+static int print_json(const struct wl_options *o, struct conn *conns, int nconns, int port,
+		      const char *global_error, const struct steady *steady)
+{
+	struct totals t;
+	double secs;
+	struct json w;
+
+	sum_conns(conns, nconns, global_error, &t);
+	secs = t.t1 > t.t0 ? t.t1 - t.t0 : 0;
 	json_init(&w, stdout);
 	json_begin_object(&w);
 	json_kv_string(&w, "role", "server");
@@ -720,51 +778,28 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	json_kv_int(&w, "threads", o->threads);
 	json_kv_int(&w, "port", port);
 	json_kv_bool(&w, "verify", o->verify);
-	json_kv_uint(&w, "bytes", bytes);
-	json_kv_uint(&w, "messages", messages);
-	json_kv_double(&w, "seconds", t1 > t0 ? t1 - t0 : 0);
-	json_kv_double(&w, "throughput_gbps", wl_gbps(bytes, t1 > t0 ? t1 - t0 : 0));
-	if (steady && steady->seconds > 0) {
-		json_key(&w, "steady");
-		json_begin_object(&w);
-		json_kv_double(&w, "warmup_s", steady->warmup_s);
-		json_kv_uint(&w, "bytes", steady->bytes);
-		json_kv_double(&w, "seconds", steady->seconds);
-		json_end_object(&w);
-	}
-	json_kv_uint(&w, "send_calls", calls);
-	json_kv_uint(&w, "partial_retries", partial);
-	json_kv_uint(&w, "enobufs_retries", enobufs);
-	wl_tcp_stats_json(&w, &tt);
-	put_zc(&w, &zt);
+	json_kv_uint(&w, "bytes", t.bytes);
+	json_kv_uint(&w, "messages", t.messages);
+	json_kv_double(&w, "seconds", secs);
+	json_kv_double(&w, "throughput_gbps", wl_gbps(t.bytes, secs));
+	put_steady(&w, steady);
+	json_kv_uint(&w, "send_calls", t.calls);
+	json_kv_uint(&w, "partial_retries", t.partial);
+	json_kv_uint(&w, "enobufs_retries", t.enobufs);
+	wl_tcp_stats_json(&w, &t.tcp);
+	put_zc(&w, &t.zc);
 	json_key(&w, "per_thread");
 	json_begin_array(&w);
-	for (i = 0; i < nconns; i++) {
-		struct conn *c = &conns[i];
-		double s = c->t_end > c->t_start ? c->t_end - c->t_start : 0;
-
-		json_begin_object(&w);
-		json_kv_uint(&w, "conn", c->idx);
-		json_kv_uint(&w, "bytes", c->bytes);
-		json_kv_uint(&w, "messages", c->messages);
-		json_kv_double(&w, "seconds", s);
-		json_kv_double(&w, "throughput_gbps", wl_gbps(c->bytes, s));
-		json_kv_uint(&w, "send_calls", c->send_calls);
-		json_kv_uint(&w, "partial_retries", c->partial_retries);
-		json_kv_uint(&w, "enobufs_retries", c->enobufs_retries);
-		wl_tcp_stats_json(&w, &c->tcp);
-		put_zc(&w, &c->zc.c);
-		json_kv_string(&w, "error", c->error[0] ? c->error : NULL);
-		json_end_object(&w);
-	}
+	for (int i = 0; i < nconns; i++)
+		put_conn(&w, &conns[i]);
 	json_end_array(&w);
-	json_kv_int(&w, "errors", errors);
-	json_kv_string(&w, "error", first_error);
+	json_kv_int(&w, "errors", t.errors);
+	json_kv_string(&w, "error", t.first_error);
 	json_end_object(&w);
 	json_finish(&w);
-	if (first_error)
-		fprintf(stderr, PROG ": %s\n", first_error);
-	return errors ? 1 : 0;
+	if (t.first_error)
+		fprintf(stderr, PROG ": %s\n", t.first_error);
+	return t.errors ? 1 : 0;
 }
 
 /* ---- main ----------------------------------------------------------------- */

@@ -10,12 +10,14 @@ from conftest import REPO
 MAX_LINES = 120
 ROOTS = ("netio_trace", "analysis", "report", "bench", "common", "user", "workloads", "bpf")
 STILL_LONG = {
-    ("bench/run.py", "section_overhead"): "measuring, verdicts and Markdown in one: to split",
-    ("user/tracer.c", "main"): "option parsing and the run in one: to split",
-    ("user/stats.c", "stats_read"): "three maps, totals and self-cost in one: to split",
     ("user/attach.c", "tracer_bpf_open"): "the ladder, the inference and the forced-rung "
                                           "message in one: to split",
-    ("user/stats.c", "stats_write_json"): "one JSON object, field after field",
+}
+# Being split elsewhere at the same time (issue 14): allowed over MAX_LINES, and not an error
+# when already under it. Drop them once that work has landed.
+TEMPORARY = {
+    ("netio_trace/run/sweep.py", "_run_sweep"): "the lead splits it",
+    ("netio_trace/run/runner.py", "run_one"): "the lead splits it",
 }
 
 
@@ -65,7 +67,7 @@ def _all_functions():
 
 def test_no_function_longer_than_a_screen():
     long = {(rel, fn): n for rel, fn, n in _all_functions() if n > MAX_LINES}
-    unexplained = {k: n for k, n in long.items() if k not in STILL_LONG}
+    unexplained = {k: n for k, n in long.items() if k not in STILL_LONG and k not in TEMPORARY}
     assert not unexplained, f"functions over {MAX_LINES} lines: {unexplained}"
     split_already = set(STILL_LONG) - set(long)
     assert not split_already, f"no longer long, drop from STILL_LONG: {split_already}"
