@@ -1,7 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The attach ladder: see attach.h and DESIGN.md. */
+/* The attach ladder: see attach.h and DESIGN.md.
+ *
+ * Each BPF object is opened through its skeleton. The ladder's table names each program as a
+ * field of its object's skeleton (ROW below), so a program that does not exist does not
+ * compile; the ladder then loads, for the rung it tries, only the programs of the probe points
+ * it tries, and attaches them to the first target of theirs this kernel has. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +61,8 @@ int parse_attach_mode(const char *s, enum attach_mode *mode)
 	return 0;
 }
 
-/* ---- libbpf messages: shown with --verbose, the last warning kept for error messages --- */
+/* ---- libbpf messages: shown with --verbose, the last warning kept for error messages ---
+ * (module state: libbpf_set_print() takes a function and no context of ours) */
 
 static bool libbpf_verbose;
 static char last_libbpf_warning[256];
@@ -76,51 +83,66 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-/* ---- objects ------------------------------------------------------------------------- */
+/* ---- objects: the skeletons ------------------------------------------------------------ */
 
 enum objkind { OBJ_FOLLOW, OBJ_FENTRY, OBJ_KPROBE, OBJ_TP, OBJ_SYSCALLS, OBJ_NR };
 
-static const struct {
-	const char *name;
-	const void *(*elf)(size_t *sz);
+/* A skeleton of any kind through one interface: the ladder opens several kinds alike. */
+#define SKELETON(x)								\
+	static void *x##_open(void) { return x##_bpf__open(); }			\
+	static struct bpf_object *x##_object(void *skel)			\
+	{									\
+		return ((struct x##_bpf *)skel)->obj;				\
+	}									\
+	static void x##_destroy(void *skel) { x##_bpf__destroy(skel); }
+SKELETON(copy_fentry)
+SKELETON(copy_kprobe)
+SKELETON(copy_tp)
+SKELETON(syscalls)
+
+static const struct objdef {
+	void *(*open)(void);
+	struct bpf_object *(*object)(void *skel);
+	void (*destroy)(void *skel);
 } objdefs[OBJ_NR] = {
-	[OBJ_FOLLOW] = { "follow", follow_bpf__elf_bytes },
-	[OBJ_FENTRY] = { "copy_fentry", copy_fentry_bpf__elf_bytes },
-	[OBJ_KPROBE] = { "copy_kprobe", copy_kprobe_bpf__elf_bytes },
-	[OBJ_TP] = { "copy_tp", copy_tp_bpf__elf_bytes },
-	[OBJ_SYSCALLS] = { "syscalls", syscalls_bpf__elf_bytes },
+	[OBJ_FENTRY] = { copy_fentry_open, copy_fentry_object, copy_fentry_destroy },
+	[OBJ_KPROBE] = { copy_kprobe_open, copy_kprobe_object, copy_kprobe_destroy },
+	[OBJ_TP] = { copy_tp_open, copy_tp_object, copy_tp_destroy },
+	[OBJ_SYSCALLS] = { syscalls_open, syscalls_object, syscalls_destroy },
 };
 
-static struct bpf_object *obj_open(enum objkind k)
-{
-	LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = objdefs[k].name);
-	size_t sz;
-	const void *bytes = objdefs[k].elf(&sz);
-	struct bpf_object *obj = bpf_object__open_mem(bytes, sz, &opts);
+/* The object kind of each skeleton, for ROW. */
+#define KIND_copy_fentry OBJ_FENTRY
+#define KIND_copy_kprobe OBJ_KPROBE
+#define KIND_copy_tp OBJ_TP
+#define KIND_syscalls OBJ_SYSCALLS
 
-	if (libbpf_get_error(obj))
-		return NULL;
-	return obj;
+/* A loaded object whose programs attached is kept in t, in its kind's slot. Each kind is
+ * kept at most once: a copy object belongs to one rung, tried once, and the syscalls object
+ * is tried rung after rung only until one attaches. */
+static void keep_obj(struct tracer_bpf *t, enum objkind k, void *skel)
+{
+	void **slot = k == OBJ_FENTRY ? (void **)&t->copy_fentry :
+		      k == OBJ_KPROBE ? (void **)&t->copy_kprobe :
+		      k == OBJ_TP ? (void **)&t->copy_tp : (void **)&t->syscalls;
+
+	if (!*slot)
+		*slot = skel;
+	/* else (never): leaked rather than freed under the records of its attached programs */
 }
 
-/* Maps shared by name between objects: created by the first object that loads, reused by
- * every later one. */
-struct shared_map {
-	char name[64];
-	int fd;
-};
-static struct shared_map shared_maps[32];
-static int nshared_maps;
+/* ---- maps shared by name between objects ----------------------------------------------- */
 
-static int shared_map_fd(const char *name)
+static int shared_map_fd(const struct tracer_bpf *t, const char *name)
 {
-	for (int i = 0; i < nshared_maps; i++)
-		if (!strcmp(shared_maps[i].name, name))
-			return shared_maps[i].fd;
+	for (int i = 0; i < t->nshared; i++)
+		if (!strcmp(t->shared[i].name, name))
+			return t->shared[i].fd;
 	return -1;
 }
 
-static int obj_reuse_maps(struct bpf_object *obj)
+/* Before obj loads: its maps that an earlier object created are those, not new ones. */
+static int obj_reuse_maps(const struct tracer_bpf *t, struct bpf_object *obj)
 {
 	struct bpf_map *map;
 
@@ -128,30 +150,31 @@ static int obj_reuse_maps(struct bpf_object *obj)
 		int fd;
 		if (bpf_map__is_internal(map))
 			continue;
-		fd = shared_map_fd(bpf_map__name(map));
+		fd = shared_map_fd(t, bpf_map__name(map));
 		if (fd >= 0 && bpf_map__reuse_fd(map, fd))
 			return -1;
 	}
 	return 0;
 }
 
-static void obj_register_maps(struct bpf_object *obj)
+/* After obj loaded: the maps it created, for the objects that load after it. */
+static void obj_register_maps(struct tracer_bpf *t, struct bpf_object *obj)
 {
 	struct bpf_map *map;
 
 	bpf_object__for_each_map(map, obj) {
-		if (bpf_map__is_internal(map) || shared_map_fd(bpf_map__name(map)) >= 0)
+		if (bpf_map__is_internal(map) || shared_map_fd(t, bpf_map__name(map)) >= 0)
 			continue;
-		if (nshared_maps == (int)(sizeof(shared_maps) / sizeof(shared_maps[0])))
+		if (t->nshared == MAX_SHARED_MAPS)
 			break;
-		snprintf(shared_maps[nshared_maps].name, sizeof(shared_maps[0].name), "%s",
+		snprintf(t->shared[t->nshared].name, sizeof(t->shared[0].name), "%s",
 			 bpf_map__name(map));
-		shared_maps[nshared_maps].fd = dup(bpf_map__fd(map));
-		nshared_maps++;
+		t->shared[t->nshared].fd = dup(bpf_map__fd(map));
+		t->nshared++;
 	}
 }
 
-/* ---- the ladder's table -------------------------------------------------------------- */
+/* ---- the ladder's table ------------------------------------------------------------------ */
 
 enum how { H_FENTRY, H_FEXIT, H_KPROBE, H_KRETPROBE, H_TP_BTF, H_RAW_TP };
 static const char *how_names[] = { "fentry", "fexit", "kprobe", "kretprobe", "tp_btf", "raw_tp" };
@@ -160,7 +183,8 @@ struct row {
 	enum rung rung;
 	enum probe_point pp;
 	enum objkind obj;
-	const char *prog;
+	const char *prog;	/* the program's name, for messages and the records */
+	size_t prog_off;	/* where the skeleton of obj holds the program */
 	enum how how;
 	const char *targets[4];	/* candidates, in order; the first present is used */
 	bool required;		/* the probe point needs it at this rung */
@@ -169,96 +193,111 @@ struct row {
 	bool lazy;		/* loaded with its probe point, attached by tracer_bpf_poll() */
 };
 
-#define FUNCS(...) { __VA_ARGS__, NULL }
+/* A row's rung, probe point, program (a field of skeleton skel's progs), how it attaches and
+ * its candidate targets; the flags follow by name. */
+#define ROW(rung_, pp_, skel, prog_, how_, ...)					\
+	.rung = rung_, .pp = pp_, .obj = KIND_##skel, .prog = #prog_,		\
+	.prog_off = offsetof(struct skel##_bpf, progs.prog_), .how = how_,	\
+	.targets = { __VA_ARGS__, NULL }
 
 static const struct row rows[] = {
 	/* fentry/fexit */
-	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_sendmsg_in", H_FENTRY, FUNCS("tcp_sendmsg"), true, 0, false, false },
-	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_sendmsg_out", H_FEXIT, FUNCS("tcp_sendmsg"), true, 0, false, false },
-	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_sendpage_out", H_FEXIT, FUNCS("tcp_sendpage"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_udp_sendmsg_in", H_FENTRY, FUNCS("udp_sendmsg"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_TX_BYTES, OBJ_FENTRY, "fx_udp_sendmsg_out", H_FEXIT, FUNCS("udp_sendmsg"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_copy_from_iter", H_FEXIT, FUNCS("_copy_from_iter"), false, 1, false, false },
-	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_copy_from_iter_nc", H_FEXIT, FUNCS("_copy_from_iter_nocache"), false, 1, false, false },
-	{ RUNG_FENTRY, PP_TX_COPY, OBJ_FENTRY, "fx_check_object_size", H_FENTRY, FUNCS("__check_object_size"), false, 1, true, false },
-	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_zc_stream", H_FEXIT, FUNCS("skb_zerocopy_iter_stream"), true, 0, false, false },
-	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_zc_sg", H_FEXIT, FUNCS("__zerocopy_sg_from_iter"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_gup_fast", H_FEXIT, FUNCS("get_user_pages_fast"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_PINNING, OBJ_FENTRY, "fx_pup_fast", H_FEXIT, FUNCS("pin_user_pages_fast"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_FALLBACK_COPY, OBJ_FENTRY, "fx_copy_ubufs", H_FEXIT, FUNCS("skb_copy_ubufs"), true, 0, false, false },
-	{ RUNG_FENTRY, PP_ZC_COMPLETION, OBJ_FENTRY, "fx_zc_callback", H_FENTRY, FUNCS("__msg_zerocopy_callback"), true, 0, false, false },
-	{ RUNG_FENTRY, PP_RX_COPY, OBJ_FENTRY, "fx_rx_copy", H_FEXIT, FUNCS("skb_copy_datagram_iter"), true, 0, false, false },
+	{ ROW(RUNG_FENTRY, PP_TX_BYTES, copy_fentry, fx_sendmsg_in, H_FENTRY, "tcp_sendmsg"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_TX_BYTES, copy_fentry, fx_sendmsg_out, H_FEXIT, "tcp_sendmsg"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_TX_BYTES, copy_fentry, fx_sendpage_out, H_FEXIT, "tcp_sendpage") },
+	{ ROW(RUNG_FENTRY, PP_TX_BYTES, copy_fentry, fx_udp_sendmsg_in, H_FENTRY, "udp_sendmsg") },
+	{ ROW(RUNG_FENTRY, PP_TX_BYTES, copy_fentry, fx_udp_sendmsg_out, H_FEXIT, "udp_sendmsg") },
+	{ ROW(RUNG_FENTRY, PP_TX_COPY, copy_fentry, fx_copy_from_iter, H_FEXIT, "_copy_from_iter"), .group = 1 },
+	{ ROW(RUNG_FENTRY, PP_TX_COPY, copy_fentry, fx_copy_from_iter_nc, H_FEXIT, "_copy_from_iter_nocache"), .group = 1 },
+	{ ROW(RUNG_FENTRY, PP_TX_COPY, copy_fentry, fx_check_object_size, H_FENTRY, "__check_object_size"), .group = 1, .fallback = true },
+	{ ROW(RUNG_FENTRY, PP_PINNING, copy_fentry, fx_zc_stream, H_FEXIT, "skb_zerocopy_iter_stream"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_PINNING, copy_fentry, fx_zc_sg, H_FEXIT, "__zerocopy_sg_from_iter") },
+	{ ROW(RUNG_FENTRY, PP_PINNING, copy_fentry, fx_gup_fast, H_FEXIT, "get_user_pages_fast") },
+	{ ROW(RUNG_FENTRY, PP_PINNING, copy_fentry, fx_pup_fast, H_FEXIT, "pin_user_pages_fast") },
+	{ ROW(RUNG_FENTRY, PP_FALLBACK_COPY, copy_fentry, fx_copy_ubufs, H_FEXIT, "skb_copy_ubufs"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_ZC_COMPLETION, copy_fentry, fx_zc_callback, H_FENTRY, "__msg_zerocopy_callback"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_rx_copy, H_FEXIT, "skb_copy_datagram_iter"), .required = true },
 	/* kprobe/kretprobe */
-	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendmsg_in", H_KPROBE, FUNCS("tcp_sendmsg"), true, 0, false, false },
-	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendmsg_out", H_KRETPROBE, FUNCS("tcp_sendmsg"), true, 0, false, false },
-	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendpage_out", H_KRETPROBE, FUNCS("tcp_sendpage"), false, 0, false, false },
-	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendmsg_in", H_KPROBE, FUNCS("udp_sendmsg"), false, 0, false, false },
-	{ RUNG_KPROBE, PP_TX_BYTES, OBJ_KPROBE, "kp_sendmsg_out", H_KRETPROBE, FUNCS("udp_sendmsg"), false, 0, false, false },
-	{ RUNG_KPROBE, PP_TX_COPY, OBJ_KPROBE, "kp_copy_from_iter", H_KRETPROBE, FUNCS("_copy_from_iter"), false, 1, false, false },
-	{ RUNG_KPROBE, PP_TX_COPY, OBJ_KPROBE, "kp_copy_from_iter_nc", H_KRETPROBE, FUNCS("_copy_from_iter_nocache"), false, 1, false, false },
-	{ RUNG_KPROBE, PP_TX_COPY, OBJ_KPROBE, "kp_check_object_size", H_KPROBE, FUNCS("__check_object_size"), false, 1, true, false },
-	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_zc_stream", H_KRETPROBE, FUNCS("skb_zerocopy_iter_stream"), true, 0, false, false },
-	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_pages_out", H_KRETPROBE, FUNCS("get_user_pages_fast"), false, 0, false, false },
-	{ RUNG_KPROBE, PP_PINNING, OBJ_KPROBE, "kp_pages_out", H_KRETPROBE, FUNCS("pin_user_pages_fast"), false, 0, false, false },
-	{ RUNG_KPROBE, PP_FALLBACK_COPY, OBJ_KPROBE, "kp_copy_ubufs", H_KPROBE, FUNCS("skb_copy_ubufs"), true, 0, false, false },
-	{ RUNG_KPROBE, PP_ZC_COMPLETION, OBJ_KPROBE, "kp_zc_callback", H_KPROBE, FUNCS("__msg_zerocopy_callback"), true, 0, false, false },
-	{ RUNG_KPROBE, PP_RX_COPY, OBJ_KPROBE, "kp_rx_copy_in", H_KPROBE, FUNCS("skb_copy_datagram_iter"), true, 0, false, false },
-	{ RUNG_KPROBE, PP_RX_COPY, OBJ_KPROBE, "kp_rx_copy_out", H_KRETPROBE, FUNCS("skb_copy_datagram_iter"), true, 0, false, false },
+	{ ROW(RUNG_KPROBE, PP_TX_BYTES, copy_kprobe, kp_sendmsg_in, H_KPROBE, "tcp_sendmsg"), .required = true },
+	{ ROW(RUNG_KPROBE, PP_TX_BYTES, copy_kprobe, kp_sendmsg_out, H_KRETPROBE, "tcp_sendmsg"), .required = true },
+	{ ROW(RUNG_KPROBE, PP_TX_BYTES, copy_kprobe, kp_sendpage_out, H_KRETPROBE, "tcp_sendpage") },
+	{ ROW(RUNG_KPROBE, PP_TX_BYTES, copy_kprobe, kp_sendmsg_in, H_KPROBE, "udp_sendmsg") },
+	{ ROW(RUNG_KPROBE, PP_TX_BYTES, copy_kprobe, kp_sendmsg_out, H_KRETPROBE, "udp_sendmsg") },
+	{ ROW(RUNG_KPROBE, PP_TX_COPY, copy_kprobe, kp_copy_from_iter, H_KRETPROBE, "_copy_from_iter"), .group = 1 },
+	{ ROW(RUNG_KPROBE, PP_TX_COPY, copy_kprobe, kp_copy_from_iter_nc, H_KRETPROBE, "_copy_from_iter_nocache"), .group = 1 },
+	{ ROW(RUNG_KPROBE, PP_TX_COPY, copy_kprobe, kp_check_object_size, H_KPROBE, "__check_object_size"), .group = 1, .fallback = true },
+	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_stream, H_KRETPROBE, "skb_zerocopy_iter_stream"), .required = true },
+	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_pages_out, H_KRETPROBE, "get_user_pages_fast") },
+	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_pages_out, H_KRETPROBE, "pin_user_pages_fast") },
+	{ ROW(RUNG_KPROBE, PP_FALLBACK_COPY, copy_kprobe, kp_copy_ubufs, H_KPROBE, "skb_copy_ubufs"), .required = true },
+	{ ROW(RUNG_KPROBE, PP_ZC_COMPLETION, copy_kprobe, kp_zc_callback, H_KPROBE, "__msg_zerocopy_callback"), .required = true },
+	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_rx_copy_in, H_KPROBE, "skb_copy_datagram_iter"), .required = true },
+	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_rx_copy_out, H_KRETPROBE, "skb_copy_datagram_iter"), .required = true },
 	/* BTF-typed tracepoints */
-	{ RUNG_TP_BTF, PP_TX_BYTES, OBJ_TP, "tp_send_length", H_TP_BTF, FUNCS("sock_send_length"), true, 0, false, false },
-	{ RUNG_TP_BTF, PP_PINNING, OBJ_TP, "tp_xmit", H_TP_BTF, FUNCS("net_dev_start_xmit"), true, 0, false, false },
-	{ RUNG_TP_BTF, PP_PINNING, OBJ_TP, "tp_sock_state", H_TP_BTF, FUNCS("inet_sock_set_state"), false, 0, false, false },
-	{ RUNG_TP_BTF, PP_FALLBACK_COPY, OBJ_TP, "tp_netif_receive", H_TP_BTF, FUNCS("netif_receive_skb"), true, 0, false, false },
-	{ RUNG_TP_BTF, PP_FALLBACK_COPY, OBJ_TP, "tp_tcp_probe", H_TP_BTF, FUNCS("tcp_probe"), false, 0, false, true },
-	{ RUNG_TP_BTF, PP_FALLBACK_COPY, OBJ_TP, "tp_kfree_skb", H_TP_BTF, FUNCS("kfree_skb"), false, 0, false, false },
-	{ RUNG_TP_BTF, PP_RX_COPY, OBJ_TP, "tp_recv_length", H_TP_BTF, FUNCS("sock_recv_length"), false, 1, false, false },
-	{ RUNG_TP_BTF, PP_RX_COPY, OBJ_TP, "tp_rx_copy", H_TP_BTF, FUNCS("skb_copy_datagram_iovec"), false, 1, true, false },
+	{ ROW(RUNG_TP_BTF, PP_TX_BYTES, copy_tp, tp_send_length, H_TP_BTF, "sock_send_length"), .required = true },
+	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_xmit, H_TP_BTF, "net_dev_start_xmit"), .required = true },
+	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_sock_state, H_TP_BTF, "inet_sock_set_state") },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_netif_receive, H_TP_BTF, "netif_receive_skb"), .required = true },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_tcp_probe, H_TP_BTF, "tcp_probe"), .lazy = true },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_kfree_skb, H_TP_BTF, "kfree_skb") },
+	{ ROW(RUNG_TP_BTF, PP_RX_COPY, copy_tp, tp_recv_length, H_TP_BTF, "sock_recv_length"), .group = 1 },
+	{ ROW(RUNG_TP_BTF, PP_RX_COPY, copy_tp, tp_rx_copy, H_TP_BTF, "skb_copy_datagram_iovec"), .group = 1, .fallback = true },
 	/* syscalls on fentry/fexit of the syscall functions (issue 15); sys_enter/sys_exit below */
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_sendto_in", H_FENTRY, FUNCS("__x64_sys_sendto", "__arm64_sys_sendto"), true, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_sendto_out", H_FEXIT, FUNCS("__x64_sys_sendto", "__arm64_sys_sendto"), true, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_sendmsg_in", H_FENTRY, FUNCS("__x64_sys_sendmsg", "__arm64_sys_sendmsg"), true, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_sendmsg_out", H_FEXIT, FUNCS("__x64_sys_sendmsg", "__arm64_sys_sendmsg"), true, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_recvfrom_in", H_FENTRY, FUNCS("__x64_sys_recvfrom", "__arm64_sys_recvfrom"), true, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_recvfrom_out", H_FEXIT, FUNCS("__x64_sys_recvfrom", "__arm64_sys_recvfrom"), true, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_recvmsg_in", H_FENTRY, FUNCS("__x64_sys_recvmsg", "__arm64_sys_recvmsg"), true, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_recvmsg_out", H_FEXIT, FUNCS("__x64_sys_recvmsg", "__arm64_sys_recvmsg"), true, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_write_in", H_FENTRY, FUNCS("__x64_sys_write", "__arm64_sys_write"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_write_out", H_FEXIT, FUNCS("__x64_sys_write", "__arm64_sys_write"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_read_in", H_FENTRY, FUNCS("__x64_sys_read", "__arm64_sys_read"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_read_out", H_FEXIT, FUNCS("__x64_sys_read", "__arm64_sys_read"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_sendfile_in", H_FENTRY, FUNCS("__x64_sys_sendfile64", "__arm64_sys_sendfile64"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_sendfile_out", H_FEXIT, FUNCS("__x64_sys_sendfile64", "__arm64_sys_sendfile64"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_poll_in", H_FENTRY, FUNCS("__x64_sys_poll", "__arm64_sys_poll"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_poll_out", H_FEXIT, FUNCS("__x64_sys_poll", "__arm64_sys_poll"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_ppoll_in", H_FENTRY, FUNCS("__x64_sys_ppoll", "__arm64_sys_ppoll"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_ppoll_out", H_FEXIT, FUNCS("__x64_sys_ppoll", "__arm64_sys_ppoll"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_epoll_wait_in", H_FENTRY, FUNCS("__x64_sys_epoll_wait", "__arm64_sys_epoll_wait"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_epoll_wait_out", H_FEXIT, FUNCS("__x64_sys_epoll_wait", "__arm64_sys_epoll_wait"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_epoll_pwait_in", H_FENTRY, FUNCS("__x64_sys_epoll_pwait", "__arm64_sys_epoll_pwait"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_epoll_pwait_out", H_FEXIT, FUNCS("__x64_sys_epoll_pwait", "__arm64_sys_epoll_pwait"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_epoll_pwait2_in", H_FENTRY, FUNCS("__x64_sys_epoll_pwait2", "__arm64_sys_epoll_pwait2"), false, 0, false, false },
-	{ RUNG_FENTRY, PP_SYSCALLS, OBJ_SYSCALLS, "fs_epoll_pwait2_out", H_FEXIT, FUNCS("__x64_sys_epoll_pwait2", "__arm64_sys_epoll_pwait2"), false, 0, false, false },
-	{ RUNG_TP_BTF, PP_SYSCALLS, OBJ_SYSCALLS, "sc_enter", H_TP_BTF, FUNCS("sys_enter"), true, 0, false, false },
-	{ RUNG_TP_BTF, PP_SYSCALLS, OBJ_SYSCALLS, "sc_exit", H_TP_BTF, FUNCS("sys_exit"), true, 0, false, false },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_sendto_in, H_FENTRY, "__x64_sys_sendto", "__arm64_sys_sendto"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_sendto_out, H_FEXIT, "__x64_sys_sendto", "__arm64_sys_sendto"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_sendmsg_in, H_FENTRY, "__x64_sys_sendmsg", "__arm64_sys_sendmsg"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_sendmsg_out, H_FEXIT, "__x64_sys_sendmsg", "__arm64_sys_sendmsg"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_recvfrom_in, H_FENTRY, "__x64_sys_recvfrom", "__arm64_sys_recvfrom"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_recvfrom_out, H_FEXIT, "__x64_sys_recvfrom", "__arm64_sys_recvfrom"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_recvmsg_in, H_FENTRY, "__x64_sys_recvmsg", "__arm64_sys_recvmsg"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_recvmsg_out, H_FEXIT, "__x64_sys_recvmsg", "__arm64_sys_recvmsg"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_write_in, H_FENTRY, "__x64_sys_write", "__arm64_sys_write") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_write_out, H_FEXIT, "__x64_sys_write", "__arm64_sys_write") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_read_in, H_FENTRY, "__x64_sys_read", "__arm64_sys_read") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_read_out, H_FEXIT, "__x64_sys_read", "__arm64_sys_read") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_sendfile_in, H_FENTRY, "__x64_sys_sendfile64", "__arm64_sys_sendfile64") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_sendfile_out, H_FEXIT, "__x64_sys_sendfile64", "__arm64_sys_sendfile64") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_poll_in, H_FENTRY, "__x64_sys_poll", "__arm64_sys_poll") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_poll_out, H_FEXIT, "__x64_sys_poll", "__arm64_sys_poll") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_ppoll_in, H_FENTRY, "__x64_sys_ppoll", "__arm64_sys_ppoll") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_ppoll_out, H_FEXIT, "__x64_sys_ppoll", "__arm64_sys_ppoll") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_epoll_wait_in, H_FENTRY, "__x64_sys_epoll_wait", "__arm64_sys_epoll_wait") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_epoll_wait_out, H_FEXIT, "__x64_sys_epoll_wait", "__arm64_sys_epoll_wait") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_epoll_pwait_in, H_FENTRY, "__x64_sys_epoll_pwait", "__arm64_sys_epoll_pwait") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_epoll_pwait_out, H_FEXIT, "__x64_sys_epoll_pwait", "__arm64_sys_epoll_pwait") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_epoll_pwait2_in, H_FENTRY, "__x64_sys_epoll_pwait2", "__arm64_sys_epoll_pwait2") },
+	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_epoll_pwait2_out, H_FEXIT, "__x64_sys_epoll_pwait2", "__arm64_sys_epoll_pwait2") },
+	{ ROW(RUNG_TP_BTF, PP_SYSCALLS, syscalls, sc_enter, H_TP_BTF, "sys_enter"), .required = true },
+	{ ROW(RUNG_TP_BTF, PP_SYSCALLS, syscalls, sc_exit, H_TP_BTF, "sys_exit"), .required = true },
 	/* raw tracepoints (no BTF needed) */
-	{ RUNG_TRACEPOINT, PP_SYSCALLS, OBJ_SYSCALLS, "sc_enter_raw", H_RAW_TP, FUNCS("sys_enter"), true, 0, false, false },
-	{ RUNG_TRACEPOINT, PP_SYSCALLS, OBJ_SYSCALLS, "sc_exit_raw", H_RAW_TP, FUNCS("sys_exit"), true, 0, false, false },
+	{ ROW(RUNG_TRACEPOINT, PP_SYSCALLS, syscalls, sc_enter_raw, H_RAW_TP, "sys_enter"), .required = true },
+	{ ROW(RUNG_TRACEPOINT, PP_SYSCALLS, syscalls, sc_exit_raw, H_RAW_TP, "sys_exit"), .required = true },
 };
 #define NROWS ((int)(sizeof(rows) / sizeof(rows[0])))
 
-/* per row: the target found on this kernel (NULL: absent) */
-static const char *resolved[NROWS];
-static struct ksyms *ksyms;
-/* functions ftrace can patch (fentry needs it; kprobe events refuse notrace functions);
- * NULL when tracefs does not let us read the list: then the attach tells */
-static struct ksyms *traceable;
-
-static bool is_traceable(const char *name)
+static struct bpf_program *row_prog(const struct row *r, void *skel)
 {
-	return !traceable || ksyms_has(traceable, name);
+	return *(struct bpf_program **)((char *)skel + r->prog_off);
 }
 
-static const char *resolve_row(const struct row *r)
+/* Climbing the ladder (tracer_bpf_open): the target each row resolved to on this kernel
+ * (NULL: absent), the kernel's symbols, and why each probe point failed. */
+struct ladder {
+	struct tracer_bpf *t;
+	const char *resolved[NROWS];
+	struct ksyms *ksyms;
+	/* functions ftrace can patch (fentry needs it; kprobe events refuse notrace functions);
+	 * NULL when tracefs does not let us read the list: then the attach tells */
+	struct ksyms *traceable;
+	char fail_reason[PP_NR][512];	/* for the message of a forced rung */
+};
+
+static bool is_traceable(const struct ladder *l, const char *name)
+{
+	return !l->traceable || ksyms_has(l->traceable, name);
+}
+
+static const char *resolve_row(const struct ladder *l, const struct row *r)
 {
 	const struct btf *btf = vmlinux_btf();
 	/* experiments (overhead of one program, a lower rung): program names to leave out */
@@ -274,13 +313,13 @@ static const char *resolve_row(const struct row *r)
 		case H_FEXIT:
 			/* BTF says the function exists with this name, kallsyms that it is
 			 * not inlined away */
-			if (btf_func_exists(btf, t) && ksyms_has(ksyms, t) && is_traceable(t))
+			if (btf_func_exists(btf, t) && ksyms_has(l->ksyms, t) && is_traceable(l, t))
 				return t;
 			break;
 		case H_KPROBE:
 		case H_KRETPROBE: {
-			const char *s = ksyms_find_func(ksyms, t);
-			if (s && is_traceable(s))
+			const char *s = ksyms_find_func(l->ksyms, t);
+			if (s && is_traceable(l, s))
 				return s;
 			break;
 		}
@@ -293,6 +332,23 @@ static const char *resolve_row(const struct row *r)
 		}
 	}
 	return NULL;
+}
+
+/* Every row's target on this kernel; a fallback row stands in only for a group none of
+ * whose other rows resolved. */
+static void resolve_rows(struct ladder *l)
+{
+	for (int i = 0; i < NROWS; i++)
+		l->resolved[i] = resolve_row(l, &rows[i]);
+	for (int i = 0; i < NROWS; i++) {
+		if (!rows[i].fallback || !l->resolved[i])
+			continue;
+		for (int k = 0; k < NROWS; k++)
+			if (k != i && !rows[k].fallback && rows[k].rung == rows[i].rung &&
+			    rows[k].pp == rows[i].pp && rows[k].group == rows[i].group &&
+			    l->resolved[k])
+				l->resolved[i] = NULL;
+	}
 }
 
 /* The send scope (in_send map) is opened by the tx_bytes programs of the fentry and kprobe
@@ -311,17 +367,17 @@ static bool scope_available(const struct tracer_bpf *t)
 
 /* Can pp be tried at rung r: the required rows resolve, each group has a member, and at
  * least one row resolves. */
-static bool pp_resolvable(enum probe_point pp, enum rung r)
+static bool pp_resolvable(const struct ladder *l, enum probe_point pp, enum rung r)
 {
 	bool any = false, group_seen[4] = { 0 }, group_hit[4] = { 0 };
 
 	for (int i = 0; i < NROWS; i++) {
 		if (rows[i].pp != pp || rows[i].rung != r)
 			continue;
-		if (rows[i].required && !resolved[i])
+		if (rows[i].required && !l->resolved[i])
 			return false;
 		group_seen[rows[i].group] = true;
-		if (resolved[i]) {
+		if (l->resolved[i]) {
 			group_hit[rows[i].group] = true;
 			any = true;
 		}
@@ -332,9 +388,6 @@ static bool pp_resolvable(enum probe_point pp, enum rung r)
 	return any;
 }
 
-/* why a probe point failed at the forced rung, for the error message */
-static char fail_reason[PP_NR][512];
-
 static enum objkind rung_obj(enum rung r, unsigned mask)
 {
 	if (mask == (1u << PP_SYSCALLS))
@@ -343,69 +396,64 @@ static enum objkind rung_obj(enum rung r, unsigned mask)
 		return OBJ_FENTRY;
 	if (r == RUNG_KPROBE)
 		return OBJ_KPROBE;
-	if (mask == (1u << PP_SYSCALLS))
-		return OBJ_SYSCALLS;
 	return OBJ_TP;
 }
 
-/* Open obj for rung r with the programs of the probe points in mask, load it.
- * Returns the loaded object or NULL (err = -errno in *errp). */
-static struct bpf_object *load_rung(enum rung r, enum objkind k, unsigned mask, int *errp)
+/* Open the object of kind k for rung r with the programs of the probe points in mask, load
+ * it. Returns its skeleton, or NULL (-errno in *errp). */
+static void *load_rung(struct ladder *l, enum rung r, enum objkind k, unsigned mask, int *errp)
 {
-	struct bpf_object *obj = obj_open(k);
+	void *skel = objdefs[k].open();
+	struct bpf_object *obj;
 	struct bpf_program *prog;
 	int err;
 
 	*errp = 0;
-	if (!obj) {
+	if (!skel) {
 		*errp = -errno ? -errno : -EINVAL;
 		return NULL;
 	}
+	obj = objdefs[k].object(skel);
 	bpf_object__for_each_program(prog, obj)
 		bpf_program__set_autoload(prog, false);
 	for (int i = 0; i < NROWS; i++) {
-		if (rows[i].rung != r || rows[i].obj != k || !(mask & (1u << rows[i].pp)) || !resolved[i])
+		if (rows[i].rung != r || rows[i].obj != k || !(mask & (1u << rows[i].pp)) ||
+		    !l->resolved[i])
 			continue;
-		prog = bpf_object__find_program_by_name(obj, rows[i].prog);
-		if (!prog)
-			continue;
+		prog = row_prog(&rows[i], skel);
 		bpf_program__set_autoload(prog, true);
 		if (rows[i].how == H_FENTRY || rows[i].how == H_FEXIT)
-			bpf_program__set_attach_target(prog, 0, resolved[i]);
+			bpf_program__set_attach_target(prog, 0, l->resolved[i]);
 	}
-	if (obj_reuse_maps(obj)) {
+	if (obj_reuse_maps(l->t, obj)) {
 		*errp = -errno ? -errno : -EINVAL;
-		bpf_object__close(obj);
+		objdefs[k].destroy(skel);
 		return NULL;
 	}
 	err = bpf_object__load(obj);
 	if (err) {
 		*errp = err;
-		bpf_object__close(obj);
+		objdefs[k].destroy(skel);
 		return NULL;
 	}
-	obj_register_maps(obj);
-	return obj;
+	obj_register_maps(l->t, obj);
+	return skel;
 }
 
-static struct bpf_link *attach_row(struct bpf_object *obj, int i, int *errp)
+static struct bpf_link *attach_row(const struct ladder *l, void *skel, int i, int *errp)
 {
-	struct bpf_program *prog = bpf_object__find_program_by_name(obj, rows[i].prog);
+	struct bpf_program *prog = row_prog(&rows[i], skel);
 	struct bpf_link *link;
 
-	if (!prog) {
-		*errp = -ENOENT;
-		return NULL;
-	}
 	switch (rows[i].how) {
 	case H_KPROBE:
 	case H_KRETPROBE:
-		link = bpf_program__attach_kprobe(prog, rows[i].how == H_KRETPROBE, resolved[i]);
+		link = bpf_program__attach_kprobe(prog, rows[i].how == H_KRETPROBE, l->resolved[i]);
 		break;
 	default:
 		link = bpf_program__attach(prog);
 	}
-	if (libbpf_get_error(link)) {
+	if (!link) {
 		*errp = errno ? -errno : -EINVAL;
 		return NULL;
 	}
@@ -424,102 +472,120 @@ static void drop_pp_links(struct tracer_bpf *t, enum probe_point pp, int from)
 	}
 }
 
-/* Attach the rows of the probe points in mask from a loaded obj; returns the mask of probe
- * points that attached completely. */
-static unsigned attach_rung(struct tracer_bpf *t, struct bpf_object *obj, enum rung r,
-			    enum objkind k, unsigned mask)
+/* The record of row i's program, attached by link (NULL: on demand, by tracer_bpf_poll()). */
+static void record_prog(struct ladder *l, void *skel, int i, struct bpf_link *link)
 {
+	const struct row *r = &rows[i];
+	struct attached_prog *ap = &l->t->progs[l->t->nprogs++];
+
+	memset(ap, 0, sizeof(*ap));
+	snprintf(ap->name, sizeof(ap->name), "%s", r->prog);
+	snprintf(ap->target, sizeof(ap->target), "%s:%s%s", how_names[r->how], l->resolved[i],
+		 link ? "" : " (on demand)");
+	ap->prog_fd = bpf_program__fd(row_prog(r, skel));
+	ap->pp = r->pp;
+	ap->link = link;
+	if (!link) {
+		ap->lazy = true;
+		ap->bpf_prog = row_prog(r, skel);
+		ap->wanted_fd = -1;	/* set once the shared maps are known */
+		return;
+	}
+	ap->prog = row_prog(r, skel);
+	if (r->how == H_KPROBE || r->how == H_KRETPROBE) {
+		snprintf(ap->kfunc, sizeof(ap->kfunc), "%s", l->resolved[i]);
+		ap->kretprobe = r->how == H_KRETPROBE;
+	}
+}
+
+/* Attach the rows of probe point pp at rung r from a loaded skeleton of kind k. Returns the
+ * rows attached (0 with the reason in fail_reason when a required row or every row of a
+ * group failed). */
+static int attach_pp(struct ladder *l, void *skel, enum rung r, enum objkind k,
+		     enum probe_point pp)
+{
+	struct tracer_bpf *t = l->t;
+	int attached = 0, group_hits[4] = { 0 }, group_seen[4] = { 0 };
+
+	for (int i = 0; i < NROWS; i++) {
+		int err = 0;
+		struct bpf_link *link;
+
+		if (rows[i].rung != r || rows[i].obj != k || rows[i].pp != pp || !l->resolved[i])
+			continue;
+		if (rows[i].group)
+			group_seen[rows[i].group]++;
+		if (rows[i].lazy) {
+			if (t->nprogs < MAX_ATTACHED)
+				record_prog(l, skel, i, NULL);
+			continue;
+		}
+		link = attach_row(l, skel, i, &err);
+		if (!link && rows[i].required) {
+			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
+				 "attaching %s %s failed: %s", how_names[rows[i].how],
+				 l->resolved[i], strerror(-err));
+			return 0;
+		}
+		if (!link)
+			continue;
+		if (t->nprogs == MAX_ATTACHED) {
+			bpf_link__destroy(link);
+			return 0;
+		}
+		record_prog(l, skel, i, link);
+		attached++;
+		if (rows[i].group)
+			group_hits[rows[i].group]++;
+	}
+	for (int g = 1; g < 4; g++)
+		if (group_seen[g] && !group_hits[g]) {
+			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
+				 "no copy function could be attached");
+			return 0;
+		}
+	return attached;
+}
+
+/* Page pinning counts pages where a *_user_pages_fast function is probed. */
+static void note_pinned_pages(struct tracer_bpf *t, int first)
+{
+	for (int j = first; j < t->nprogs; j++)
+		if (t->progs[j].pp == PP_PINNING && t->progs[j].link &&
+		    strstr(t->progs[j].target, "user_pages_fast"))
+			t->pinned_pages_counted = true;
+}
+
+/* Attach the rows of the probe points in mask from a loaded skeleton; returns the mask of
+ * probe points that attached completely. */
+static unsigned attach_rung(struct ladder *l, void *skel, enum rung r, enum objkind k,
+			    unsigned mask)
+{
+	struct tracer_bpf *t = l->t;
 	unsigned ok = 0;
-	int first = t->nprogs;
+	int first = t->nprogs, w;
 
 	for (int pp = 0; pp < PP_NR; pp++) {
-		bool failed = false;
-		int attached = 0, group_hits[4] = { 0 }, group_seen[4] = { 0 };
-
 		if (!(mask & (1u << pp)))
 			continue;
 		/* a dependency that did not attach in this rung nor before */
-		unsigned deps = deps_of(pp, r);
-		if ((deps & (1u << PP_TX_BYTES)) && !scope_available(t) && !(ok & (1u << PP_TX_BYTES))) {
-			snprintf(fail_reason[pp], sizeof(fail_reason[pp]),
+		if ((deps_of(pp, r) & (1u << PP_TX_BYTES)) && !scope_available(t) &&
+		    !(ok & (1u << PP_TX_BYTES))) {
+			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
 				 "needs tx_bytes at the fentry or kprobe rung");
 			continue;
 		}
-		for (int i = 0; i < NROWS; i++) {
-			int err = 0;
-			struct bpf_link *link;
-			if (rows[i].rung != r || rows[i].obj != k || (int)rows[i].pp != pp || !resolved[i])
-				continue;
-			if (rows[i].group)
-				group_seen[rows[i].group]++;
-			if (rows[i].lazy) {
-				struct bpf_program *lp = bpf_object__find_program_by_name(obj, rows[i].prog);
-				if (!lp || t->nprogs == MAX_ATTACHED)
-					continue;
-				struct attached_prog *ap = &t->progs[t->nprogs++];
-				snprintf(ap->name, sizeof(ap->name), "%s", rows[i].prog);
-				snprintf(ap->target, sizeof(ap->target), "%s:%s (on demand)",
-					 how_names[rows[i].how], resolved[i]);
-				ap->prog_fd = bpf_program__fd(lp);
-				ap->pp = pp;
-				ap->link = NULL;
-				ap->lazy = true;
-				ap->bpf_prog = lp;
-				ap->wanted_fd = -1;	/* set once the shared maps are known */
-				continue;
-			}
-			link = attach_row(obj, i, &err);
-			if (!link) {
-				if (rows[i].required) {
-					snprintf(fail_reason[pp], sizeof(fail_reason[pp]),
-						 "attaching %s %s failed: %s", how_names[rows[i].how],
-						 resolved[i], strerror(-err));
-					failed = true;
-					break;
-				}
-				continue;
-			}
-			if (t->nprogs == MAX_ATTACHED) {
-				bpf_link__destroy(link);
-				failed = true;
-				break;
-			}
-			struct attached_prog *ap = &t->progs[t->nprogs++];
-			snprintf(ap->name, sizeof(ap->name), "%s", rows[i].prog);
-			snprintf(ap->target, sizeof(ap->target), "%s:%s", how_names[rows[i].how], resolved[i]);
-			ap->prog = bpf_object__find_program_by_name(obj, rows[i].prog);
-			ap->prog_fd = bpf_program__fd(ap->prog);
-			ap->pp = pp;
-			ap->link = link;
-			if (rows[i].how == H_KPROBE || rows[i].how == H_KRETPROBE) {
-				snprintf(ap->kfunc, sizeof(ap->kfunc), "%s", resolved[i]);
-				ap->kretprobe = rows[i].how == H_KRETPROBE;
-			}
-			attached++;
-			if (rows[i].group)
-				group_hits[rows[i].group]++;
-		}
-		for (int g = 1; g < 4; g++)
-			if (group_seen[g] && !group_hits[g]) {
-				snprintf(fail_reason[pp], sizeof(fail_reason[pp]),
-					 "no copy function could be attached");
-				failed = true;
-			}
-		if (failed || !attached) {
+		if (!attach_pp(l, skel, r, k, pp)) {
 			drop_pp_links(t, pp, first);
 			continue;
 		}
 		ok |= 1u << pp;
 		t->rung[pp] = r;
-		if (pp == PP_PINNING && (r == RUNG_FENTRY || r == RUNG_KPROBE)) {
-			for (int j = first; j < t->nprogs; j++)
-				if (t->progs[j].pp == PP_PINNING && t->progs[j].link &&
-				    strstr(t->progs[j].target, "user_pages_fast"))
-					t->pinned_pages_counted = true;
-		}
+		if (pp == PP_PINNING && (r == RUNG_FENTRY || r == RUNG_KPROBE))
+			note_pinned_pages(t, first);
 	}
 	/* compact: forget entries whose link was dropped (and lazy ones of failed points) */
-	int w = first;
+	w = first;
 	for (int j = first; j < t->nprogs; j++)
 		if (t->progs[j].link || (t->progs[j].lazy && (ok & (1u << t->progs[j].pp))))
 			t->progs[w++] = t->progs[j];
@@ -527,86 +593,84 @@ static unsigned attach_rung(struct tracer_bpf *t, struct bpf_object *obj, enum r
 	return ok;
 }
 
-static void keep_obj(struct tracer_bpf *t, struct bpf_object *obj)
+/* When the probe points of mask do not load together: those that load on their own (with
+ * their dependencies), the others' reasons noted. */
+static unsigned loadable_alone(struct ladder *l, enum rung r, enum objkind k, unsigned mask)
 {
-	if (t->nobjs < (int)(sizeof(t->objs) / sizeof(t->objs[0])))
-		t->objs[t->nobjs++] = obj;
-	else
-		bpf_object__close(obj);
+	unsigned ok = 0;
+	int err;
+
+	for (int pp = 0; pp < PP_NR; pp++) {
+		if (!(mask & (1u << pp)))
+			continue;
+		unsigned m = (1u << pp) | (deps_of(pp, r) & mask);
+		void *skel = load_rung(l, r, k, m, &err);
+		if (skel) {
+			ok |= 1u << pp;
+			objdefs[k].destroy(skel);
+		} else {
+			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
+				 "loading %s programs failed: %s", r == RUNG_FENTRY ?
+				 "fentry/fexit" : r == RUNG_KPROBE ? "kprobe" : rung_name(r),
+				 strerror(-err));
+		}
+	}
+	return ok;
 }
 
 /* Try the probe points in mask at rung r; returns those that attached. */
-static unsigned try_rung(struct tracer_bpf *t, enum rung r, unsigned mask)
+static unsigned try_rung(struct ladder *l, enum rung r, unsigned mask)
 {
 	enum objkind k = rung_obj(r, mask);
-	struct bpf_object *obj;
-	unsigned ok_load = 0, ok;
+	unsigned ok;
+	void *skel;
 	int err;
 
 	if (!mask)
 		return 0;
-	obj = load_rung(r, k, mask, &err);
-	if (!obj) {
-		/* find out which probe points load on their own (with their dependencies) */
-		for (int pp = 0; pp < PP_NR; pp++) {
-			if (!(mask & (1u << pp)))
-				continue;
-			unsigned m = (1u << pp) | (deps_of(pp, r) & mask);
-			struct bpf_object *o = load_rung(r, k, m, &err);
-			if (o) {
-				ok_load |= 1u << pp;
-				bpf_object__close(o);
-			} else {
-				snprintf(fail_reason[pp], sizeof(fail_reason[pp]),
-					 "loading %s programs failed: %s", r == RUNG_FENTRY ?
-					 "fentry/fexit" : r == RUNG_KPROBE ? "kprobe" : rung_name(r),
-					 strerror(-err));
-			}
-		}
-		if (!ok_load)
+	skel = load_rung(l, r, k, mask, &err);
+	if (!skel) {
+		mask = loadable_alone(l, r, k, mask);
+		if (!mask)
 			return 0;
-		obj = load_rung(r, k, ok_load, &err);
-		if (!obj)
+		skel = load_rung(l, r, k, mask, &err);
+		if (!skel)
 			return 0;
-		mask = ok_load;
 	}
-	ok = attach_rung(t, obj, r, k, mask);
+	ok = attach_rung(l, skel, r, k, mask);
 	if (ok)
-		keep_obj(t, obj);
+		keep_obj(l->t, k, skel);
 	else
-		bpf_object__close(obj);
+		objdefs[k].destroy(skel);
 	return ok;
 }
 
+/* The fork handler and the filter's maps: tp_btf/sched_process_fork, else its raw
+ * tracepoint. */
 static int open_follow(struct tracer_bpf *t, char *err, size_t errlen)
 {
-	static const char *progs[] = { "fork_btf", "fork_raw" };
-
-	for (int i = 0; i < 2; i++) {
-		struct bpf_object *obj = obj_open(OBJ_FOLLOW);
+	for (int raw = 0; raw < 2; raw++) {
+		struct follow_bpf *skel = follow_bpf__open();
 		struct bpf_program *prog;
 		struct bpf_link *link;
+		struct attached_prog *ap;
 
-		if (!obj)
+		if (!skel)
 			break;
-		bpf_object__for_each_program(prog, obj)
-			bpf_program__set_autoload(prog, !strcmp(bpf_program__name(prog), progs[i]));
-		if (bpf_object__load(obj)) {
-			bpf_object__close(obj);
+		prog = raw ? skel->progs.fork_raw : skel->progs.fork_btf;
+		bpf_program__set_autoload(skel->progs.fork_btf, !raw);
+		bpf_program__set_autoload(skel->progs.fork_raw, raw);
+		link = follow_bpf__load(skel) ? NULL : bpf_program__attach(prog);
+		if (!link) {
+			follow_bpf__destroy(skel);
 			continue;
 		}
-		prog = bpf_object__find_program_by_name(obj, progs[i]);
-		link = bpf_program__attach(prog);
-		if (libbpf_get_error(link)) {
-			bpf_object__close(obj);
-			continue;
-		}
-		obj_register_maps(obj);
-		keep_obj(t, obj);
-		struct attached_prog *ap = &t->progs[t->nprogs++];
-		snprintf(ap->name, sizeof(ap->name), "%s", progs[i]);
+		obj_register_maps(t, skel->obj);
+		t->follow = skel;
+		ap = &t->progs[t->nprogs++];
+		snprintf(ap->name, sizeof(ap->name), "%s", bpf_program__name(prog));
 		snprintf(ap->target, sizeof(ap->target), "%s:sched_process_fork",
-			 i == 0 ? "tp_btf" : "raw_tp");
+			 raw ? "raw_tp" : "tp_btf");
 		ap->prog_fd = bpf_program__fd(prog);
 		ap->prog = prog;
 		ap->pp = PP_NR;
@@ -618,47 +682,24 @@ static int open_follow(struct tracer_bpf *t, char *err, size_t errlen)
 	return -1;
 }
 
-static void defer_sys_exit(struct tracer_bpf *t);
+/* ---- climbing ------------------------------------------------------------------------------ */
 
-int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, bool no_latency,
-		    char *err, size_t errlen)
+static const unsigned copy_pps = (1u << PP_TX_BYTES) | (1u << PP_TX_COPY) | (1u << PP_PINNING) |
+				 (1u << PP_FALLBACK_COPY) | (1u << PP_ZC_COMPLETION) |
+				 (1u << PP_RX_COPY);
+
+static enum rung forced_rung(enum attach_mode mode)
+{
+	return mode == ATTACH_FENTRY ? RUNG_FENTRY : mode == ATTACH_KPROBE ? RUNG_KPROBE :
+	       mode == ATTACH_TRACEPOINT ? RUNG_TP_BTF : RUNG_NR;
+}
+
+/* The copy probe points, each on the first rung (fentry, kprobe, tp_btf) that resolves and
+ * attaches it; only the forced rung when there is one (RUNG_NR: none). */
+static void climb_copy_rungs(struct ladder *l, enum rung forced)
 {
 	static const enum rung auto_rungs[] = { RUNG_FENTRY, RUNG_KPROBE, RUNG_TP_BTF };
-	const unsigned copy_pps = (1u << PP_TX_BYTES) | (1u << PP_TX_COPY) | (1u << PP_PINNING) |
-				  (1u << PP_FALLBACK_COPY) | (1u << PP_ZC_COMPLETION) |
-				  (1u << PP_RX_COPY);
-	enum rung forced = RUNG_NR;
 	unsigned assigned = 0;
-
-	memset(t, 0, sizeof(*t));
-	for (int pp = 0; pp < PP_NR; pp++)
-		t->rung[pp] = RUNG_UNAVAILABLE;
-	libbpf_verbose = verbose;
-	libbpf_set_print(libbpf_print);
-
-	ksyms = ksyms_load();
-	traceable = ftrace_funcs_load();
-	for (int i = 0; i < NROWS; i++)
-		resolved[i] = resolve_row(&rows[i]);
-	/* a fallback row stands in only for a group none of whose other rows resolved */
-	for (int i = 0; i < NROWS; i++) {
-		if (!rows[i].fallback || !resolved[i])
-			continue;
-		for (int k = 0; k < NROWS; k++)
-			if (k != i && !rows[k].fallback && rows[k].rung == rows[i].rung &&
-			    rows[k].pp == rows[i].pp && rows[k].group == rows[i].group && resolved[k])
-				resolved[i] = NULL;
-	}
-
-	if (open_follow(t, err, errlen))
-		return -1;
-
-	if (mode == ATTACH_FENTRY)
-		forced = RUNG_FENTRY;
-	else if (mode == ATTACH_KPROBE)
-		forced = RUNG_KPROBE;
-	else if (mode == ATTACH_TRACEPOINT)
-		forced = RUNG_TP_BTF;
 
 	for (size_t ri = 0; ri < sizeof(auto_rungs) / sizeof(auto_rungs[0]); ri++) {
 		enum rung r = auto_rungs[ri];
@@ -669,9 +710,9 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 		for (int pp = 0; pp < PP_NR; pp++) {
 			if (!(copy_pps & (1u << pp)) || (assigned & (1u << pp)))
 				continue;
-			if (!pp_resolvable(pp, r)) {
-				if (!fail_reason[pp][0] || forced == r)
-					snprintf(fail_reason[pp], sizeof(fail_reason[pp]),
+			if (!pp_resolvable(l, pp, r)) {
+				if (!l->fail_reason[pp][0] || forced == r)
+					snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
 						 "no %s target on this kernel", rung_name(r));
 				continue;
 			}
@@ -680,99 +721,173 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 		/* tx_copy and pinning need the send scope of tx_bytes at this rung or before */
 		for (int pp = 0; pp < PP_NR; pp++)
 			if ((mask & (1u << pp)) && (deps_of(pp, r) & (1u << PP_TX_BYTES)) &&
-			    !scope_available(t) && !(mask & (1u << PP_TX_BYTES)))
+			    !scope_available(l->t) && !(mask & (1u << PP_TX_BYTES)))
 				mask &= ~(1u << pp);
-		assigned |= try_rung(t, r, mask);
+		assigned |= try_rung(l, r, mask);
 	}
+}
 
-	/* syscalls: fentry/fexit on the syscall functions, else the raw_syscalls tracepoints
-	 * (BTF-typed first). --no-latency leaves them out (every
-	 * syscall of the machine passes sys_enter/sys_exit) unless nothing else counts the bytes
-	 * sent */
+/* syscalls: fentry/fexit on the syscall functions, else the raw_syscalls tracepoints
+ * (BTF-typed first). --no-latency leaves them out (every syscall of the machine passes
+ * sys_enter/sys_exit) unless nothing else counts the bytes sent. */
+static void attach_syscalls(struct ladder *l, bool no_latency)
+{
+	static const enum rung sc_rungs[] = { RUNG_FENTRY, RUNG_TP_BTF, RUNG_TRACEPOINT };
+	struct tracer_bpf *t = l->t;
+
 	t->no_latency = no_latency && t->rung[PP_TX_BYTES] != RUNG_UNAVAILABLE;
-	if (!t->no_latency && pp_resolvable(PP_SYSCALLS, RUNG_FENTRY))
-		try_rung(t, RUNG_FENTRY, 1u << PP_SYSCALLS);
-	if (!t->no_latency && t->rung[PP_SYSCALLS] == RUNG_UNAVAILABLE &&
-	    pp_resolvable(PP_SYSCALLS, RUNG_TP_BTF))
-		try_rung(t, RUNG_TP_BTF, 1u << PP_SYSCALLS);
-	if (!t->no_latency && t->rung[PP_SYSCALLS] == RUNG_UNAVAILABLE &&
-	    pp_resolvable(PP_SYSCALLS, RUNG_TRACEPOINT))
-		try_rung(t, RUNG_TRACEPOINT, 1u << PP_SYSCALLS);
+	for (size_t i = 0; i < sizeof(sc_rungs) / sizeof(sc_rungs[0]); i++)
+		if (!t->no_latency && t->rung[PP_SYSCALLS] == RUNG_UNAVAILABLE &&
+		    pp_resolvable(l, PP_SYSCALLS, sc_rungs[i]))
+			try_rung(l, sc_rungs[i], 1u << PP_SYSCALLS);
+}
 
-	/* what cannot be measured is inferred where it can be */
+/* What cannot be measured is inferred where it can be. */
+static void infer(struct tracer_bpf *t)
+{
 	if (t->rung[PP_TX_BYTES] == RUNG_UNAVAILABLE && t->rung[PP_SYSCALLS] != RUNG_UNAVAILABLE) {
 		t->rung[PP_TX_BYTES] = RUNG_TRACEPOINT;	/* sys_exit of sendto/sendmsg/write */
 		t->tx_from_syscalls = true;
 	}
 	if (t->rung[PP_TX_COPY] == RUNG_UNAVAILABLE && t->rung[PP_TX_BYTES] != RUNG_UNAVAILABLE)
 		t->rung[PP_TX_COPY] = RUNG_INFERRED;	/* tx_bytes - zc_tx_bytes */
+}
 
-	ksyms_free(ksyms);
-	ksyms = NULL;
-	ksyms_free(traceable);
-	traceable = NULL;
+/* The copy probe points not on the forced rung (zc_completion aside: the error queue tells),
+ * each with a reason. */
+static unsigned missed_forced(struct ladder *l, enum rung forced)
+{
+	const struct tracer_bpf *t = l->t;
+	unsigned failed = 0;
 
-	if (forced != RUNG_NR) {
-		/* one clause per distinct reason: "tx_bytes, rx_copy: <why>" */
-		char msg[1024] = "";
-		size_t off = 0;
-		unsigned failed = 0, done = 0;
-		for (int pp = 0; pp < PP_NR; pp++) {
-			if (!(copy_pps & (1u << pp)) || pp == PP_ZC_COMPLETION || t->rung[pp] == forced)
-				continue;
-			if (forced == RUNG_TP_BTF && (t->rung[pp] == RUNG_TRACEPOINT ||
-						      t->rung[pp] == RUNG_INFERRED))
-				continue;
-			if (!fail_reason[pp][0])
-				snprintf(fail_reason[pp], sizeof(fail_reason[pp]), "not attached");
-			failed |= 1u << pp;
-		}
-		for (int pp = 0; pp < PP_NR && off < sizeof(msg); pp++) {
-			if (!(failed & (1u << pp)) || (done & (1u << pp)))
-				continue;
-			off += snprintf(msg + off, sizeof(msg) - off, "%s", off ? "; " : "");
-			for (int q = pp, n = 0; q < PP_NR && off < sizeof(msg); q++) {
-				if (!(failed & (1u << q)) || strcmp(fail_reason[q], fail_reason[pp]))
-					continue;
-				done |= 1u << q;
-				off += snprintf(msg + off, sizeof(msg) - off, "%s%s", n++ ? ", " : "", pp_name(q));
-			}
-			if (off < sizeof(msg))
-				off += snprintf(msg + off, sizeof(msg) - off, ": %s", fail_reason[pp]);
-		}
-		if (msg[0]) {
-			snprintf(err, errlen, "--attach %s: this kernel does not allow the %s rung (%s)",
-				 mode == ATTACH_TRACEPOINT ? "tracepoint" : rung_name(forced),
-				 forced == RUNG_FENTRY ? "fentry/fexit" : forced == RUNG_KPROBE ?
-				 "kprobe/kretprobe" : "tracepoint", msg);
-			tracer_bpf_close(t);
-			return -1;
-		}
-		if (t->rung[PP_ZC_COMPLETION] != forced)
-			fprintf(stderr, "netio-tracer: zc_completion: %s\n", fail_reason[PP_ZC_COMPLETION]);
+	for (int pp = 0; pp < PP_NR; pp++) {
+		if (!(copy_pps & (1u << pp)) || pp == PP_ZC_COMPLETION || t->rung[pp] == forced)
+			continue;
+		if (forced == RUNG_TP_BTF && (t->rung[pp] == RUNG_TRACEPOINT ||
+					      t->rung[pp] == RUNG_INFERRED))
+			continue;
+		if (!l->fail_reason[pp][0])
+			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]), "not attached");
+		failed |= 1u << pp;
 	}
-	if (t->rung[PP_TX_BYTES] == RUNG_UNAVAILABLE && t->rung[PP_RX_COPY] == RUNG_UNAVAILABLE &&
-	    t->rung[PP_SYSCALLS] == RUNG_UNAVAILABLE) {
-		snprintf(err, errlen, "no probe point could be attached (%s)", fail_reason[PP_TX_BYTES]);
-		tracer_bpf_close(t);
+	return failed;
+}
+
+/* "tx_bytes, rx_copy: <why>; pinning: <why>": one clause per distinct reason. */
+static void reasons_message(const struct ladder *l, unsigned failed, char *msg, size_t len)
+{
+	unsigned done = 0;
+	size_t off = 0;
+
+	msg[0] = 0;
+	for (int pp = 0; pp < PP_NR && off < len; pp++) {
+		if (!(failed & (1u << pp)) || (done & (1u << pp)))
+			continue;
+		off += snprintf(msg + off, len - off, "%s", off ? "; " : "");
+		for (int q = pp, n = 0; q < PP_NR && off < len; q++) {
+			if (!(failed & (1u << q)) || strcmp(l->fail_reason[q], l->fail_reason[pp]))
+				continue;
+			done |= 1u << q;
+			off += snprintf(msg + off, len - off, "%s%s", n++ ? ", " : "", pp_name(q));
+		}
+		if (off < len)
+			off += snprintf(msg + off, len - off, ": %s", l->fail_reason[pp]);
+	}
+}
+
+/* A forced rung (--attach) that did not take every copy probe point: 0, or -1 with the
+ * reasons in err. */
+static int check_forced(struct ladder *l, enum attach_mode mode, enum rung forced, char *err,
+			size_t errlen)
+{
+	char msg[1024];
+
+	reasons_message(l, missed_forced(l, forced), msg, sizeof(msg));
+	if (msg[0]) {
+		snprintf(err, errlen, "--attach %s: this kernel does not allow the %s rung (%s)",
+			 mode == ATTACH_TRACEPOINT ? "tracepoint" : rung_name(forced),
+			 forced == RUNG_FENTRY ? "fentry/fexit" : forced == RUNG_KPROBE ?
+			 "kprobe/kretprobe" : "tracepoint", msg);
 		return -1;
 	}
+	if (l->t->rung[PP_ZC_COMPLETION] != forced)
+		fprintf(stderr, "netio-tracer: zc_completion: %s\n",
+			l->fail_reason[PP_ZC_COMPLETION]);
+	return 0;
+}
 
-#define SHARED(field, name) t->field = shared_map_fd(name)
-	SHARED(followed_tgids, "followed_tgids");
-	SHARED(followed_netns, "followed_netns");
-	SHARED(filter_gen, "filter_gen");
-	SHARED(counters, "netio_counters");
-	SHARED(tgid_stats, "tgid_stats");
-	SHARED(netns_stats, "netns_stats");
-	SHARED(in_send, "in_send");
-	SHARED(sk_owner, "sk_owner");
-	SHARED(zc_state, "zc_state");
-	SHARED(exit_wanted, "exit_wanted");
-#undef SHARED
+static void defer_sys_exit(struct tracer_bpf *t);
+
+/* The shared maps the rest of the tracer reads and writes, and the on-demand programs'
+ * conditions. */
+static void find_shared_maps(struct tracer_bpf *t)
+{
+	t->followed_tgids = shared_map_fd(t, "followed_tgids");
+	t->followed_netns = shared_map_fd(t, "followed_netns");
+	t->filter_gen = shared_map_fd(t, "filter_gen");
+	t->counters = shared_map_fd(t, "netio_counters");
+	t->tgid_stats = shared_map_fd(t, "tgid_stats");
+	t->netns_stats = shared_map_fd(t, "netns_stats");
+	t->in_send = shared_map_fd(t, "in_send");
+	t->sk_owner = shared_map_fd(t, "sk_owner");
+	t->zc_state = shared_map_fd(t, "zc_state");
+	t->exit_wanted = shared_map_fd(t, "exit_wanted");
 	for (int i = 0; i < t->nprogs; i++)
 		if (t->progs[i].lazy && !strcmp(t->progs[i].name, "tp_tcp_probe"))
 			t->progs[i].wanted_fd = t->zc_state;
+}
+
+/* The ladder from fentry down (or the forced rung only), then what the rungs taken allow. */
+static int climb(struct ladder *l, enum attach_mode mode, bool no_latency, char *err,
+		 size_t errlen)
+{
+	struct tracer_bpf *t = l->t;
+	enum rung forced = forced_rung(mode);
+
+	resolve_rows(l);
+	if (open_follow(t, err, errlen))
+		return -1;
+	climb_copy_rungs(l, forced);
+	attach_syscalls(l, no_latency);
+	infer(t);
+	if (forced != RUNG_NR && check_forced(l, mode, forced, err, errlen))
+		return -1;
+	if (t->rung[PP_TX_BYTES] == RUNG_UNAVAILABLE && t->rung[PP_RX_COPY] == RUNG_UNAVAILABLE &&
+	    t->rung[PP_SYSCALLS] == RUNG_UNAVAILABLE) {
+		snprintf(err, errlen, "no probe point could be attached (%s)",
+			 l->fail_reason[PP_TX_BYTES]);
+		return -1;
+	}
+	return 0;
+}
+
+int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, bool no_latency,
+		    char *err, size_t errlen)
+{
+	struct ladder *l = calloc(1, sizeof(*l));
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	for (int pp = 0; pp < PP_NR; pp++)
+		t->rung[pp] = RUNG_UNAVAILABLE;
+	if (!l) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	libbpf_verbose = verbose;
+	libbpf_set_print(libbpf_print);
+	l->t = t;
+	l->ksyms = ksyms_load();
+	l->traceable = ftrace_funcs_load();
+	ret = climb(l, mode, no_latency, err, errlen);
+	ksyms_free(l->ksyms);
+	ksyms_free(l->traceable);
+	free(l);
+	if (ret) {
+		tracer_bpf_close(t);
+		return -1;
+	}
+	find_shared_maps(t);
 	defer_sys_exit(t);
 	return 0;
 }
@@ -804,17 +919,14 @@ static void defer_sys_exit(struct tracer_bpf *t)
 	}
 
 	if (t->exit_wanted < 0 || !find_attached(t, "tp_send_length") ||
-	    !find_attached(t, "tp_recv_length"))
+	    !find_attached(t, "tp_recv_length") || !t->syscalls)
 		return;
 	ap = find_attached(t, "sc_exit");
 	if (!ap)
 		ap = find_attached(t, "sc_exit_raw");
 	if (!ap || !ap->link)
 		return;
-	for (int i = 0; i < t->nobjs && !ap->bpf_prog; i++)
-		ap->bpf_prog = bpf_object__find_program_by_name(t->objs[i], ap->name);
-	if (!ap->bpf_prog)
-		return;
+	ap->bpf_prog = ap->prog;	/* t->syscalls->progs.sc_exit or .sc_exit_raw */
 	if (bpf_map_update_elem(t->exit_wanted, &socket_end, &one, BPF_ANY))
 		return;
 	bpf_link__destroy(ap->link);
@@ -831,12 +943,19 @@ void tracer_bpf_close(struct tracer_bpf *t)
 	for (int i = 0; i < t->nprogs; i++)
 		bpf_link__destroy(t->progs[i].link);
 	t->nprogs = 0;
-	for (int i = 0; i < t->nobjs; i++)
-		bpf_object__close(t->objs[i]);
-	t->nobjs = 0;
-	for (int i = 0; i < nshared_maps; i++)
-		close(shared_maps[i].fd);
-	nshared_maps = 0;
+	follow_bpf__destroy(t->follow);
+	copy_fentry_bpf__destroy(t->copy_fentry);
+	copy_kprobe_bpf__destroy(t->copy_kprobe);
+	copy_tp_bpf__destroy(t->copy_tp);
+	syscalls_bpf__destroy(t->syscalls);
+	t->follow = NULL;
+	t->copy_fentry = NULL;
+	t->copy_kprobe = NULL;
+	t->copy_tp = NULL;
+	t->syscalls = NULL;
+	for (int i = 0; i < t->nshared; i++)
+		close(t->shared[i].fd);
+	t->nshared = 0;
 }
 
 void tracer_bpf_filter_changed(struct tracer_bpf *t)
@@ -863,7 +982,7 @@ void tracer_bpf_poll(struct tracer_bpf *t)
 		    bpf_map_lookup_elem(ap->wanted_fd, &zero, &wanted) || !wanted)
 			continue;
 		link = bpf_program__attach(ap->bpf_prog);
-		if (libbpf_get_error(link)) {
+		if (!link) {
 			ap->bpf_prog = NULL;	/* do not retry forever */
 			continue;
 		}

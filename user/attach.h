@@ -54,15 +54,31 @@ struct attached_prog {
 	bool kretprobe;
 };
 
+/* A map shared by name between the BPF objects: created by the first that loads, reused by
+ * every later one (its fd is owned here). */
+struct shared_map {
+	char name[64];
+	int fd;
+};
+
+#define MAX_SHARED_MAPS 32
+
+/* The tracer's BPF side: the objects loaded (through their skeletons; NULL: not loaded), the
+ * rung each probe point is on, the programs attached, the maps shared between objects. */
 struct tracer_bpf {
-	struct bpf_object *objs[8];
-	int nobjs;
+	struct follow_bpf *follow;		/* the filter and the fork handler */
+	struct copy_fentry_bpf *copy_fentry;	/* the copy probe points on each rung */
+	struct copy_kprobe_bpf *copy_kprobe;
+	struct copy_tp_bpf *copy_tp;
+	struct syscalls_bpf *syscalls;		/* syscall counts and latency */
 	enum rung rung[PP_NR];
 	bool pinned_pages_counted;	/* a page pinning function is probed */
 	bool tx_from_syscalls;		/* tx_bytes from sys_exit of sendto/sendmsg/write */
 	struct attached_prog progs[MAX_ATTACHED];
 	int nprogs;
-	/* fds of the shared maps (owned here) */
+	struct shared_map shared[MAX_SHARED_MAPS];
+	int nshared;
+	/* fds of the shared maps the rest of the tracer uses (-1: none) */
 	int followed_tgids, followed_netns, filter_gen, counters, tgid_stats, netns_stats,
 	    in_send, sk_owner, zc_state, exit_wanted;
 	/* send and receive calls end at the socket layer; sys_exit is attached on demand */

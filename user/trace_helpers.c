@@ -177,9 +177,7 @@ const struct btf *vmlinux_btf(void)
 
 	if (!tried) {
 		tried = true;
-		btf = btf__load_vmlinux_btf();
-		if (libbpf_get_error(btf))
-			btf = NULL;
+		btf = btf__load_vmlinux_btf();	/* NULL and errno on failure (libbpf 1.x) */
 	}
 	return btf;
 }
