@@ -578,10 +578,10 @@ static unsigned try_rung(struct tracer_bpf *t, enum rung r, unsigned mask)
 	return ok;
 }
 
-static int open_follow(struct tracer_bpf *t, char *err, size_t errlen)
+/* Loads and attaches one program of follow.bpf.c over the maps already shared: progs[0] on
+ * tp_btf, else its twin progs[1] on the raw tracepoint tp. 0, or -1. */
+static int attach_follow(struct tracer_bpf *t, const char *const progs[2], const char *tp)
 {
-	static const char *progs[] = { "fork_btf", "fork_raw" };
-
 	for (int i = 0; i < 2; i++) {
 		struct bpf_object *obj = obj_open(OBJ_FOLLOW);
 		struct bpf_program *prog;
@@ -591,13 +591,15 @@ static int open_follow(struct tracer_bpf *t, char *err, size_t errlen)
 			break;
 		bpf_object__for_each_program(prog, obj)
 			bpf_program__set_autoload(prog, !strcmp(bpf_program__name(prog), progs[i]));
-		if (bpf_object__load(obj)) {
+		if (obj_reuse_maps(obj) || bpf_object__load(obj)) {
 			bpf_object__close(obj);
 			continue;
 		}
 		prog = bpf_object__find_program_by_name(obj, progs[i]);
 		link = bpf_program__attach(prog);
-		if (libbpf_get_error(link)) {
+		if (libbpf_get_error(link) || t->nprogs == MAX_ATTACHED) {
+			if (!libbpf_get_error(link))
+				bpf_link__destroy(link);
 			bpf_object__close(obj);
 			continue;
 		}
@@ -605,16 +607,43 @@ static int open_follow(struct tracer_bpf *t, char *err, size_t errlen)
 		keep_obj(t, obj);
 		struct attached_prog *ap = &t->progs[t->nprogs++];
 		snprintf(ap->name, sizeof(ap->name), "%s", progs[i]);
-		snprintf(ap->target, sizeof(ap->target), "%s:sched_process_fork",
-			 i == 0 ? "tp_btf" : "raw_tp");
+		snprintf(ap->target, sizeof(ap->target), "%s:%s", i == 0 ? "tp_btf" : "raw_tp", tp);
 		ap->prog_fd = bpf_program__fd(prog);
 		ap->prog = prog;
 		ap->pp = PP_NR;
 		ap->link = link;
 		return 0;
 	}
+	return -1;
+}
+
+static int open_follow(struct tracer_bpf *t, char *err, size_t errlen)
+{
+	static const char *const progs[] = { "fork_btf", "fork_raw" };
+
+	if (!attach_follow(t, progs, "sched_process_fork"))
+		return 0;
 	snprintf(err, errlen, "cannot load the filter and fork handler (sched_process_fork): %s%s%s",
 		 strerror(errno), last_libbpf_warning[0] ? " -- libbpf: " : "", last_libbpf_warning);
+	return -1;
+}
+
+int tracer_bpf_follow_cgroups(struct tracer_bpf *t, char *err, size_t errlen)
+{
+	static const char *const progs[] = { "cgroup_attach_btf", "cgroup_attach_raw" };
+
+	for (int i = 0; i < t->nprogs; i++)
+		if (!strcmp(t->progs[i].name, progs[0]) || !strcmp(t->progs[i].name, progs[1]))
+			return 0;	/* a second --cgroup */
+	if (t->followed_cgroups < 0) {
+		snprintf(err, errlen, "--cgroup: no followed_cgroups map");
+		return -1;
+	}
+	if (!attach_follow(t, progs, "cgroup_attach_task"))
+		return 0;
+	snprintf(err, errlen, "--cgroup: cannot attach the cgroup handler (cgroup_attach_task): "
+		 "%s%s%s", strerror(errno), last_libbpf_warning[0] ? " -- libbpf: " : "",
+		 last_libbpf_warning);
 	return -1;
 }
 
@@ -761,6 +790,7 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 #define SHARED(field, name) t->field = shared_map_fd(name)
 	SHARED(followed_tgids, "followed_tgids");
 	SHARED(followed_netns, "followed_netns");
+	SHARED(followed_cgroups, "followed_cgroups");
 	SHARED(filter_gen, "filter_gen");
 	SHARED(counters, "netio_counters");
 	SHARED(tgid_stats, "tgid_stats");

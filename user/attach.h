@@ -63,8 +63,8 @@ struct tracer_bpf {
 	struct attached_prog progs[MAX_ATTACHED];
 	int nprogs;
 	/* fds of the shared maps (owned here) */
-	int followed_tgids, followed_netns, filter_gen, counters, tgid_stats, netns_stats,
-	    in_send, sk_owner, zc_state, exit_wanted;
+	int followed_tgids, followed_netns, followed_cgroups, filter_gen, counters, tgid_stats,
+	    netns_stats, in_send, sk_owner, zc_state, exit_wanted;
 	/* send and receive calls end at the socket layer; sys_exit is attached on demand */
 	bool sc_end_at_socket;
 	bool detached;		/* tracer_bpf_detach(): loaded, nothing attached */
@@ -80,6 +80,9 @@ int parse_attach_mode(const char *s, enum attach_mode *mode);
 int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose,
 		    bool no_latency, char *err, size_t errlen);
 void tracer_bpf_close(struct tracer_bpf *t);
+/* --cgroup: attach the handler that follows a process moved into a followed cgroup (the
+ * fork handler, always attached, looks at a child's cgroup). 0, or -1 with err filled. */
+int tracer_bpf_follow_cgroups(struct tracer_bpf *t, char *err, size_t errlen);
 /* The followed set changed: threads decide again whether they are followed. */
 void tracer_bpf_filter_changed(struct tracer_bpf *t);
 

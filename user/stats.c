@@ -225,6 +225,8 @@ int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 				s->drops = sum;
 			else if (i == CNT_FORKS_FOLLOWED)
 				s->forks_followed = sum;
+			else if (i == CNT_CGROUP_FOLLOWED)
+				s->cgroup_followed = sum;
 		}
 		free(vals);
 	}
@@ -443,6 +445,7 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 	json_end(j);
 	json_kv_uint(j, "drops", s->drops);
 	json_kv_uint(j, "forks_followed", s->forks_followed);
+	json_kv_uint(j, "cgroup_followed", s->cgroup_followed);
 	json_kv_double(j, "duration_s", s->duration_s);
 
 	json_key(j, "processes");

@@ -20,6 +20,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "attach.h"
+#include "cgroups.h"
 #include "json.h"
 #include "perf_counters.h"
 #include "probe.h"
@@ -43,6 +44,8 @@ struct tracer {
 	int freq;
 	enum profile_source sample_source;
 	const char *sample_cgroup;
+	const char *cgroups[NETIO_MAX_CGROUPS];	/* --cgroup */
+	int ncgroups;
 	bool no_sample, no_counters, no_latency, control, verbose;
 	enum { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
 	double duration;
@@ -66,7 +69,8 @@ struct tracer {
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: netio-tracer [--attach auto|fentry|kprobe|tracepoint] [--pid PID]... [--netns NAME|PATH]...\n"
+"usage: netio-tracer [--attach auto|fentry|kprobe|tracepoint] [--pid PID]... [--cgroup DIR]...\n"
+"                    [--netns NAME|PATH]...\n"
 "                    [--json FILE] [--folded FILE] [--freq HZ] [--sample-source SRC]\n"
 "                    [--sample-cgroup DIR] [--no-sample] [--no-counters] [--no-latency]\n"
 "                    [--duration S] [--control] [--bpf-stats sampled|always|off]\n"
@@ -78,6 +82,9 @@ static void usage(FILE *f)
 "attach rung this kernel allows (fentry > kprobe > tp_btf/tracepoint > inferred).\n"
 "  --attach MODE   force a rung (exit 2 if it cannot attach here)\n"
 "  --pid PID       follow PID, its threads and the children it forks from now on\n"
+"  --cgroup DIR    follow every process of the cgroup v2 directory DIR and below it: those\n"
+"                  there now, forked there or moved there later (not with --control); the\n"
+"                  trace then ends with -- CMD, --duration or a signal\n"
 "  --netns NS      network namespaces whose devices' softirq events count (default: ours)\n"
 "  --json FILE     write the trace JSON there (default stdout)\n"
 "  --folded FILE   folded on-CPU stacks of the followed processes\n"
@@ -349,6 +356,36 @@ static int follow_netns(struct tracer *tr, const char *spec, char *err, size_t e
 		snprintf(err, errlen, "cannot follow netns %s: %s", spec, strerror(errno));
 		return -1;
 	}
+	return 0;
+}
+
+static int follow_cgroup_proc(pid_t pid, void *ctx)
+{
+	struct tracer *tr = ctx;
+	unsigned int tgid = pid;	/* cgroup.procs lists processes */
+	u8 one = 1;
+
+	bpf_map_update_elem(tr->bpf.followed_tgids, &tgid, &one, BPF_ANY);
+	return 0;
+}
+
+/* --cgroup: the cgroup's id goes into the filter first, then the processes already in it and
+ * below it: one forked or moved there meanwhile is followed by the BPF side. */
+static int follow_cgroup(struct tracer *tr, const char *dir, char *err, size_t errlen)
+{
+	uint64_t id, any = NETIO_ANY_CGROUP;
+	u8 one = 1;
+
+	if (cgroup_dir_id(dir, &id, err, errlen) ||
+	    tracer_bpf_follow_cgroups(&tr->bpf, err, errlen))
+		return -1;
+	if (bpf_map_update_elem(tr->bpf.followed_cgroups, &id, &one, BPF_ANY) ||
+	    bpf_map_update_elem(tr->bpf.followed_cgroups, &any, &one, BPF_ANY)) {
+		snprintf(err, errlen, "--cgroup %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	cgroup_for_each_proc(dir, follow_cgroup_proc, tr);
+	tracer_bpf_filter_changed(&tr->bpf);
 	return 0;
 }
 
@@ -758,7 +795,7 @@ static int run_oneshot(struct tracer *tr)
 				child = -1;
 				break;
 			}
-		} else if (tr->npids) {
+		} else if (tr->npids && !tr->ncgroups) {	/* a cgroup may get processes later */
 			bool all_gone = true;
 			for (int i = 0; i < tr->npids; i++)
 				all_gone &= process_gone(tr->pids[i]);
@@ -793,11 +830,12 @@ static int run_oneshot(struct tracer *tr)
 
 enum { OPT_ATTACH = 256, OPT_PID, OPT_NETNS, OPT_JSON, OPT_FOLDED, OPT_FREQ, OPT_NO_SAMPLE,
        OPT_NO_COUNTERS, OPT_DURATION, OPT_CONTROL, OPT_PROBE, OPT_VERBOSE, OPT_NO_BPF_STATS,
-       OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP, OPT_NO_LATENCY };
+       OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP, OPT_NO_LATENCY, OPT_CGROUP };
 
 static const struct option long_opts[] = {
 	{ "attach", required_argument, NULL, OPT_ATTACH },
 	{ "pid", required_argument, NULL, OPT_PID },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
 	{ "netns", required_argument, NULL, OPT_NETNS },
 	{ "json", required_argument, NULL, OPT_JSON },
 	{ "folded", required_argument, NULL, OPT_FOLDED },
@@ -844,6 +882,13 @@ int main(int argc, char **argv)
 			pids_opt[npids_opt++] = p;
 			break;
 		}
+		case OPT_CGROUP:
+			if (tr.ncgroups == NETIO_MAX_CGROUPS) {
+				fprintf(stderr, "netio-tracer: too many --cgroup\n");
+				return 2;
+			}
+			tr.cgroups[tr.ncgroups++] = optarg;
+			break;
 		case OPT_NETNS:
 			if (tr.nnetns_specs == MAX_NETNS) {
 				fprintf(stderr, "netio-tracer: too many --netns\n");
@@ -929,6 +974,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "netio-tracer: -- CMD and --control exclude each other\n");
 		return 2;
 	}
+	if (tr.ncgroups && tr.control) {
+		fprintf(stderr, "netio-tracer: --cgroup and --control exclude each other\n");
+		return 2;
+	}
 	if (geteuid() != 0)
 		fprintf(stderr, "netio-tracer: not root: loading BPF programs will probably fail\n");
 
@@ -962,8 +1011,10 @@ int main(int argc, char **argv)
 	if (!tr.no_counters)
 		tr.pc = perf_counters_new();
 	if (!tr.no_sample) {
+		/* one --cgroup: its events sample whoever joins it later (-- CMD is not moved) */
 		tr.prof = profiler_open(tr.freq, tr.sample_source, tr.bpf.followed_tgids,
-					tr.sample_cgroup, err, sizeof(err));
+					tr.sample_cgroup ? tr.sample_cgroup :
+					tr.ncgroups == 1 ? tr.cgroups[0] : NULL, err, sizeof(err));
 		if (!tr.prof && (tr.sample_source != PROFILE_SRC_AUTO || tr.sample_cgroup)) {
 			/* a source or cgroup asked for by name is like a forced rung */
 			fprintf(stderr, "netio-tracer: %s\n", err);
@@ -987,6 +1038,15 @@ int main(int argc, char **argv)
 			ret = 2;
 			goto out;
 		}
+	for (int i = 0; i < tr.ncgroups; i++) {
+		if (follow_cgroup(&tr, tr.cgroups[i], err, sizeof(err))) {
+			fprintf(stderr, "netio-tracer: %s\n", err);
+			ret = 2;
+			goto out;
+		}
+		/* everything is attached: what starts in the cgroup from now on is counted */
+		fprintf(stderr, "netio-tracer: following cgroup %s\n", tr.cgroups[i]);
+	}
 
 	if (tr.control) {
 		reset_all(&tr);
