@@ -239,7 +239,7 @@ def probe(timeout=60.0):
     return d
 
 
-def trace_argv(pid=None, cmd=None, attach="auto", freq=None, json_path=None, folded=None,
+def trace_argv(pid=None, cmd=None, cgroups=(), attach="auto", freq=None, json_path=None, folded=None,
                netns=(), duration=None, no_sample=False, no_counters=False, sample_source=None,
                sample_cgroup=None, no_latency=False):
     """argv of the tracer's own (non-control) mode, for `netio-trace trace`."""
@@ -266,6 +266,8 @@ def trace_argv(pid=None, cmd=None, attach="auto", freq=None, json_path=None, fol
         argv.append("--no-latency")
     if pid is not None:
         argv += ["--pid", str(pid)]
+    for d in cgroups:
+        argv += ["--cgroup", d]
     if cmd:
         argv += ["--", *cmd]
     return argv
