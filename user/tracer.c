@@ -49,6 +49,7 @@ struct tracer {
 	bool no_sample, no_counters, no_latency, control, verbose;
 	enum { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
 	double duration;
+	double json_every;	/* one-shot: rewrite --json every so many seconds (0: at the end) */
 	char **cmd;
 	/* state */
 	struct tracer_bpf bpf;
@@ -73,7 +74,8 @@ static void usage(FILE *f)
 "                    [--netns NAME|PATH]...\n"
 "                    [--json FILE] [--folded FILE] [--freq HZ] [--sample-source SRC]\n"
 "                    [--sample-cgroup DIR] [--no-sample] [--no-counters] [--no-latency]\n"
-"                    [--duration S] [--control] [--bpf-stats sampled|always|off]\n"
+"                    [--duration S] [--json-every S] [--control]\n"
+"                    [--bpf-stats sampled|always|off]\n"
 "                    [--verbose] [-- CMD ARGS...]\n"
 "       netio-tracer --probe\n"
 "\n"
@@ -102,6 +104,8 @@ static void usage(FILE *f)
 "                  events; -- CMD starts in it\n"
 "  --no-latency    count bytes and calls without timing them: no syscall hook (every\n"
 "                  syscall of the machine would pass it), no latency histogram\n"
+"  --json-every S  also rewrite --json FILE every S seconds while tracing (atomically), for\n"
+"                  a reader that follows the counts live (trace --openmetrics :PORT)\n"
 "  --control       read commands on stdin (pid add, netns add, clear, reset, detach, attach,\n"
 "                  snapshot, quit)\n"
 "  --bpf-stats M   BPF run-time stats for the self cost: sampled (default: on 10%% of the\n"
@@ -775,7 +779,7 @@ static int run_oneshot(struct tracer *tr)
 	char err[512];
 	pid_t child = -1;
 	int status = 0;
-	double t0;
+	double t0, next_json;
 
 	reset_all(tr);
 	if (tr->cmd) {
@@ -786,7 +790,13 @@ static int run_oneshot(struct tracer *tr)
 		}
 	}
 	t0 = monotonic_s();
+	next_json = t0 + tr->json_every;
 	while (!stop_signal) {
+		if (tr->json_every > 0 && monotonic_s() >= next_json) {
+			if (snapshot_to(tr, tr->json_path, NULL, err, sizeof(err), false))
+				fprintf(stderr, "netio-tracer: %s\n", err);
+			next_json += tr->json_every;
+		}
 		if (tr->duration > 0 && monotonic_s() - t0 >= tr->duration)
 			break;
 		if (child > 0) {
@@ -830,7 +840,7 @@ static int run_oneshot(struct tracer *tr)
 
 enum { OPT_ATTACH = 256, OPT_PID, OPT_NETNS, OPT_JSON, OPT_FOLDED, OPT_FREQ, OPT_NO_SAMPLE,
        OPT_NO_COUNTERS, OPT_DURATION, OPT_CONTROL, OPT_PROBE, OPT_VERBOSE, OPT_NO_BPF_STATS,
-       OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP, OPT_NO_LATENCY, OPT_CGROUP };
+       OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP, OPT_NO_LATENCY, OPT_CGROUP, OPT_JSON_EVERY };
 
 static const struct option long_opts[] = {
 	{ "attach", required_argument, NULL, OPT_ATTACH },
@@ -846,6 +856,7 @@ static const struct option long_opts[] = {
 	{ "no-latency", no_argument, NULL, OPT_NO_LATENCY },
 	{ "no-counters", no_argument, NULL, OPT_NO_COUNTERS },
 	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "json-every", required_argument, NULL, OPT_JSON_EVERY },
 	{ "control", no_argument, NULL, OPT_CONTROL },
 	{ "probe", no_argument, NULL, OPT_PROBE },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
@@ -935,6 +946,14 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case OPT_JSON_EVERY:
+			tr.json_every = strtod(optarg, &end);
+			if (*end || !(tr.json_every >= 0.05)) {
+				fprintf(stderr, "netio-tracer: --json-every %s: not a number of seconds "
+					"(>= 0.05)\n", optarg);
+				return 2;
+			}
+			break;
 		case OPT_CONTROL:
 			tr.control = true;
 			break;
@@ -972,6 +991,10 @@ int main(int argc, char **argv)
 		return probe_write_json(stdout) ? 1 : 0;
 	if (tr.cmd && tr.control) {
 		fprintf(stderr, "netio-tracer: -- CMD and --control exclude each other\n");
+		return 2;
+	}
+	if (tr.json_every > 0 && (!tr.json_path || tr.control)) {
+		fprintf(stderr, "netio-tracer: --json-every needs --json FILE (and no --control)\n");
 		return 2;
 	}
 	if (tr.ncgroups && tr.control) {
