@@ -1,7 +1,13 @@
-"""`netio-trace trace --openmetrics :PORT -- CMD` (issue 18, needs root): while CMD runs,
-127.0.0.1:PORT serves its counts as OpenMetrics, read by prometheus_client's parser; the
-bytes it sent over loopback TCP are there exactly before it exits."""
+"""The exports of `netio-trace trace` with the real tracer (issue 18, needs root), each read
+by its own ecosystem's reader:
+- `--openmetrics :PORT -- CMD`: while CMD runs, 127.0.0.1:PORT serves its counts as
+  OpenMetrics, read by prometheus_client's parser; the bytes it sent over loopback TCP are there
+  exactly before it exits;
+- `--pprof FILE`: `go tool pprof -raw` reads the profile, stack by stack the folded stacks'
+  counts."""
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -88,3 +94,44 @@ def test_bad_port_is_one_line_and_exit_2():
                             env=dict(os.environ, PYTHONPATH=REPO), capture_output=True,
                             text=True, timeout=60)
         assert cp.returncode == 2 and len(cp.stderr.strip().splitlines()) == 1, cp.stderr
+
+
+def _pprof_raw_stacks(path):
+    """{folded stack (root first): samples} from `go tool pprof -raw`."""
+    out = subprocess.run(["go", "tool", "pprof", "-raw", str(path)], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    samples, names, section = [], {}, None
+    for line in out.stdout.splitlines():
+        if line in ("Samples:", "Locations", "Mappings"):
+            section = line
+        elif section == "Samples:" and re.match(r"^\s+\d+: [\d ]+$", line):
+            n, ids = line.split(":")
+            samples.append((int(n), ids.split()))
+        elif section == "Locations":
+            m = re.match(r"^\s*(\d+): 0x[0-9a-f]+ M=\d+ (.+) \S*:\d+:\d+ s=\d+\s*$", line)
+            if m:
+                names[m.group(1)] = m.group(2)
+    stacks = {}
+    for n, ids in samples:
+        key = ";".join(names[i] for i in reversed(ids))
+        stacks[key] = stacks.get(key, 0) + n
+    return stacks
+
+
+@pytest.mark.skipif(not shutil.which("go"), reason="no go toolchain (go tool pprof)")
+def test_pprof_reads_the_folded_stacks(tmp_path):
+    folded, prof = tmp_path / "stacks.folded", tmp_path / "profile.pb.gz"
+    cp = subprocess.run(
+        [sys.executable, "-m", "netio_trace.cli", "trace", "--folded", str(folded), "--pprof",
+         str(prof), "--json", str(tmp_path / "t.json"), "--",
+         os.path.join(BUILD, "netio-busy-loop"), "--seconds", "1"],
+        cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO, NETIO_BUILD=BUILD),
+        capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    expected = {}
+    for line in folded.read_text().splitlines():
+        stack, n = line.rsplit(" ", 1)
+        expected[stack] = expected.get(stack, 0) + int(n)
+    assert sum(expected.values()) > 0
+    assert _pprof_raw_stacks(prof) == expected
