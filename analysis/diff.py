@@ -7,6 +7,7 @@ lies on the same side of 1 (unpaired: when the two ranges do not overlap). A con
 regressed when B/A is below 1 - threshold and the change is beyond the noise. A category
 moved when the 95% intervals of its share, pooled over each sweep's traced runs, are disjoint.
 """
+import json
 import os
 
 from analysis import attribution, passes, results, stats
@@ -28,6 +29,22 @@ def load(path):
     if not any(results.ok(r) for r in runs):
         raise DiffError(f"{path}: no successful run in runs.jsonl")
     return runs
+
+
+def differing_parameters(a_dir, b_dir):
+    """[(parameter, A's value, B's value)] where the two sweeps' sweep.json differ (a sweep
+    without one: nothing to say)."""
+    def params(d):
+        try:
+            with open(os.path.join(d, "sweep.json")) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+    pa, pb = params(a_dir), params(b_dir)
+    if not isinstance(pa, dict) or not isinstance(pb, dict):
+        return []
+    return [(k, pa.get(k), pb.get(k)) for k in sorted(set(pa) | set(pb))
+            if pa.get(k) != pb.get(k)]
 
 
 def _by_config(runs):

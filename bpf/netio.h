@@ -20,6 +20,10 @@ typedef __u64 u64;
 #define NETIO_MAX_NETNS   256
 #define NETIO_MAX_THREADS 16384
 #define NETIO_MAX_SOCKS   4096
+/* --cgroup: directories followed, and how deep below the root the filter looks for them */
+#define NETIO_MAX_CGROUPS 16
+#define NETIO_MAX_CGROUP_DEPTH 32
+#define NETIO_ANY_CGROUP 0	/* key of followed_cgroups set while any is followed (ids are > 0) */
 
 /* Syscall classes counted per process. */
 enum netio_sc_class {
@@ -96,6 +100,8 @@ struct tgid_stats {
 enum netio_counter {
 	CNT_DROPS = 0,		/* a map update failed (map full): an event was not counted */
 	CNT_FORKS_FOLLOWED,	/* children added to the filter by the fork handler */
+	CNT_CGROUP_FOLLOWED,	/* processes the filter added because they started in or moved
+				 * into a followed cgroup (--cgroup) */
 	CNT_NR,
 };
 

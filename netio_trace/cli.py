@@ -106,11 +106,18 @@ def build_parser():
                    help="finish the sweep in DIR: run only what is missing, then rebuild the report")
     r.add_argument("--no-report", action="store_true", help=argparse.SUPPRESS)
 
-    t = sub.add_parser("trace", help="trace any process: netio-trace trace (--pid PID | -- CMD ...)",
+    t = sub.add_parser("trace", help="trace any process: netio-trace trace (--pid PID | "
+                       "--cgroup DIR | -- CMD ...)",
                        description="Run netio-tracer in its own mode on a process: copy table, "
-                       "syscall histograms, JSON. Stops when the process exits (or Ctrl-C).",
-                       usage=f"{PROG} trace [options] (--pid PID | -- CMD [ARGS...])")
+                       "syscall histograms, JSON. Stops when the process exits (or Ctrl-C); "
+                       "with --cgroup alone, at --duration or Ctrl-C.",
+                       usage=f"{PROG} trace [options] [--cgroup DIR] (--pid PID | -- CMD "
+                       "[ARGS...])")
     t.add_argument("--pid", metavar="PID", help="follow this process (threads and children)")
+    t.add_argument("--cgroup", metavar="DIR", action="append", default=[],
+                   help="follow every process of this cgroup v2 directory and below it, those "
+                   "there now and those that start or move there later (repeatable; with "
+                   "--pid, -- CMD or alone)")
     t.add_argument("--attach", metavar="MODE", default="auto",
                    help=f"{'|'.join(P.ATTACH_MODES)} (default auto)")
     t.add_argument("--freq", metavar="HZ", help=f"sampling frequency (default {P.DEFAULT_FREQ})")
@@ -118,9 +125,10 @@ def build_parser():
                    help=f"{'|'.join(P.SAMPLE_SOURCES)} (default auto)")
     t.add_argument("--json", metavar="FILE", help="write the trace object to FILE")
     t.add_argument("--folded", metavar="FILE", help="write folded stacks to FILE")
-    t.add_argument("--openmetrics", metavar="FILE",
+    t.add_argument("--openmetrics", metavar="FILE|:PORT",
                    help="also write bytes, copies and syscall latency histograms as "
-                   "OpenMetrics text (what Prometheus scrapes) to FILE")
+                   "OpenMetrics text (what Prometheus scrapes) to FILE, or serve them live on "
+                   "http://127.0.0.1:PORT/metrics while tracing")
     t.add_argument("--pprof", metavar="FILE",
                    help="also write the stack samples as a gzipped pprof profile to FILE "
                    "(go tool pprof, speedscope, Pyroscope)")
@@ -349,30 +357,46 @@ def cmd_run(a):
 
 
 # ---- trace -----------------------------------------------------------------------------------
+def _trace_pid(a, cmd):
+    """The --pid of trace, or None; --pid and -- CMD exclude each other, --cgroup goes with
+    either or alone."""
+    if (a.pid is not None and cmd) or (a.pid is None and not cmd and not a.cgroup):
+        raise UsageError("trace needs exactly one of --pid PID or -- CMD [ARGS...] "
+                         "(--cgroup DIR goes with either, or alone)")
+    if a.pid is None:
+        return None
+    try:
+        pid = int(a.pid)
+    except ValueError:
+        raise UsageError(f"--pid {a.pid!r} is not a process id") from None
+    if pid <= 0 or not os.path.exists(f"/proc/{pid}"):
+        raise UsageError(f"--pid {a.pid}: no such process")
+    return pid
+
+
+def _check_cgroups(dirs):
+    """Each --cgroup is a directory below the cgroup2 mount."""
+    from netio_trace.system.cgroup import cgroup2_root
+    root = cgroup2_root()
+    for d in dirs:
+        if not os.path.isdir(d):
+            raise UsageError(f"--cgroup {d}: no such directory")
+        real = os.path.realpath(d)
+        if not root or os.path.commonpath([real, os.path.realpath(root)]) != \
+                os.path.realpath(root):
+            raise UsageError(f"--cgroup {d}: not a cgroup v2 directory "
+                             f"(the cgroup2 mount is {root or 'absent'})")
+
+
 def cmd_trace(a, cmd):
     from netio_trace.system.privileges import privilege_error
-    if (a.pid is None) == (not cmd):
-        raise UsageError("trace needs exactly one of --pid PID or -- CMD [ARGS...]")
-    pid = None
-    if a.pid is not None:
-        try:
-            pid = int(a.pid)
-        except ValueError:
-            raise UsageError(f"--pid {a.pid!r} is not a process id") from None
-        if pid <= 0 or not os.path.exists(f"/proc/{pid}"):
-            raise UsageError(f"--pid {a.pid}: no such process")
+    pid = _trace_pid(a, cmd)
+    _check_cgroups(a.cgroup)
     attach = P.parse_attach(a.attach)
     sample_source = P.parse_sample_source(a.sample_source)
     freq = P.parse_freq(a.freq) if a.freq is not None else None
     duration = P.parse_duration(a.duration) if a.duration is not None else None
-    for f, label in ((a.json, "--json"), (a.folded, "--folded"),
-                     (a.openmetrics, "--openmetrics"), (a.pprof, "--pprof")):
-        if f:
-            parent = os.path.dirname(os.path.abspath(f)) or "."
-            if os.path.isdir(f):
-                raise UsageError(f"{label} {f} is a directory")
-            if not os.path.isdir(parent):
-                raise UsageError(f"{label} {f}: directory {parent} does not exist")
+    metrics_port = _check_trace_outputs(a)
     err = privilege_error("trace", need_netadmin=False)
     if err:
         raise UsageError(err)
@@ -388,42 +412,86 @@ def cmd_trace(a, cmd):
             raise UsageError(f"netio-trace trace: command {cmd[0]!r} not found")
     from netio_trace.tracer import samples_on_perf_events, trace_argv
     # a command we start is sampled from a cgroup of its own (see analysis/cgroup.py); a
-    # process given by --pid stays where it is, on per-task events
+    # process given by --pid stays where it is, on per-task events; with --cgroup the
+    # tracer samples that cgroup, and the command keeps per-task events
     cg = None
-    if cmd and not a.no_sample and samples_on_perf_events(sample_source):
+    if cmd and not a.cgroup and not a.no_sample and samples_on_perf_events(sample_source):
         from netio_trace.system.cgroup import WorkloadCgroup
         cg = WorkloadCgroup.create()
-    if a.pprof and a.no_sample:
-        raise UsageError("trace --pprof needs stack samples: drop --no-sample")
     # the exports are made from the trace object and the folded stacks
     json_tmp = tempfile.mkdtemp(prefix="netio-trace-") if a.openmetrics or a.pprof else None
     json_path = a.json or (os.path.join(json_tmp, "trace.json") if json_tmp else None)
     folded_path = a.folded or (os.path.join(json_tmp, "stacks.folded") if a.pprof else None)
-    argv = trace_argv(pid=pid, cmd=cmd, attach=attach, freq=freq, json_path=json_path,
-                      folded=folded_path, netns=a.netns, duration=duration,
-                      no_sample=a.no_sample, no_counters=a.no_counters,
-                      no_latency=a.no_latency,
-                      sample_source=sample_source, sample_cgroup=cg.path if cg else None)
+    argv = trace_argv(pid=pid, cmd=cmd, cgroups=a.cgroup, attach=attach, freq=freq,
+                      json_path=json_path, folded=folded_path, netns=a.netns,
+                      duration=duration, no_sample=a.no_sample, no_counters=a.no_counters,
+                      no_latency=a.no_latency, sample_source=sample_source,
+                      sample_cgroup=cg.path if cg else None,
+                      json_every=METRICS_REFRESH_S if metrics_port else None)
+    server = None
     try:
+        server = _serve_metrics(json_path, metrics_port) if metrics_port else None
         status = run_tracer(argv, own_command=bool(cmd))
-        _write_exports(a, json_path, folded_path)
+        _write_exports(a, json_path, folded_path, metrics_port)
         return status
     finally:
+        if server is not None:
+            server.shutdown()
         if cg is not None:
             cg.remove()
         if json_tmp:
             shutil.rmtree(json_tmp, ignore_errors=True)
-        ownership.give_back(a.json, a.folded, a.openmetrics, a.pprof)
+        ownership.give_back(a.json, a.folded, None if metrics_port else a.openmetrics, a.pprof)
 
 
-def _write_exports(a, json_path, folded_path):
-    """--openmetrics and --pprof, from the trace object and the folded stacks just written."""
+# trace --openmetrics :PORT: how often the tracer rewrites the trace JSON that is served
+METRICS_REFRESH_S = 1.0
+
+
+def _check_trace_outputs(a):
+    """Each output file's directory exists; --pprof has samples; --openmetrics is a FILE or a
+    :PORT. Returns that port, or None."""
+    port = None
+    if a.openmetrics and a.openmetrics.startswith(":"):
+        try:
+            port = int(a.openmetrics[1:])
+        except ValueError:
+            port = 0
+        if not 0 < port < 65536:
+            raise UsageError(f"--openmetrics {a.openmetrics}: not a port (:1 to :65535)")
+    for f, label in ((a.json, "--json"), (a.folded, "--folded"),
+                     (None if port else a.openmetrics, "--openmetrics"), (a.pprof, "--pprof")):
+        if f:
+            parent = os.path.dirname(os.path.abspath(f)) or "."
+            if os.path.isdir(f):
+                raise UsageError(f"{label} {f} is a directory")
+            if not os.path.isdir(parent):
+                raise UsageError(f"{label} {f}: directory {parent} does not exist")
+    if a.pprof and a.no_sample:
+        raise UsageError("trace --pprof needs stack samples: drop --no-sample")
+    return port
+
+
+def _serve_metrics(json_path, port):
+    """The OpenMetrics of the trace JSON, served on 127.0.0.1:port while the tracer runs."""
+    from report import openmetrics
+    try:
+        server = openmetrics.serve(json_path, port)
+    except OSError as e:
+        raise UsageError(f"--openmetrics :{port}: {e.strerror or e}") from None
+    print(f"{PROG} trace: OpenMetrics on http://127.0.0.1:{port}/metrics", file=sys.stderr)
+    return server
+
+
+def _write_exports(a, json_path, folded_path, metrics_port=None):
+    """--openmetrics FILE and --pprof, from the trace object and the folded stacks just
+    written (--openmetrics :PORT was served while tracing)."""
     import json
     if not json_path or not os.path.exists(json_path):
         return
     with open(json_path) as f:
         trace = json.load(f)
-    if a.openmetrics:
+    if a.openmetrics and not metrics_port:
         from report import openmetrics
         openmetrics.write(trace, a.openmetrics)
     if a.pprof and folded_path and os.path.exists(folded_path):

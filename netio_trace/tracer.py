@@ -239,9 +239,9 @@ def probe(timeout=60.0):
     return d
 
 
-def trace_argv(pid=None, cmd=None, attach="auto", freq=None, json_path=None, folded=None,
-               netns=(), duration=None, no_sample=False, no_counters=False, sample_source=None,
-               sample_cgroup=None, no_latency=False):
+def trace_argv(pid=None, cmd=None, cgroups=(), attach="auto", freq=None, json_path=None,
+               folded=None, netns=(), duration=None, no_sample=False, no_counters=False, sample_source=None,
+               sample_cgroup=None, no_latency=False, json_every=None):
     """argv of the tracer's own (non-control) mode, for `netio-trace trace`."""
     argv = [paths.binary("netio-tracer"), "--attach", attach]
     if freq is not None:
@@ -258,6 +258,8 @@ def trace_argv(pid=None, cmd=None, attach="auto", freq=None, json_path=None, fol
         argv += ["--netns", n]
     if duration is not None:
         argv += ["--duration", str(duration)]
+    if json_every is not None:
+        argv += ["--json-every", str(json_every)]
     if no_sample:
         argv.append("--no-sample")
     if no_counters:
@@ -266,6 +268,8 @@ def trace_argv(pid=None, cmd=None, attach="auto", freq=None, json_path=None, fol
         argv.append("--no-latency")
     if pid is not None:
         argv += ["--pid", str(pid)]
+    for d in cgroups:
+        argv += ["--cgroup", d]
     if cmd:
         argv += ["--", *cmd]
     return argv

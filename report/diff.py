@@ -47,6 +47,19 @@ def flame_diffs(a_dir, b_dir, out_dir):
     return out, notes
 
 
+def _left_out(d, result, a_dir, b_dir):
+    """What the two sweeps do not share: parameters, and configurations only one ran."""
+    from analysis import diff
+    changed = diff.differing_parameters(a_dir, b_dir)
+    if changed:
+        d.p("The sweeps' parameters differ (compared on the configurations both ran): " +
+            "; ".join(f"{k}: A {va} / B {vb}" for k, va, vb in changed), "note")
+    left_out = [("A", k) for k in result["only_a"]] + [("B", k) for k in result["only_b"]]
+    if left_out:
+        d.p("Left out (only in one sweep): " + "; ".join(
+            f"{side}: {_cfg(dict(zip(diff.CONFIG, k)))}" for side, k in left_out), "note")
+
+
 def write(result, a_dir, b_dir, out_dir):
     """diff.md and diff.html into out_dir; returns their paths."""
     d = docmod.Doc(f"netio-trace diff: B against A")
@@ -64,10 +77,7 @@ def write(result, a_dir, b_dir, out_dir):
         d.p("No configuration regressed.", "answer")
     d.table(["configuration", "B/A (min–max)", "how", "beyond noise", "verdict",
              "categories that moved (A → B)"], _rows(result), left=6)
-    left_out = [("A", k) for k in result["only_a"]] + [("B", k) for k in result["only_b"]]
-    if left_out:
-        d.p("Left out (only in one sweep): " + "; ".join(
-            f"{side}: {', '.join(str(x) for x in k)}" for side, k in left_out), "note")
+    _left_out(d, result, a_dir, b_dir)
     flames, notes = flame_diffs(a_dir, b_dir, out_dir)
     for caption, svg in flames:
         d.image(svg, os.path.relpath(svg, out_dir), caption, mime="image/svg+xml")

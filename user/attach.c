@@ -645,40 +645,83 @@ static unsigned try_rung(struct ladder *l, enum rung r, unsigned mask)
 	return ok;
 }
 
-/* The fork handler and the filter's maps: tp_btf/sched_process_fork, else its raw
- * tracepoint. */
-static int open_follow(struct tracer_bpf *t, char *err, size_t errlen)
+/* A follow.bpf.c handler: its tp_btf program, else its raw tracepoint twin. */
+struct follow_handler {
+	const char *tp;
+	size_t btf_off, raw_off;	/* where the skeleton holds each program */
+};
+#define FOLLOW_HANDLER(tp_, btf, raw)						\
+	{ .tp = tp_, .btf_off = offsetof(struct follow_bpf, progs.btf),		\
+	  .raw_off = offsetof(struct follow_bpf, progs.raw) }
+static const struct follow_handler fork_handler =
+	FOLLOW_HANDLER("sched_process_fork", fork_btf, fork_raw);
+static const struct follow_handler cgroup_handler =
+	FOLLOW_HANDLER("cgroup_attach_task", cgroup_attach_btf, cgroup_attach_raw);
+
+static struct bpf_program *follow_prog(struct follow_bpf *skel, size_t off)
 {
-	for (int raw = 0; raw < 2; raw++) {
+	return *(struct bpf_program **)((char *)skel + off);
+}
+
+/* Loads one instance of follow.bpf.c with only h's program, over the maps already shared
+ * (the first instance creates them), and attaches it. Returns the skeleton, or NULL. */
+static struct follow_bpf *attach_follow(struct tracer_bpf *t, const struct follow_handler *h)
+{
+	for (int raw = 0; raw < 2 && t->nprogs < MAX_ATTACHED; raw++) {
 		struct follow_bpf *skel = follow_bpf__open();
-		struct bpf_program *prog;
+		struct bpf_program *prog, *p;
 		struct bpf_link *link;
 		struct attached_prog *ap;
 
 		if (!skel)
 			break;
-		prog = raw ? skel->progs.fork_raw : skel->progs.fork_btf;
-		bpf_program__set_autoload(skel->progs.fork_btf, !raw);
-		bpf_program__set_autoload(skel->progs.fork_raw, raw);
-		link = follow_bpf__load(skel) ? NULL : bpf_program__attach(prog);
+		prog = follow_prog(skel, raw ? h->raw_off : h->btf_off);
+		bpf_object__for_each_program(p, skel->obj)
+			bpf_program__set_autoload(p, p == prog);
+		link = obj_reuse_maps(t, skel->obj) || follow_bpf__load(skel) ? NULL :
+		       bpf_program__attach(prog);
 		if (!link) {
 			follow_bpf__destroy(skel);
 			continue;
 		}
 		obj_register_maps(t, skel->obj);
-		t->follow = skel;
 		ap = &t->progs[t->nprogs++];
 		snprintf(ap->name, sizeof(ap->name), "%s", bpf_program__name(prog));
-		snprintf(ap->target, sizeof(ap->target), "%s:sched_process_fork",
-			 raw ? "raw_tp" : "tp_btf");
+		snprintf(ap->target, sizeof(ap->target), "%s:%s", raw ? "raw_tp" : "tp_btf", h->tp);
 		ap->prog_fd = bpf_program__fd(prog);
 		ap->prog = prog;
 		ap->pp = PP_NR;
 		ap->link = link;
-		return 0;
+		return skel;
 	}
+	return NULL;
+}
+
+/* The filter's maps and the fork handler. */
+static int open_follow(struct tracer_bpf *t, char *err, size_t errlen)
+{
+	t->follow = attach_follow(t, &fork_handler);
+	if (t->follow)
+		return 0;
 	snprintf(err, errlen, "cannot load the filter and fork handler (sched_process_fork): %s%s%s",
 		 strerror(errno), last_libbpf_warning[0] ? " -- libbpf: " : "", last_libbpf_warning);
+	return -1;
+}
+
+int tracer_bpf_follow_cgroups(struct tracer_bpf *t, char *err, size_t errlen)
+{
+	if (t->follow_cgroups)
+		return 0;	/* a second --cgroup */
+	if (t->followed_cgroups < 0) {
+		snprintf(err, errlen, "--cgroup: no followed_cgroups map");
+		return -1;
+	}
+	t->follow_cgroups = attach_follow(t, &cgroup_handler);
+	if (t->follow_cgroups)
+		return 0;
+	snprintf(err, errlen, "--cgroup: cannot attach the cgroup handler (cgroup_attach_task): "
+		 "%s%s%s", strerror(errno), last_libbpf_warning[0] ? " -- libbpf: " : "",
+		 last_libbpf_warning);
 	return -1;
 }
 
@@ -824,6 +867,7 @@ static void find_shared_maps(struct tracer_bpf *t)
 {
 	t->followed_tgids = shared_map_fd(t, "followed_tgids");
 	t->followed_netns = shared_map_fd(t, "followed_netns");
+	t->followed_cgroups = shared_map_fd(t, "followed_cgroups");
 	t->filter_gen = shared_map_fd(t, "filter_gen");
 	t->counters = shared_map_fd(t, "netio_counters");
 	t->tgid_stats = shared_map_fd(t, "tgid_stats");
@@ -944,6 +988,7 @@ void tracer_bpf_close(struct tracer_bpf *t)
 		bpf_link__destroy(t->progs[i].link);
 	t->nprogs = 0;
 	follow_bpf__destroy(t->follow);
+	follow_bpf__destroy(t->follow_cgroups);
 	copy_fentry_bpf__destroy(t->copy_fentry);
 	copy_kprobe_bpf__destroy(t->copy_kprobe);
 	copy_tp_bpf__destroy(t->copy_tp);

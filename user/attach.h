@@ -67,6 +67,7 @@ struct shared_map {
  * rung each probe point is on, the programs attached, the maps shared between objects. */
 struct tracer_bpf {
 	struct follow_bpf *follow;		/* the filter and the fork handler */
+	struct follow_bpf *follow_cgroups;	/* --cgroup: the handler of moved processes */
 	struct copy_fentry_bpf *copy_fentry;	/* the copy probe points on each rung */
 	struct copy_kprobe_bpf *copy_kprobe;
 	struct copy_tp_bpf *copy_tp;
@@ -79,8 +80,8 @@ struct tracer_bpf {
 	struct shared_map shared[MAX_SHARED_MAPS];
 	int nshared;
 	/* fds of the shared maps the rest of the tracer uses (-1: none) */
-	int followed_tgids, followed_netns, filter_gen, counters, tgid_stats, netns_stats,
-	    in_send, sk_owner, zc_state, exit_wanted;
+	int followed_tgids, followed_netns, followed_cgroups, filter_gen, counters, tgid_stats,
+	    netns_stats, in_send, sk_owner, zc_state, exit_wanted;
 	/* send and receive calls end at the socket layer; sys_exit is attached on demand */
 	bool sc_end_at_socket;
 	bool detached;		/* tracer_bpf_detach(): loaded, nothing attached */
@@ -96,6 +97,9 @@ int parse_attach_mode(const char *s, enum attach_mode *mode);
 int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose,
 		    bool no_latency, char *err, size_t errlen);
 void tracer_bpf_close(struct tracer_bpf *t);
+/* --cgroup: attach the handler that follows a process moved into a followed cgroup (the
+ * fork handler, always attached, looks at a child's cgroup). 0, or -1 with err filled. */
+int tracer_bpf_follow_cgroups(struct tracer_bpf *t, char *err, size_t errlen);
 /* The followed set changed: threads decide again whether they are followed. */
 void tracer_bpf_filter_changed(struct tracer_bpf *t);
 

@@ -228,6 +228,8 @@ static void read_counters(const struct tracer_bpf *t, struct snapshot *s)
 			s->drops = sum;
 		else if (i == CNT_FORKS_FOLLOWED)
 			s->forks_followed = sum;
+		else if (i == CNT_CGROUP_FOLLOWED)
+			s->cgroup_followed = sum;
 	}
 	free(vals);
 }
@@ -585,6 +587,7 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 	write_latency(t, s, j);
 	json_kv_uint(j, "drops", s->drops);
 	json_kv_uint(j, "forks_followed", s->forks_followed);
+	json_kv_uint(j, "cgroup_followed", s->cgroup_followed);
 	json_kv_double(j, "duration_s", s->duration_s);
 	json_key(j, "processes");
 	json_begin_object(j);

@@ -35,7 +35,7 @@ struct snapshot {
 	int nprocs;
 	struct netns_snap *netns;
 	int nnetns;
-	unsigned long long drops, forks_followed;
+	unsigned long long drops, forks_followed, cgroup_followed;
 	/* totals (DESIGN.md trace object) */
 	unsigned long long tx_bytes, tx_calls, tx_copy_bytes, tx_spliced_bytes, zc_tx_bytes,
 			   fallback_copy_bytes, rx_copy_bytes, pinned_pages;

@@ -20,6 +20,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "attach.h"
+#include "cgroups.h"
 #include "json.h"
 #include "perf_counters.h"
 #include "probe.h"
@@ -43,9 +44,12 @@ struct tracer {
 	int freq;
 	enum profile_source sample_source;
 	const char *sample_cgroup;
+	const char *cgroups[NETIO_MAX_CGROUPS];	/* --cgroup */
+	int ncgroups;
 	bool no_sample, no_counters, no_latency, control, verbose;
 	enum stats_mode { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
 	double duration;
+	double json_every;	/* one-shot: rewrite --json every so many seconds (0: at the end) */
 	char **cmd;
 	/* state */
 	struct tracer_bpf bpf;
@@ -66,10 +70,12 @@ struct tracer {
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: netio-tracer [--attach auto|fentry|kprobe|tracepoint] [--pid PID]... [--netns NAME|PATH]...\n"
+"usage: netio-tracer [--attach auto|fentry|kprobe|tracepoint] [--pid PID]... [--cgroup DIR]...\n"
+"                    [--netns NAME|PATH]...\n"
 "                    [--json FILE] [--folded FILE] [--freq HZ] [--sample-source SRC]\n"
 "                    [--sample-cgroup DIR] [--no-sample] [--no-counters] [--no-latency]\n"
-"                    [--duration S] [--control] [--bpf-stats sampled|always|off]\n"
+"                    [--duration S] [--json-every S] [--control]\n"
+"                    [--bpf-stats sampled|always|off]\n"
 "                    [--verbose] [-- CMD ARGS...]\n"
 "       netio-tracer --probe\n"
 "\n"
@@ -78,6 +84,9 @@ static void usage(FILE *f)
 "attach rung this kernel allows (fentry > kprobe > tp_btf/tracepoint > inferred).\n"
 "  --attach MODE   force a rung (exit 2 if it cannot attach here)\n"
 "  --pid PID       follow PID, its threads and the children it forks from now on\n"
+"  --cgroup DIR    follow every process of the cgroup v2 directory DIR and below it: those\n"
+"                  there now, forked there or moved there later (not with --control); the\n"
+"                  trace then ends with -- CMD, --duration or a signal\n"
 "  --netns NS      network namespaces whose devices' softirq events count (default: ours)\n"
 "  --json FILE     write the trace JSON there (default stdout)\n"
 "  --folded FILE   folded on-CPU stacks of the followed processes\n"
@@ -95,6 +104,8 @@ static void usage(FILE *f)
 "                  events; -- CMD starts in it\n"
 "  --no-latency    count bytes and calls without timing them: no syscall hook (every\n"
 "                  syscall of the machine would pass it), no latency histogram\n"
+"  --json-every S  also rewrite --json FILE every S seconds while tracing (atomically), for\n"
+"                  a reader that follows the counts live (trace --openmetrics :PORT)\n"
 "  --control       read commands on stdin (pid add, netns add, clear, reset, detach, attach,\n"
 "                  snapshot, quit)\n"
 "  --bpf-stats M   BPF run-time stats for the self cost: sampled (default: on 10%% of the\n"
@@ -349,6 +360,36 @@ static int follow_netns(struct tracer *tr, const char *spec, char *err, size_t e
 		snprintf(err, errlen, "cannot follow netns %s: %s", spec, strerror(errno));
 		return -1;
 	}
+	return 0;
+}
+
+static int follow_cgroup_proc(pid_t pid, void *ctx)
+{
+	struct tracer *tr = ctx;
+	unsigned int tgid = pid;	/* cgroup.procs lists processes */
+	u8 one = 1;
+
+	bpf_map_update_elem(tr->bpf.followed_tgids, &tgid, &one, BPF_ANY);
+	return 0;
+}
+
+/* --cgroup: the cgroup's id goes into the filter first, then the processes already in it and
+ * below it: one forked or moved there meanwhile is followed by the BPF side. */
+static int follow_cgroup(struct tracer *tr, const char *dir, char *err, size_t errlen)
+{
+	uint64_t id, any = NETIO_ANY_CGROUP;
+	u8 one = 1;
+
+	if (cgroup_dir_id(dir, &id, err, errlen) ||
+	    tracer_bpf_follow_cgroups(&tr->bpf, err, errlen))
+		return -1;
+	if (bpf_map_update_elem(tr->bpf.followed_cgroups, &id, &one, BPF_ANY) ||
+	    bpf_map_update_elem(tr->bpf.followed_cgroups, &any, &one, BPF_ANY)) {
+		snprintf(err, errlen, "--cgroup %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	cgroup_for_each_proc(dir, follow_cgroup_proc, tr);
+	tracer_bpf_filter_changed(&tr->bpf);
 	return 0;
 }
 
@@ -738,7 +779,7 @@ static int run_oneshot(struct tracer *tr)
 	char err[512];
 	pid_t child = -1;
 	int status = 0;
-	double t0;
+	double t0, next_json;
 
 	reset_all(tr);
 	if (tr->cmd) {
@@ -749,7 +790,13 @@ static int run_oneshot(struct tracer *tr)
 		}
 	}
 	t0 = monotonic_s();
+	next_json = t0 + tr->json_every;
 	while (!stop_signal) {
+		if (tr->json_every > 0 && monotonic_s() >= next_json) {
+			if (snapshot_to(tr, tr->json_path, NULL, err, sizeof(err), false))
+				fprintf(stderr, "netio-tracer: %s\n", err);
+			next_json += tr->json_every;
+		}
 		if (tr->duration > 0 && monotonic_s() - t0 >= tr->duration)
 			break;
 		if (child > 0) {
@@ -758,7 +805,7 @@ static int run_oneshot(struct tracer *tr)
 				child = -1;
 				break;
 			}
-		} else if (tr->npids) {
+		} else if (tr->npids && !tr->ncgroups) {	/* a cgroup may get processes later */
 			bool all_gone = true;
 			for (int i = 0; i < tr->npids; i++)
 				all_gone &= process_gone(tr->pids[i]);
@@ -793,11 +840,12 @@ static int run_oneshot(struct tracer *tr)
 
 enum { OPT_ATTACH = 256, OPT_PID, OPT_NETNS, OPT_JSON, OPT_FOLDED, OPT_FREQ, OPT_NO_SAMPLE,
        OPT_NO_COUNTERS, OPT_DURATION, OPT_CONTROL, OPT_PROBE, OPT_VERBOSE, OPT_NO_BPF_STATS,
-       OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP, OPT_NO_LATENCY };
+       OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP, OPT_NO_LATENCY, OPT_CGROUP, OPT_JSON_EVERY };
 
 static const struct option long_opts[] = {
 	{ "attach", required_argument, NULL, OPT_ATTACH },
 	{ "pid", required_argument, NULL, OPT_PID },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
 	{ "netns", required_argument, NULL, OPT_NETNS },
 	{ "json", required_argument, NULL, OPT_JSON },
 	{ "folded", required_argument, NULL, OPT_FOLDED },
@@ -808,6 +856,7 @@ static const struct option long_opts[] = {
 	{ "no-latency", no_argument, NULL, OPT_NO_LATENCY },
 	{ "no-counters", no_argument, NULL, OPT_NO_COUNTERS },
 	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "json-every", required_argument, NULL, OPT_JSON_EVERY },
 	{ "control", no_argument, NULL, OPT_CONTROL },
 	{ "probe", no_argument, NULL, OPT_PROBE },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
@@ -859,6 +908,13 @@ static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
 		cli->pids[cli->npids++] = p;
 		return -1;
 	}
+	case OPT_CGROUP:
+		if (tr->ncgroups == NETIO_MAX_CGROUPS) {
+			fprintf(stderr, "netio-tracer: too many --cgroup\n");
+			return 2;
+		}
+		tr->cgroups[tr->ncgroups++] = arg;
+		return -1;
 	case OPT_NETNS:
 		if (tr->nnetns_specs == MAX_NETNS) {
 			fprintf(stderr, "netio-tracer: too many --netns\n");
@@ -902,6 +958,14 @@ static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
 		tr->duration = strtod(arg, &end);
 		if (*end || tr->duration <= 0) {
 			fprintf(stderr, "netio-tracer: --duration %s: not a number of seconds\n", arg);
+			return 2;
+		}
+		return -1;
+	case OPT_JSON_EVERY:
+		tr->json_every = strtod(arg, &end);
+		if (*end || !(tr->json_every >= 0.05)) {
+			fprintf(stderr, "netio-tracer: --json-every %s: not a number of seconds "
+				"(>= 0.05)\n", arg);
 			return 2;
 		}
 		return -1;
@@ -966,8 +1030,12 @@ static int follow_given_netns(struct tracer *tr, char *err, size_t errlen)
 static int open_sampler(struct tracer *tr, char *err, size_t errlen)
 {
 	if (!tr->no_sample) {
+		/* one --cgroup: its events sample whoever joins it later (-- CMD is not moved) */
+		const char *cgroup = tr->sample_cgroup ? tr->sample_cgroup :
+				     tr->ncgroups == 1 ? tr->cgroups[0] : NULL;
+
 		tr->prof = profiler_open(tr->freq, tr->sample_source, tr->bpf.followed_tgids,
-					 tr->sample_cgroup, err, errlen);
+					 cgroup, err, errlen);
 		if (!tr->prof && (tr->sample_source != PROFILE_SRC_AUTO || tr->sample_cgroup)) {
 			fprintf(stderr, "netio-tracer: %s\n", err);
 			if (tr->control)
@@ -1006,6 +1074,14 @@ static int follow_and_sample(struct tracer *tr, const struct cli *cli)
 			fprintf(stderr, "netio-tracer: --pid: %s\n", err);
 			return 2;
 		}
+	for (int i = 0; i < tr->ncgroups; i++) {
+		if (follow_cgroup(tr, tr->cgroups[i], err, sizeof(err))) {
+			fprintf(stderr, "netio-tracer: %s\n", err);
+			return 2;
+		}
+		/* everything is attached: what starts in the cgroup from now on is counted */
+		fprintf(stderr, "netio-tracer: following cgroup %s\n", tr->cgroups[i]);
+	}
 	return 0;
 }
 
@@ -1033,6 +1109,14 @@ int main(int argc, char **argv)
 		return probe_write_json(stdout) ? 1 : 0;
 	if (tr.cmd && tr.control) {
 		fprintf(stderr, "netio-tracer: -- CMD and --control exclude each other\n");
+		return 2;
+	}
+	if (tr.json_every > 0 && (!tr.json_path || tr.control)) {
+		fprintf(stderr, "netio-tracer: --json-every needs --json FILE (and no --control)\n");
+		return 2;
+	}
+	if (tr.ncgroups && tr.control) {
+		fprintf(stderr, "netio-tracer: --cgroup and --control exclude each other\n");
 		return 2;
 	}
 	if (geteuid() != 0)

@@ -73,3 +73,23 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         cp = _diff(*args)
         assert cp.returncode == 2, (args, cp.stderr)
         assert len(cp.stderr.strip().splitlines()) == 1, cp.stderr
+
+
+def test_different_parameters_are_compared_on_what_they_share(tmp_path):
+    """B ran without 256 B messages and with another duration: the shared configurations are
+    compared, and diff.md names the parameters that differ and the configurations left out."""
+    a, b = _sweep(tmp_path, "a"), _sweep(tmp_path, "b")
+    runs = [json.loads(line) for line in (b / "runs.jsonl").read_text().splitlines()]
+    (b / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs
+                                          if r["msg_size"] != 256))
+    params = json.loads((b / "sweep.json").read_text())
+    params["sizes"], params["duration"] = [4096, 65536], 1.0
+    (b / "sweep.json").write_text(json.dumps(params))
+    result = diff.compare(diff.load(str(a)), diff.load(str(b)))
+    assert result["rows"] and all(r["config"]["msg_size"] != 256 for r in result["rows"])
+    assert result["only_a"] and all(k[2] == 256 for k in result["only_a"])
+    assert not result["only_b"] and not result["regressed"]
+    assert _diff(a, b).returncode == 0
+    md = (b / "diff.md").read_text()
+    assert "parameters differ" in md and "duration: A 0.5 / B 1.0" in md
+    assert "Left out (only in one sweep): A: loopback, 1 thread(s), 256, one-copy;" in md

@@ -46,3 +46,44 @@ def test_report_rebuilt_under_sudo_belongs_to_the_user(tmp_path):
     assert cp.returncode == 0, cp.stderr[-2000:]
     assert (d / "report.html").exists()
     assert _owners(d) == {(UID, GID)}
+
+
+def _sweep_prereqs():
+    from analysis import files
+    from netio_trace.system import paths
+    if not all(paths.have_binary(b) for b in ("netio-server", "netio-client", "netio-tracer")) \
+            or not files.find_tool("ip"):
+        pytest.skip("needs the built binaries (NETIO_BUILD) and ip")
+
+
+def _sweep(out, env):
+    return subprocess.Popen(
+        [sys.executable, "-m", "netio_trace.cli", "run", "--strategies", "one-copy", "--sizes",
+         "4K", "--threads", "1", "--transport", "loopback", "--repeat", "3", "--duration", "0.3",
+         "--out", str(out)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+
+
+@pytest.mark.parametrize("interrupted", [False, True])
+def test_sweep_under_sudo_belongs_to_the_user(tmp_path, interrupted):
+    """Everything a sweep wrote (runs, raw/, folded/, the report) is the invoking user's,
+    whether it finished or was interrupted."""
+    import signal
+    import time
+    from netio_trace.system import paths
+    _sweep_prereqs()
+    out = tmp_path / "sweep"
+    env = dict(os.environ, SUDO_UID=str(UID), SUDO_GID=str(GID), PYTHONPATH=REPO,
+               NETIO_ROOT=REPO, NETIO_BUILD=paths.build_dir())
+    p = _sweep(out, env)
+    if interrupted:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+                (out / "runs.jsonl").exists() and (out / "runs.jsonl").read_text().strip()):
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+    _, stderr = p.communicate(timeout=300)
+    assert p.returncode == (128 + signal.SIGINT if interrupted else 0), stderr[-2000:]
+    assert (out / "runs.jsonl").exists() and (out / "raw").is_dir()
+    assert (out / "report.html").exists() != interrupted
+    assert _owners(out) == {(UID, GID)}
