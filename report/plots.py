@@ -16,14 +16,7 @@ from analysis.sizes import format_size  # noqa: E402
 PALETTE = {"two-copy": "#d62728", "one-copy": "#1f77b4", "zero-copy": "#2ca02c",
            "per-field": "#9467bd", "sendfile": "#8c564b", "io-uring": "#17becf",
            "io-uring-zc": "#bcbd22"}
-# One colour per attribution category, told apart in the stacked bars and the flame graphs'
-# legend: the copies keep their colours; the send and receive path gets hues of its own,
-# darker for the transmit side, lighter for receive and bookkeeping; "other" stays grey.
-CAT_COLORS = {"user_copy": "#e377c2", "kernel_tx_copy": "#1f77b4", "pinning": "#ff7f0e",
-              "fallback_copy": "#d62728", "completion": "#bcbd22", "kernel_rx_copy": "#17becf",
-              "syscall": "#9467bd", "tcp_tx": "#8c564b", "ip_tx": "#2ca02c",
-              "net_rx": "#98df8a", "checksum": "#f7e11b", "skb_mem": "#c49c94",
-              "sched": "#ffbb78", "locks": "#393b79", "bpf": "#000000", "other": "#c7c7c7"}
+from report.colors import CAT_COLORS  # noqa: E402  (one colour per category)
 CAT_LABELS = attribution.LABELS
 MINMAX = ("pi", 100)   # seaborn: the 0–100 percentile interval = min..max over repeats
 DPI = 90
