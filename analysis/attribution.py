@@ -22,7 +22,7 @@ How the walk goes, from the innermost frame outwards:
 The categories (issue 17): the copies first, with DESIGN.md's meanings; then the send and
 receive path as a kernel engineer reads a profile (syscall and socket layer, TCP transmit,
 IP and device transmit, softirq receive, checksums, skb memory, scheduler and wake-ups,
-locks and irqs-off, the tracer's BPF); ``other`` last. Inside a copy frame everything is the
+locks and irqs-off, the tracer's BPF, the workload's start-up and exit); ``other`` last. Inside a copy frame everything is the
 copy's (its allocations and locks: the path rules have ``not_under=COPY_FRAMES``), except the
 tracer's BPF, which is never a copy's cost. A frame that belongs to two paths is decided by
 the frames around it, and its rule says how (locks inside a wake-up are the wake-up's;
@@ -61,7 +61,7 @@ import re
 COPY_CATEGORIES = ("user_copy", "kernel_tx_copy", "pinning", "fallback_copy", "completion",
                    "kernel_rx_copy")
 PATH_CATEGORIES = ("syscall", "tcp_tx", "ip_tx", "net_rx", "checksum", "skb_mem", "sched",
-                   "locks", "bpf")
+                   "locks", "bpf", "startup")
 CATEGORIES = COPY_CATEGORIES + PATH_CATEGORIES + ("other",)
 
 # What each category holds, as the plots, the report and the flame graph legends say it.
@@ -81,6 +81,7 @@ LABELS = {
     "sched": "scheduler, wake-ups",
     "locks": "locks, irqs-off",
     "bpf": "the tracer's BPF programs",
+    "startup": "process start-up and exit (exec, ld.so, page faults)",
     "other": "other (not known to the rules)",
 }
 
@@ -278,6 +279,30 @@ BPF = ("bpf_prog_*", "bpf_trace_run*", "__bpf_trace_*", "trace_call_bpf", "__bpf
        "bpf_perf_event_output*", "bpf_task_storage_*", "syscall_exit_work", "trace_sys_enter",
        "trace_sys_exit", "perf_trace_*", "perf_syscall_*") + own(
        "bpf_trampoline_*", "syscall_trace_enter", "__traceiter_*")
+# The workloads' own start-up and exit, around the measured loop: exec, the dynamic loader,
+# main's setup and the final report, thread creation and joins, page faults, the exit.
+STARTUP = ("__x64_sys_execve*", "do_execveat_common", "bprm_execve", "load_elf_binary",
+           "__x64_sys_exit*", "do_exit", "do_group_exit", "mmput", "__mmput", "exit_mmap",
+           "__x64_sys_clone*", "__do_sys_clone*", "kernel_clone", "copy_process",
+           "__x64_sys_mmap", "ksys_mmap_pgoff", "vm_mmap_pgoff", "__x64_sys_munmap",
+           "__vm_munmap", "__x64_sys_mprotect", "__x64_sys_brk", "__x64_sys_openat",
+           "do_sys_openat2", "__x64_sys_close", "__x64_sys_read", "ksys_read",
+           "__x64_sys_newfstatat", "__x64_sys_arch_prctl", "__x64_sys_set_robust_list",
+           "__x64_sys_rseq", "__x64_sys_prlimit64", "__x64_sys_getrandom", "__x64_sys_socket",
+           "__x64_sys_connect", "__x64_sys_accept*", "__x64_sys_bind", "__x64_sys_listen",
+           "__x64_sys_setsockopt", "__x64_sys_setns", "__sys_accept4", "__sys_connect",
+           "__sys_socket", "__sys_setsockopt", "asm_exc_page_fault", "exc_page_fault",
+           "do_user_addr_fault", "handle_mm_fault", "__handle_mm_fault", "ret_from_fork*",
+           "schedule_tail")
+STARTUP_USER = ("[ld-linux*", "_dl_*", "dl_main", "_start", "__libc_start_main*",
+                "_IO_*", "__vfprintf_internal", "__printf*", "printf", "fprintf", "new_do_write",
+                "init_tls", "init_cpu_features", "check_match", "getaddrinfo",
+                "__pthread_clockjoin_ex", "pthread_join*", "__GI___nptl_free_tcb",
+                "pthread_create*", "__pthread_create*", "__clone*", "clone*", "alloc_new_heap",
+                "_int_malloc", "_int_free", "malloc", "free", "calloc", "__libc_calloc",
+                "__libc_malloc", "__libc_free", "sysmalloc", "wl_options_parse", "wl_parse_*",
+                "wl_resolve", "print_json", "wl_gbps", "__strcasecmp*", "strcmp", "__strcmp*",
+                "pthread_getattr_default_np*", "__GI___pthread_attr_copy")
 IDLE = ("do_idle", "cpu_startup_entry", "default_idle*", "cpu_idle_poll", "arch_cpu_idle*",
         "acpi_idle*", "intel_idle*", "mwait_idle*", "cpuidle_enter*", "poll_idle",
         "pv_native_safe_halt", "native_safe_halt", "default_idle_call", "cpuidle_idle_call")
@@ -309,6 +334,9 @@ RULES = (
     ("tcp_tx", "k", TCP_TX, (), COPY_FRAMES),
     ("syscall", "k", SYSCALL, (), COPY_FRAMES),
     ("syscall", "u", SYSCALL_USER, (), ()),
+    # after the path: a send at start-up is a send; a page fault in a copy is the copy's
+    ("startup", "k", STARTUP, (), COPY_FRAMES + SERIALIZER + USER_MEMCPY),
+    ("startup", "u", STARTUP_USER, (), SERIALIZER),
 )
 
 # Hard-interrupt entries: the outward walk does not cross them.

@@ -16,7 +16,8 @@ WORDS = {"syscall": "syscall entry/exit and the socket layer",
          "net_rx": "softirq receive", "checksum": "checksums",
          "skb_mem": "skb allocation and memory accounting",
          "sched": "the scheduler and wake-ups", "locks": "locks and irqs-off",
-         "bpf": "the tracer's own BPF programs", "other": "frames no rule knows"}
+         "bpf": "the tracer's own BPF programs",
+         "startup": "the process's start-up and exit", "other": "frames no rule knows"}
 # per-call work: what a send or receive costs whatever its size
 PER_CALL = ("syscall", "tcp_tx", "ip_tx", "net_rx", "sched", "locks")
 

@@ -6,4 +6,5 @@ CAT_COLORS = {"user_copy": "#e377c2", "kernel_tx_copy": "#1f77b4", "pinning": "#
               "fallback_copy": "#d62728", "completion": "#bcbd22", "kernel_rx_copy": "#17becf",
               "syscall": "#9467bd", "tcp_tx": "#8c564b", "ip_tx": "#2ca02c",
               "net_rx": "#98df8a", "checksum": "#f7e11b", "skb_mem": "#c49c94",
-              "sched": "#ffbb78", "locks": "#393b79", "bpf": "#e7298a", "other": "#c7c7c7"}
+              "sched": "#ffbb78", "locks": "#393b79", "bpf": "#e7298a",
+              "startup": "#1b9e77", "other": "#c7c7c7"}

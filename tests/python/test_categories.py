@@ -146,6 +146,10 @@ def names(frames):
     ("guest-6.1", ("tcp_recvmsg_locked", "sk_wait_data", "_raw_spin_lock_bh",
                    "native_queued_spin_lock_slowpath"), "locks"),
     ("guest-6.1", ("skb_copy_ubufs",), "fallback_copy"),
+    # the workload's own start-up and exit
+    ("guest-6.1", ("_dl_sysdep_start", "dl_main", "_dl_relocate_object"), "startup"),
+    ("guest-6.1", ("exit_mmap", "unmap_vmas", "unmap_page_range"), "startup"),
+    ("guest-6.1", ("main", "print_json"), "startup"),
 ])
 def test_rule_on_a_real_stack(kernel, tail, category):
     assert A.classify(real_stack(kernel, *tail)) == category
@@ -228,6 +232,17 @@ def test_syscall_entry_own_time_only_unknown_stays_other():
     assert A.classify(real_stack("host-6.18", "conn_thread", "sendmsg")) == "syscall"
     assert A.classify(["netio-server", "start_thread", "conn_thread", "sendmsg",
                        "mystery_[k]"]) == "other"
+
+
+def test_page_fault_is_start_up_unless_inside_a_copy():
+    """A page fault is the process's start-up, unless a copy took it (user or kernel)."""
+    fault = ["asm_exc_page_fault_[k]", "exc_page_fault_[k]", "do_user_addr_fault_[k]",
+             "handle_mm_fault_[k]"]
+    assert A.classify(["netio-server", "main", "wl_options_parse"] + fault) == "startup"
+    assert A.classify(["netio-server", "conn_thread", "wl_message_serialize",
+                       "__memmove_avx_unaligned_erms"] + fault) == "user_copy"
+    tx = real_stack("host-6.18", "tcp_sendmsg_locked", "_copy_from_iter")
+    assert A.classify(tx + fault) == "kernel_tx_copy"
 
 
 def test_idle_is_never_counted():
