@@ -3,7 +3,7 @@ import csv
 import json
 import os
 
-from analysis import files
+from analysis import attribution, files
 from analysis.contract import run_key
 
 RUNS = "runs.jsonl"
@@ -24,9 +24,15 @@ CSV_COLUMNS = ["strategy", "msg_size", "threads", "transport", "repeat", "throug
                "cpb_completion", "cpb_kernel_rx_copy", "cpb_other", "cpb_estimated",
                "traced", "tracer_kept", "throughput_whole_gbps", "warmup_s",
                "tx_spliced_bytes", "datagrams_seen", "datagrams_lost", "packet_sockets"]
-CATEGORIES = ("user_copy", "kernel_tx_copy", "pinning", "fallback_copy", "completion",
-              "kernel_rx_copy", "other")
-COPY_CATEGORIES = CATEGORIES[:-1]
+# The attribution's categories (analysis/attribution.py): the copies, the send and receive
+# path (issue 17), other. The path categories' columns come after every earlier column, then
+# each share's 95% interval.
+CATEGORIES = attribution.CATEGORIES
+COPY_CATEGORIES = attribution.COPY_CATEGORIES
+PATH_CATEGORIES = attribution.PATH_CATEGORIES
+CSV_COLUMNS += ([f"share_{c}" for c in PATH_CATEGORIES] + [f"cpb_{c}" for c in PATH_CATEGORIES]
+                + [f"share_{c}_ci95_{end}" for c in CATEGORIES for end in ("lo", "hi")]
+                + ["idle_samples"])
 
 # perf event names as the tracer writes them (issue 4), and the aliases we accept.
 PERF_ALIASES = {
@@ -193,9 +199,13 @@ def csv_row(run):
         "datagrams_lost": _get(run, "forward", "datagrams_lost"),
         "packet_sockets": _get(run, "forward", "packet_sockets"),
     }
+    ci = attr.get("share_ci95") or {}
     for c in CATEGORIES:
         row[f"share_{c}"] = _num(share.get(c))
         row[f"cpb_{c}"] = _num(cpb.get(c))
+        lo, hi = (ci.get(c) or (None, None))[:2]
+        row[f"share_{c}_ci95_lo"], row[f"share_{c}_ci95_hi"] = _num(lo), _num(hi)
+    row["idle_samples"] = _num(attr.get("idle_samples")) if attr else None
     return row
 
 

@@ -1,12 +1,16 @@
 """Per strategy and size figures (medians over repeats) shared by the end-of-sweep table and the
-report: throughput, cycles/byte per copy category, zero-copy COPIED %, p99 send latency."""
+report: throughput, cycles/byte per category, zero-copy COPIED %, p99 send latency."""
 from analysis import results, stats
 from analysis.contract import STRATEGIES, TRANSPORTS, ZEROCOPY_STRATEGIES
 from analysis.sizes import format_size
 
 SHORT = {"user_copy": "user", "kernel_tx_copy": "k-tx", "pinning": "pin",
          "fallback_copy": "fallback", "completion": "compl", "kernel_rx_copy": "k-rx",
-         "other": "other"}
+         "syscall": "sys", "tcp_tx": "tcp-tx", "ip_tx": "ip-tx", "net_rx": "rx",
+         "checksum": "csum", "skb_mem": "skb", "sched": "sched", "locks": "lock", "bpf": "bpf", "startup": "start",
+         "other": "other", "path": "path"}
+# Below this width the terminal table shows the send and receive path as one column.
+WIDE = 210
 
 
 def _num(v):
@@ -29,6 +33,14 @@ def send_p99(run):
 def cpb(run, cat):
     a = run.get("attribution") or {}
     return _num((a.get("cycles_per_byte") or {}).get(cat))
+
+
+def cpb_path(run):
+    """Cycles per byte of the send and receive path (every category but the copies and
+    other), None when the run has none of them."""
+    vals = [cpb(run, c) for c in results.PATH_CATEGORIES]
+    vals = [v for v in vals if v is not None]
+    return sum(vals) if vals else None
 
 
 def cpb_total(run):
@@ -67,6 +79,7 @@ def rows(runs, threads=None, traced=None):
                     "latency": stats.spread(r.get("latency_us") for r in rs),
                     "cpb": {c: stats.spread(cpb(r, c) for r in ts) for c in results.CATEGORIES},
                     "cpb_total": stats.spread(cpb_total(r) for r in ts),
+                    "cpb_path": stats.spread(cpb_path(r) for r in ts),
                     "estimated": any((r.get("attribution") or {}).get("estimated") for r in ts),
                     "copied_pct": stats.spread(copied_pct(r) for r in ts),
                     "send_p99": stats.spread(send_p99(r) for r in ts),
@@ -76,6 +89,17 @@ def rows(runs, threads=None, traced=None):
 
 def _m(s, fmt="{:.2f}"):
     return "–" if not s else fmt.format(s["median"])
+
+
+def _shown_categories(width):
+    """The category columns of the terminal table: every one on a wide terminal; else the
+    copies, the path summed ("path") and other; on a narrow one without completion and other."""
+    if width >= WIDE:
+        return list(results.CATEGORIES)
+    cats = list(results.COPY_CATEGORIES) + ["path", "other"]
+    if width < 128:
+        cats = [c for c in cats if c not in ("completion", "other")]
+    return cats
 
 
 def print_summary(runs, console):
@@ -89,14 +113,14 @@ def print_summary(runs, console):
         console.print("[red]no successful run: nothing to summarize[/]")
         return
     if not console.is_terminal:      # a log file: no reason to squeeze into 80 columns
-        console = Console(file=console.file, width=max(console.width, 150))
+        console = Console(file=console.file, width=max(console.width, WIDE + 20))
     est = any(r["estimated"] for r in rs)
     multi = len({r["transport"] for r in rs}) > 1
     narrow = console.width < 128
-    cats = [c for c in results.CATEGORIES if not (narrow and c in ("completion", "other"))]
+    cats = _shown_categories(console.width)
     t = Table(title=f"summary: medians over repeats, {rs[0]['threads']} thread(s); cycles/byte "
-              f"per copy category" + (" (estimated: task-clock × TSC, no PMU)" if est else "")
-              + (" (widen the terminal for all columns)" if narrow else ""),
+              f"per category" + (" (estimated: task-clock × TSC, no PMU)" if est else "")
+              + (" (widen the terminal for all columns)" if console.width < WIDE else ""),
               box=None if narrow else box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
               title_justify="left", header_style="bold underline" if narrow else "bold")
     if multi:
@@ -117,7 +141,7 @@ def print_summary(runs, console):
             r["strategy"], format_size(r["msg_size"]), _m(th)]
         if not narrow:
             cells.append(f"{th['min']:.2f}–{th['max']:.2f}" if th else "–")
-        cells += [_m(r["cpb"][c]) for c in cats]
+        cells += [_m(r["cpb_path"] if c == "path" else r["cpb"][c]) for c in cats]
         cells += [_m(r["cpb_total"]),
                   (_m(r["copied_pct"], "{:.0f}%") if r["strategy"] in ZEROCOPY_STRATEGIES
                    else "–"),

@@ -9,6 +9,7 @@ import os
 import time
 
 from analysis import attribution, files, passes, record, results, stats, summary
+from report import breakdown
 from analysis.contract import (COMPARED_PAIRS, FIELD_STRATEGIES, STRATEGIES, STRATEGY_HELP,
                                TRANSPORTS, TRANSPORT_HELP, ZEROCOPY_PAIRS, ZEROCOPY_STRATEGIES)
 from analysis.sizes import format_bytes, format_size
@@ -229,6 +230,9 @@ def _zc_cycles(zc_top, one, copy, zcs, size, ratio):
         lines.append(f"Where {zcs}'s cycles go at {_sz(size)}"
                      + (" (estimated cycles: no PMU)" if est else "") + ": "
                      + "; ".join(parts) + ".")
+    besides = breakdown.besides_copies(att, zcs)
+    if besides:
+        lines.append(besides)
     oatt = [r.get("attribution") for r in one if r.get("attribution")]
     if oatt and cpb.get("fallback_copy") and cpb["fallback_copy"]["median"] > 0:
         one_copy = stats.spread((a.get("cycles_per_byte") or {}).get("kernel_tx_copy")
@@ -673,7 +677,7 @@ def _headline_section(d, c):
         d.h(2, "Headline: what each copy costs")
         f = plot_files["cycles_per_byte"]
         d.image(os.path.join(out_dir, "plots", f), f"plots/{f}",
-                "Cycles per byte, stacked by copy category, per strategy and size"
+                "Cycles per byte, stacked by category, per strategy and size"
                 + (" (estimated: no PMU)" if estimated else ""))
 
 
@@ -715,6 +719,11 @@ def _answers_section(d, c):
             d.p(text, "answer")
     else:
         d.p("No zero-copy run in this sweep.")
+    sf = breakdown.size_findings(traced)
+    if sf:
+        d.h(2, "Where the cycles go: the copies against the per-call work")
+        for text in sf:
+            d.p(text, "answer")
     d.h(2, "Threads: throughput and context switches")
     tf = threads_findings(answers, m.get("cores"), traced)
     if tf:
@@ -811,7 +820,7 @@ def _plots_section(d, c):
     out_dir, plot_files, plot_errors = c.out_dir, c.plot_files, c.plot_errors
     d.h(1, "Plots")
     captions = {
-        "cycles_per_byte": "The headline: cycles per byte, stacked by copy category, per strategy and size",
+        "cycles_per_byte": "The headline: cycles per byte, stacked by category, per strategy and size",
         "throughput_vs_size": "Throughput vs message size, faceted by threads",
         "latency_vs_threads": "Latency (µs per message per connection) vs threads",
         "zerocopy_fallback": "Zero-copy fallback evidence per transport: zc bytes, fallback-copied bytes, COPIED completions",

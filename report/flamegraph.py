@@ -5,7 +5,9 @@ flame graph of b against a (inferno-diff-folded: widths from b, red where b has 
 blue where fewer).
 
 Kernel frames carry the "_[k]" suffix (user/profile.c); inferno's `java` palette colours
-them orange and shows them without the suffix, user frames in the system red.
+them orange and shows them without the suffix, user frames in the system red. render() then
+colours every frame by its attribution category and adds a legend (report/flame_colors.py);
+the differential graph keeps inferno's red and blue, which say what changed.
 The inferno binaries are looked up in PATH, then in $CARGO_HOME/bin (~/.cargo/bin), where
 `make deps` installs them.
 """
@@ -14,6 +16,7 @@ import shutil
 import subprocess
 
 from analysis import files
+from report import flame_colors
 INSTALL_HINT = "install it with `make deps` (cargo install inferno)"
 PALETTE = "java"   # "_[k]" kernel frames orange, the rest by name
 TIMEOUT = 300
@@ -92,13 +95,18 @@ def _flamegraph_argv(title, subtitle=None, extra=()):
     return argv + list(extra)
 
 
-def render(folded_path, svg_path, title, subtitle=None):
-    """Render folded stacks to an SVG flame graph. Returns svg_path."""
+def render(folded_path, svg_path, title, subtitle=None, by_category=True):
+    """Render folded stacks to an SVG flame graph, its frames coloured by attribution
+    category with a legend (report/flame_colors.py) unless by_category is False (then
+    inferno's palette). Returns svg_path."""
     argv = _flamegraph_argv(title, subtitle)   # fails first when inferno is missing
     if not _has_samples(folded_path):
         _empty_svg(svg_path, title, "no samples")
         return svg_path
-    _write_atomic(svg_path, _run(argv + [folded_path]))
+    svg = _run(argv + [folded_path])
+    if by_category:
+        svg = flame_colors.color_by_category(svg.decode()).encode()
+    _write_atomic(svg_path, svg)
     return svg_path
 
 

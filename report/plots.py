@@ -9,20 +9,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from analysis import results
+from analysis import attribution, results
 from analysis.contract import STRATEGIES, TRANSPORTS, ZEROCOPY_STRATEGIES  # noqa: E402
 from analysis.sizes import format_size  # noqa: E402
 
 PALETTE = {"two-copy": "#d62728", "one-copy": "#1f77b4", "zero-copy": "#2ca02c",
            "per-field": "#9467bd", "sendfile": "#8c564b", "io-uring": "#17becf",
            "io-uring-zc": "#bcbd22"}
-CAT_COLORS = {"user_copy": "#e377c2", "kernel_tx_copy": "#1f77b4", "pinning": "#ff7f0e",
-              "fallback_copy": "#d62728", "completion": "#bcbd22", "kernel_rx_copy": "#17becf",
-              "other": "#c7c7c7"}
-CAT_LABELS = {"user_copy": "user copy (memcpy)", "kernel_tx_copy": "kernel tx copy",
-              "pinning": "page pinning", "fallback_copy": "fallback copy (skb_copy_ubufs)",
-              "completion": "zero-copy completion", "kernel_rx_copy": "kernel rx copy",
-              "other": "other (TCP/IP, syscalls, scheduler)"}
+from report.colors import CAT_COLORS  # noqa: E402  (one colour per category)
+CAT_LABELS = attribution.LABELS
 MINMAX = ("pi", 100)   # seaborn: the 0–100 percentile interval = min..max over repeats
 DPI = 90
 
@@ -37,10 +32,11 @@ def _frame(runs):
     if not ok:
         return None
     df = results.dataframe(ok)
-    for c in df.columns:
-        if c not in ("strategy", "transport", "status", "error", "tcp_cc", "attribution_source",
-                     "traced"):
-            df[c] = pd.to_numeric(df[c], errors="coerce")
+    numeric = [c for c in df.columns
+               if c not in ("strategy", "transport", "status", "error", "tcp_cc",
+                            "attribution_source", "traced")]
+    df[numeric] = df[numeric].apply(pd.to_numeric, errors="coerce")
+    df = df.copy()      # one block per dtype again (pandas warns of a fragmented frame)
     df["size"] = df["msg_size"].map(format_size)
     return df
 
@@ -156,8 +152,9 @@ def cycles_per_byte(df, out_dir):
                 ax.set_ylabel("cycles per byte" + (" (estimated)" if estimated else ""))
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles[::-1], labels[::-1], loc="center left", bbox_to_anchor=(1.0, 0.5),
-               fontsize=8, title="copy category")
-    title = (f"Cycles per byte by copy category ({threads} thread(s); median of repeats, "
+               fontsize=8, title="category (top of the bar first)", title_fontsize=8,
+               frameon=False)
+    title = (f"Cycles per byte by category ({threads} thread(s); median of repeats, "
              f"whisker = min–max of the total; y scale differs per size)")
     if estimated:
         title += ("\nestimated: no PMU, cycles = task-clock × TSC rate, samples on "

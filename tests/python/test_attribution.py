@@ -76,7 +76,7 @@ def test_kernel_tx_copy_needs_a_send_path():
     # copying the iovec array in sendmsg() is not the payload
     st = ["netio-server", "sendmsg"] + SYS_SENDMSG[:-1] + k("copy_msghdr_from_user",
                                                             "import_iovec", "rep_movs_alternative")
-    assert cat(st) == "other"
+    assert cat(st) == "syscall"     # issue 17: the syscall's arguments (was "other")
 
 
 def test_pinning():
@@ -122,12 +122,16 @@ def test_kernel_rx_copy():
 
 
 def test_other():
+    # issue 17: the send and receive path has categories of its own (these were "other")
     assert cat(["netio-server", "__send"] + SYS_SENDTO
                + k("tcp_sendmsg", "tcp_sendmsg_locked", "tcp_push", "tcp_write_xmit",
-                   "__tcp_transmit_skb", "ip_output")) == "other"
+                   "__tcp_transmit_skb", "ip_output")) == "ip_tx"
     assert cat(["netio-server", "main", "spin"]) == "other"
     assert cat(["ksoftirqd"] + k("smpboot_thread_fn", "run_ksoftirqd", "handle_softirqs",
-                                 "net_rx_action")) == "other"
+                                 "net_rx_action")) == "net_rx"
+    # what runs under the softirq loop and no rule knows stays visible
+    assert cat(["ksoftirqd"] + k("smpboot_thread_fn", "run_ksoftirqd", "handle_softirqs",
+                                 "rcu_core", "rcu_do_batch")) == "other"
 
 
 # ---- rules of the walk -------------------------------------------------------------------
@@ -167,11 +171,11 @@ def test_irqs_off_shadow_samples():
     under_xmit = (["netio-server", "__send"] + SYS_SENDTO
                   + k("tcp_sendmsg", "tcp_sendmsg_locked", "__tcp_push_pending_frames",
                       "tcp_write_xmit", "_raw_spin_unlock_irqrestore"))
-    assert cat(under_xmit) == "other"
+    assert cat(under_xmit) == "locks"         # issue 17 (was "other")
     at_softirq = (["netio-server", "__send"] + SYS_SENDTO + k("tcp_sendmsg", "tcp_sendmsg_locked",
                                                               "_raw_spin_unlock_irqrestore")
                   + TIMER_IRQ)
-    assert cat(at_softirq) == "other"
+    assert cat(at_softirq) == "locks"         # issue 17 (was "other")
     copy = (["netio-server", "__send"] + SYS_SENDTO + k("tcp_sendmsg", "tcp_sendmsg_locked",
                                                         "_copy_from_iter"))
     lines = [line(under_fallback, 2), line(under_xmit, 3), line(at_softirq, 1), line(copy, 4)]
@@ -179,7 +183,8 @@ def test_irqs_off_shadow_samples():
     assert a["irqs_off_share"] == pytest.approx(0.6)
     assert a["share"]["fallback_copy"] == pytest.approx(0.2)
     assert a["share"]["kernel_tx_copy"] == pytest.approx(0.4)
-    assert a["share"]["other"] == pytest.approx(0.4)
+    assert a["share"]["locks"] == pytest.approx(0.4)   # issue 17 (was "other")
+    assert a["share"]["other"] == 0
     assert any("re-enabled" in n for n in a["notes"])
     assert not any("re-enabled" in n for n in
                    A.attribute(lines, "cycles", 1e9, 2.5e9, 5e9, 1e6)["notes"])
@@ -208,11 +213,11 @@ def _mixed_lines():
         "completion": ["s"] + k("ip_recv_error"),
         "kernel_rx_copy": ["c"] + SYS_RECV + k("tcp_recvmsg", "skb_copy_datagram_iter",
                                                "__skb_datagram_iter", "_copy_to_iter"),
-        "other": ["s"] + SYS_SENDTO + k("tcp_sendmsg", "tcp_write_xmit"),
+        "other": ["s"] + k("ksys_write", "vfs_write", "pipe_write"),   # no rule knows it
     }
     counts = {"user_copy": 7, "kernel_tx_copy": 13, "pinning": 3, "fallback_copy": 5,
               "completion": 1, "kernel_rx_copy": 11, "other": 17}
-    return [line(st[c], counts[c]) for c in A.CATEGORIES], counts
+    return [line(st[c], counts[c]) for c in st], counts
 
 
 def test_shares_sum_to_one_and_match_counts():
@@ -224,7 +229,7 @@ def test_shares_sum_to_one_and_match_counts():
     assert set(a["share"]) == set(A.CATEGORIES)
     assert abs(sum(a["share"].values()) - 1) < 1e-9
     for c in A.CATEGORIES:
-        assert a["share"][c] == pytest.approx(counts[c] / total)
+        assert a["share"][c] == pytest.approx(counts.get(c, 0) / total)
     assert a["source"] == "cpu-clock"
 
 
@@ -243,7 +248,7 @@ def test_estimated_without_cycles():
     total_cycles = 2e9 * 3e9 / 1e9
     assert a["total_cycles"] == pytest.approx(total_cycles)
     for c in A.CATEGORIES:
-        assert a["cycles_per_byte"][c] == pytest.approx(counts[c] / total * total_cycles / 1e9)
+        assert a["cycles_per_byte"][c] == pytest.approx(counts.get(c, 0) / total * total_cycles / 1e9)
 
 
 def test_counted_cycles_are_not_estimated():

@@ -18,6 +18,20 @@ def _chromium():
     return None
 
 
+def _screenshot(chromium, html, shot):
+    profile = tempfile.mkdtemp(prefix="netio-chromium-")
+    try:
+        cp = subprocess.run(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", "--hide-scrollbars", f"--user-data-dir={profile}",
+             f"--screenshot={shot}", "--window-size=1200,2000", "file://" + str(html)],
+            capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    assert shot.exists(), cp.stderr[-2000:]
+
+
 def test_report_html_renders_not_blank(fixture_dir):
     chromium = _chromium()
     if not chromium:
@@ -26,18 +40,7 @@ def test_report_html_renders_not_blank(fixture_dir):
     import numpy as np
     report.build(str(fixture_dir))
     shot = fixture_dir / "screenshot.png"
-    profile = tempfile.mkdtemp(prefix="netio-chromium-")
-    try:
-        cp = subprocess.run(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", "--hide-scrollbars", f"--user-data-dir={profile}",
-             f"--screenshot={shot}", "--window-size=1200,2000",
-             "file://" + str(fixture_dir / "report.html")],
-            capture_output=True, text=True, timeout=120)
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
-    assert shot.exists(), cp.stderr[-2000:]
+    _screenshot(chromium, fixture_dir / "report.html", shot)
     img = mpimg.imread(str(shot))
     assert img.shape[0] >= 1900 and img.shape[1] >= 1100
     rgb = img[..., :3]
@@ -49,3 +52,42 @@ def test_report_html_renders_not_blank(fixture_dir):
     assert colourful > 0.005, colourful       # the plots' lines and bars, not just text
     assert len(np.unique((rgb * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 200
     os.environ.get("KEEP_SCREENSHOT") and shutil.copy(shot, os.environ["KEEP_SCREENSHOT"])
+
+
+def _hex_rgb(h):
+    return tuple(int(h[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def test_headline_shows_every_category_apart(fixture_dir):
+    """Issue 17: the headline plot, as the page shows it, draws each category in its own
+    colour: every category of the fixture's runs is on screen (its legend swatch and bars),
+    and no two category colours are close enough to be confused."""
+    chromium = _chromium()
+    if not chromium:
+        pytest.skip("no chromium on this machine")
+    import itertools
+
+    import matplotlib.image as mpimg
+    import numpy as np
+
+    from analysis import attribution, results
+    from report.colors import CAT_COLORS
+    colours = {c: _hex_rgb(CAT_COLORS[c]) for c in attribution.CATEGORIES}
+    gap = min(max(abs(a - b) for a, b in zip(colours[x], colours[y]))
+              for x, y in itertools.combinations(colours, 2))
+    assert gap >= 40, gap                     # told apart by eye, and by the count below
+    runs = [r for r in results.read_runs(str(fixture_dir / results.RUNS)) if r.get("attribution")]
+    drawn = [c for c in attribution.CATEGORIES
+             if any((r["attribution"].get("cycles_per_byte") or {}).get(c) for r in runs)]
+    assert len(drawn) == len(attribution.CATEGORIES)      # the fixture has every category
+    report.build(str(fixture_dir))
+    shot = fixture_dir / "headline.png"
+    _screenshot(chromium, fixture_dir / "report.html", shot)
+    rgb = (mpimg.imread(str(shot))[..., :3] * 255).astype(int)
+    tolerance = gap // 2 - 1                  # a pixel counts for one category at most
+    counts = {}
+    for c in drawn:
+        near = (np.abs(rgb - np.array(colours[c])).max(axis=2) <= tolerance)
+        counts[c] = int(near.sum())
+    few = {c: n for c, n in counts.items() if n < 60}
+    assert not few, (few, counts)
