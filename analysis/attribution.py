@@ -60,8 +60,8 @@ import re
 # kernel engineer reads a profile (issue 17), "other" last.
 COPY_CATEGORIES = ("user_copy", "kernel_tx_copy", "pinning", "fallback_copy", "completion",
                    "kernel_rx_copy")
-PATH_CATEGORIES = ("syscall", "tcp_tx", "ip_tx", "net_rx", "checksum", "skb_mem", "sched",
-                   "locks", "bpf", "startup")
+PATH_CATEGORIES = ("syscall", "splice", "tcp_tx", "ip_tx", "net_rx", "checksum", "skb_mem",
+                   "sched", "locks", "bpf", "startup")
 CATEGORIES = COPY_CATEGORIES + PATH_CATEGORIES + ("other",)
 
 # What each category holds, as the plots, the report and the flame graph legends say it.
@@ -73,6 +73,7 @@ LABELS = {
     "completion": "zero-copy completions",
     "kernel_rx_copy": "kernel rx copy (_copy_to_iter)",
     "syscall": "syscall entry/exit, socket layer",
+    "splice": "splice, page cache (sendfile's file side)",
     "tcp_tx": "TCP transmit (tcp_sendmsg, tcp_write_xmit, ACKs)",
     "ip_tx": "IP/device transmit (ip_output, dev_queue_xmit, lo/veth xmit)",
     "net_rx": "softirq receive (netif_receive_skb, ip_rcv, tcp_v4_rcv)",
@@ -110,7 +111,7 @@ ARG_COPIES = ("import_iovec", "__import_iovec", "iovec_from_user", "copy_msghdr_
               "copy_iovec_from_user")
 COMPLETION = ("__msg_zerocopy_callback", "msg_zerocopy_callback", "msg_zerocopy_complete",
               "sock_zerocopy_callback", "ip_recv_error", "ipv6_recv_error", "inet_recv_error",
-              "sock_dequeue_err_skb")
+              "sock_dequeue_err_skb", "io_tx_ubuf_complete", "io_notif_*")
 SERIALIZER = ("wl_message_serialize", "*serializ*")   # workloads/message.c, any serializer
 GENERIC_KERNEL_COPY = ("rep_movs_alternative", "copy_user_generic*", "copy_user_enhanced*",
                        "copy_user_fast_string", "__copy_user_nocache", "copy_user_short_string")
@@ -146,19 +147,38 @@ SYSCALL = own("entry_SYSCALL_64*", "do_syscall_64", "syscall_exit_to_user_mode*"
               "sock_poll", "tcp_poll") + (
     "fdget*", "__fdget*", "fput", "fput_many", "__fget_light", "__fget_files", "fget",
     "sockfd_lookup_light", "import_single_range", "import_ubuf", "_copy_from_user",
-    "_copy_to_user", "__check_object_size", "check_stack_object", "__virt_addr_valid",
+    "_copy_to_user", "__put_user_*", "__get_user_*", "__check_object_size",
+    "check_stack_object", "__virt_addr_valid",
     "check_heap_object", "security_socket_*", "apparmor_socket_*", "aa_sk_perm",
     "selinux_socket_*", "tcp_recvmsg", "tcp_recvmsg_locked", "sk_wait_data",
     "tcp_recv_timestamp", "sock_recv_cmsgs", "__sock_recv_cmsgs", "tcp_inq*",
     "poll_select_*", "__pollwait", "poll_freewait", "add_wait_queue", "remove_wait_queue",
-    "__audit_syscall_*") + ARG_COPIES
+    "__audit_syscall_*",
+    # io_uring's submission and completion, its per-call work in place of a syscall's
+    "io_submit_sqes", "io_issue_sqe", "__io_issue_sqe", "io_send*", "io_sendmsg*",
+    "io_msg_copy_hdr", "io_netmsg_*", "io_*_prep", "__io_submit_flush_completions",
+    "__io_commit_cqring_flush", "io_cqring_*", "io_handle_tw_list", "tctx_task_work",
+    "io_req_*", "io_uring_*", "io_fill_cqe*", "io_get_cqe*", "io_poll_*", "io_arm_poll*",
+    "io_import_*", "io_buffer_*") + ARG_COPIES
 # the libc wrappers: a tick in user mode there is the system call's, not the workload's
-SYSCALL_USER = own("__send", "send", "__libc_send", "sendmsg", "__sendmsg", "__libc_sendmsg",
-                   "sendto", "__sendto", "__libc_sendto", "__recv", "recv", "__libc_recv",
+SYSCALL_USER = own("sendfile", "sendfile64", "__send", "send", "__libc_send", "sendmsg",
+                   "__sendmsg", "__libc_sendmsg", "sendto", "__sendto", "__libc_sendto", "__recv", "recv", "__libc_recv",
                    "recvmsg", "__recvmsg", "__libc_recvmsg", "recvfrom", "__libc_recvfrom",
                    "poll", "__poll", "syscall", "__GI___pthread_disable_asynccancel",
                    "__GI___pthread_enable_asynccancel", "__pthread_disable_asynccancel",
-                   "__pthread_enable_asynccancel")
+                   "__pthread_enable_asynccancel",
+                   # io_uring's submission from user space: liburing and the workload's SQEs
+                   "[liburing*", "io_uring_*", "wl_uring_*")
+# sendfile and splice: the file's pages looked up in the page cache and passed through a pipe
+# to the socket by reference (bytes spliced, not copied); 6.1 hands each page to
+# tcp_sendpage, later kernels send a MSG_SPLICE_PAGES message.
+SPLICE = ("do_sendfile", "do_splice_direct*", "splice_direct_to_actor", "direct_splice_actor",
+          "splice_to_socket", "splice_file_to_pipe", "*_splice_read", "splice_folio_into_pipe",
+          "page_cache_pipe_buf_*", "generic_pipe_buf_*", "splice_from_pipe*",
+          "__splice_from_pipe", "pipe_to_sendpage", "sock_sendpage", "kernel_sendpage",
+          "inet_sendpage", "iter_file_splice_write", "shmem_get_folio*", "shmem_file_read_iter",
+          "filemap_get_*", "filemap_read", "filemap_read_folio", "folio_mark_accessed",
+          "folio_unlock", "touch_atime", "atime_needs_update")
 TCP_TX = ("tcp_sendmsg", "tcp_sendmsg_locked", "tcp_push", "__tcp_push_pending_frames",
           "tcp_push_one", "tcp_write_xmit", "tcp_transmit_skb", "__tcp_transmit_skb",
           "tcp_send_mss", "tcp_current_mss", "tcp_skb_entail", "tcp_event_new_data_sent",
@@ -332,6 +352,7 @@ RULES = (
     ("ip_tx", "k", IP_TX, (), COPY_FRAMES),
     ("net_rx", "k", NET_RX, (), COPY_FRAMES),
     ("tcp_tx", "k", TCP_TX, (), COPY_FRAMES),
+    ("splice", "k", SPLICE, (), COPY_FRAMES),
     ("syscall", "k", SYSCALL, (), COPY_FRAMES),
     ("syscall", "u", SYSCALL_USER, (), ()),
     # after the path: a send at start-up is a send; a page fault in a copy is the copy's

@@ -12,6 +12,7 @@ COPIES = attribution.COPY_CATEGORIES
 PATH = attribution.PATH_CATEGORIES
 # what a path category tells a reader of the report, in a sentence's words
 WORDS = {"syscall": "syscall entry/exit and the socket layer",
+         "splice": "splicing the file's page-cache pages to the socket",
          "tcp_tx": "TCP transmit", "ip_tx": "IP and device transmit",
          "net_rx": "softirq receive", "checksum": "checksums",
          "skb_mem": "skb allocation and memory accounting",

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 APT_PKGS=(clang-16 llvm libbpf-dev bpftool libelf-dev zlib1g-dev linux-perf iproute2
           iperf3 bpftrace make gcc pkg-config python3-venv liburing-dev
-          linux-image-amd64 qemu-system-x86 busybox-static chromium)
+          linux-image-amd64 qemu-system-x86 busybox-static chromium golang-go)
 PY_PKGS=(pandas seaborn matplotlib rich pytest virtme-ng prometheus_client protobuf)
 
 missing=()

@@ -134,14 +134,17 @@ def server_port(srv, err_path, timeout=TIMEOUT):
     return port
 
 
-def run_workload(tracer, topo, tmp, strategy, size, count, threads=1):
-    """Run server and client held at their gates until the tracer follows them.
+def run_workload(tracer, topo, tmp, strategy, size, count, threads=1, duration=None):
+    """Run server and client held at their gates until the tracer follows them: count messages
+    per connection, or for duration seconds when given.
     Returns (server JSON, client JSON, snapshot, server pid, client pid)."""
     srv_out, srv_err = tmp / "server.json", tmp / "server.err"
     cli_out, cli_err = tmp / "client.json", tmp / "client.err"
     srv = GatedProcess([SERVER, "--strategy", strategy, "--size", str(size), "--threads",
                         str(threads), "--port", "0", "--addr", "0.0.0.0", "--netns",
-                        topo.sender_ns, "--count", str(count), "--cc", "cubic", *READY_ARGS],
+                        topo.sender_ns, *(("--duration", str(duration)) if duration
+                                          else ("--count", str(count))),
+                        "--cc", "cubic", *READY_ARGS],
                        str(srv_out), str(srv_err), ready=True)
     tracer.ok("clear")
     for ns in topo.namespaces:

@@ -6,8 +6,9 @@
 # Runs tests/integration/test_tracer.py with NETIO_VMTEST=1 (--probe, one-copy and zero-copy
 # over veth at 64 KiB on the fentry rung, the same with --attach kprobe) and
 # tests/integration/test_zerocopy_paths.py (issue 16's strategies and the forward path, with
-# less data; on 6.1 every forwarded zero-copy skb is copied), prints "N passed, N failed" and
-# exits non-zero on any failure.
+# less data; on 6.1 every forwarded zero-copy skb is copied) and
+# tests/integration/test_categories_live.py (issue 17: "other" under its target on live runs,
+# the shares printed), prints "N passed, N failed" and exits non-zero on any failure.
 #
 # QEMU runs the guest's two vCPUs on one host thread (-accel tcg,thread=single). With a thread
 # per vCPU (multi-threaded TCG, QEMU's default), about one boot in 20 froze: while the tracer
@@ -29,7 +30,7 @@ set -uo pipefail
 root="$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)"
 build="${NETIO_BUILD:-$root/build}"
 kernel="${NETIO_VM_KERNEL:-$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1)}"
-timeout_s="${NETIO_VM_TIMEOUT:-300}"
+timeout_s="${NETIO_VM_TIMEOUT:-480}"
 python="$root/.venv/bin/python"
 vng="$root/.venv/bin/vng"
 
@@ -75,7 +76,8 @@ NETIO_BUILD="$build" NETIO_VMTEST=1 PYTHONPATH="$root" PYTHONDONTWRITEBYTECODE=1
     NETIO_TRACER_SKIP="${NETIO_TRACER_SKIP:-}" \\
     timeout -k 10 $((timeout_s - 60)) "$python" -m pytest -p no:cacheprovider -v -rfEP ${VMTEST_K:+-k "$VMTEST_K"} \\
     --junitxml="\$out/junit.xml" tests/integration/test_tracer.py \\
-    tests/integration/test_zerocopy_paths.py >>"\$out/pytest.log" 2>&1
+    tests/integration/test_zerocopy_paths.py \\
+    tests/integration/test_categories_live.py >>"\$out/pytest.log" 2>&1
 echo \$? >"\$out/rc"
 INNER
 chmod +x "$scratch/inner.sh"
