@@ -176,9 +176,11 @@ SPLICE = ("do_sendfile", "do_splice_direct*", "splice_direct_to_actor", "direct_
           "splice_to_socket", "splice_file_to_pipe", "*_splice_read", "splice_folio_into_pipe",
           "page_cache_pipe_buf_*", "generic_pipe_buf_*", "splice_from_pipe*",
           "__splice_from_pipe", "pipe_to_sendpage", "sock_sendpage", "kernel_sendpage",
-          "inet_sendpage", "iter_file_splice_write", "shmem_get_folio*", "shmem_file_read_iter",
-          "filemap_get_*", "filemap_read", "filemap_read_folio", "folio_mark_accessed",
-          "folio_unlock", "touch_atime", "atime_needs_update")
+          "inet_sendpage", "iter_file_splice_write")
+# the page cache, where a splice looks the file's pages up (a read() of a file is not a splice)
+PAGE_CACHE = ("shmem_get_folio*", "shmem_file_read_iter", "filemap_get_*", "filemap_read",
+              "filemap_read_folio", "folio_mark_accessed", "folio_unlock", "touch_atime",
+              "atime_needs_update")
 TCP_TX = ("tcp_sendmsg", "tcp_sendmsg_locked", "tcp_push", "__tcp_push_pending_frames",
           "tcp_push_one", "tcp_write_xmit", "tcp_transmit_skb", "__tcp_transmit_skb",
           "tcp_send_mss", "tcp_current_mss", "tcp_skb_entail", "tcp_event_new_data_sent",
@@ -353,6 +355,7 @@ RULES = (
     ("net_rx", "k", NET_RX, (), COPY_FRAMES),
     ("tcp_tx", "k", TCP_TX, (), COPY_FRAMES),
     ("splice", "k", SPLICE, (), COPY_FRAMES),
+    ("splice", "k", PAGE_CACHE, SPLICE, COPY_FRAMES),
     ("syscall", "k", SYSCALL, (), COPY_FRAMES),
     ("syscall", "u", SYSCALL_USER, (), ()),
     # after the path: a send at start-up is a send; a page fault in a copy is the copy's

@@ -4,7 +4,7 @@ hues of its own, darker for the transmit side, lighter for receive and bookkeepi
 stays grey."""
 CAT_COLORS = {"user_copy": "#e377c2", "kernel_tx_copy": "#1f77b4", "pinning": "#ff7f0e",
               "fallback_copy": "#d62728", "completion": "#bcbd22", "kernel_rx_copy": "#17becf",
-              "syscall": "#9467bd", "splice": "#aec7e8", "tcp_tx": "#8c564b", "ip_tx": "#2ca02c",
+              "syscall": "#9467bd", "splice": "#7f2704", "tcp_tx": "#8c564b", "ip_tx": "#2ca02c",
               "net_rx": "#98df8a", "checksum": "#f7e11b", "skb_mem": "#c49c94",
               "sched": "#ffbb78", "locks": "#393b79", "bpf": "#e7298a",
               "startup": "#1b9e77", "other": "#c7c7c7"}

@@ -1,7 +1,7 @@
 """The categories of the send and receive path (issue 17) on real stacks.
 
 The fixtures (tests/python/fixtures/stacks/, README there) were recorded with `netio-trace run
---trace-only` on the 6.18 host and in Debian's 6.1 guest: two-copy, one-copy and zero-copy at
+--trace-only` on the 6.18 host and in Debian's 6.1 guest: every strategy at
 256 B and 64 KiB over loopback and veth, sampled on the scheduler tick.
 """
 import glob
@@ -18,7 +18,8 @@ from analysis import attribution as A  # noqa: E402
 
 STACKS = os.path.join(REPO, "tests", "python", "fixtures", "stacks")
 KERNELS = ("host-6.18", "guest-6.1")
-STRATEGIES = ("two-copy", "one-copy", "zero-copy")
+STRATEGIES = ("two-copy", "one-copy", "zero-copy", "per-field", "sendfile", "io-uring",
+              "io-uring-zc")
 SIZES = (256, 65536)
 TRANSPORTS = ("loopback", "veth")
 # issue 17: "other" at most this share of the samples, by message size
@@ -91,6 +92,11 @@ def test_copies_where_the_strategy_copies():
     for kn in KERNELS:
         for t in TRANSPORTS:
             share = {s: attribution_of(fixture_path(kn, s, 65536, t))["share"] for s in STRATEGIES}
+            # spliced pages are never a copy; 6.18 looks them up in the page cache inside
+            # the sendfile (6.1 hands them to tcp_sendpage, whose frames are tcp_tx's)
+            assert share["sendfile"]["kernel_tx_copy"] < 0.01, (kn, t)
+            if kn == "host-6.18":
+                assert share["sendfile"]["splice"] > 0.05, (kn, t)
             assert share["two-copy"]["user_copy"] > 0.01, (kn, t)
             assert share["one-copy"]["user_copy"] == 0, (kn, t)
             assert share["one-copy"]["kernel_tx_copy"] > 0.15, (kn, t)
@@ -138,6 +144,14 @@ def names(frames):
                    "__pv_queued_spin_lock_slowpath"), "locks"),
     ("host-6.18", ("bpf_prog_9f47e840fc268c19_sc_enter", "ktime_get_mono_fast_ns", "read_tsc"),
      "bpf"),
+    # sendfile's file side, and io_uring's submission and completion (no copy in either)
+    ("host-6.18", ("do_splice_direct", "splice_direct_to_actor", "direct_splice_actor",
+                   "splice_to_socket"), "splice"),
+    ("host-6.18", ("splice_direct_to_actor", "shmem_file_splice_read", "folio_unlock"),
+     "splice"),
+    ("host-6.18", ("__do_sys_io_uring_enter", "io_submit_sqes", "its_return_thunk"), "syscall"),
+    ("host-6.18", ("conn_thread", "uring_send_iov", "[liburing.so.2.3]"), "syscall"),
+    ("host-6.18", ("io_handle_tw_list", "io_notif_tw_complete"), "completion"),
     # the copies stay what they were
     ("host-6.18", ("tcp_recvmsg_locked", "skb_copy_datagram_iter", "__skb_datagram_iter",
                    "_copy_to_iter"), "kernel_rx_copy"),
