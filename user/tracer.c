@@ -781,7 +781,6 @@ static int run_oneshot(struct tracer *tr)
 	int status = 0;
 	double t0, next_json;
 
-	reset_all(tr);
 	if (tr->cmd) {
 		child = launch_gated(tr, tr->cmd, err, sizeof(err));
 		if (child < 0) {
@@ -1131,6 +1130,10 @@ int main(int argc, char **argv)
 		return tr.mode == ATTACH_AUTO ? 1 : 2;
 	}
 	stats_enable(&tr);
+	/* one-shot: the counts start from zero before --pid and --cgroup are followed, since a
+	 * process followed is counted from then on (a reset after it would drop its first sends) */
+	if (!tr.control)
+		reset_all(&tr);
 	ret = follow_and_sample(&tr, &cli);
 	if (!ret && tr.control) {
 		reset_all(&tr);
