@@ -83,29 +83,6 @@ static __always_inline bool skb_zc(struct sk_buff *skb)
 	return flags & SKBFL_ZEROCOPY_ENABLE_BIT;
 }
 
-/* The statistics a socket-layer event adds to: those of the followed thread whose traced call
- * it ends (st), else, for an event that counts bytes, those of the current process if it is
- * followed. NULL: nothing to add to (and st, if any, is closed). */
-static __always_inline struct tgid_stats *socket_event_stats(struct task_state *st, bool counts,
-							     u32 *tgid)
-{
-	struct tgid_stats *ts;
-
-	if (st) {
-		*tgid = st->tgid;	/* fast path: a followed thread's traced call ends here */
-	} else {
-		if (!counts)
-			return NULL;
-		*tgid = bpf_get_current_pid_tgid() >> 32;
-		if (!tgid_followed(*tgid))
-			return NULL;
-	}
-	ts = tgid_stats_get(*tgid);
-	if (!ts && st)
-		st->ts = 0;
-	return ts;
-}
-
 /* An io_uring zero-copy send leaves SOCK_ZEROCOPY unset: the bytes xmit kept pending on a
  * socket it saw zerocopy skbs of go to the process whose io_uring sends on it. */
 static __always_inline void claim_zc_pending(struct sock *sk, u32 tgid)
@@ -116,47 +93,47 @@ static __always_inline void claim_zc_pending(struct sock *sk, u32 tgid)
 		note_zc_owner(key, tgid);
 }
 
-/* A send that does not end the thread's traced send, sendmsg or write: inside sendfile or
- * splice (spliced pages), or made by io_uring (inside io_uring_enter, or on one of its
- * workers). Costs a register read, and only such sends pay it while syscalls are traced. */
-static __always_inline void untraced_send(struct sock *sk, int ret, u32 tgid,
-					  struct tgid_stats *ts)
+/* A send that is not the thread's own send, sendmsg or write: inside sendfile or splice
+ * (spliced pages), or made by io_uring (inside io_uring_enter, or on one of its workers).
+ * Costs a register read, paid by such sends only. */
+static __always_inline void other_send(struct sock *sk, int ret, struct task_state *st)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	long nr;
 
 	if (task->flags & NETIO_PF_IO_WORKER) {
-		claim_zc_pending(sk, tgid);
+		claim_zc_pending(sk, st->tgid);
 		return;
 	}
 	nr = current_syscall_nr();
 	if (nr == NR_SENDFILE || nr == NR_SPLICE)
-		ts->p.tx_spliced_bytes += ret;
+		st->counts.tx_spliced_bytes += ret;
 	else if (nr == NR_IO_URING_ENTER)
-		claim_zc_pending(sk, tgid);
+		claim_zc_pending(sk, st->tgid);
 }
 
+/* A send returns at the socket layer: bytes and calls of the followed thread, counted in its
+ * own storage, and the end of its traced send call. */
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 {
-	bool counts = ret > 0 && counted_proto(sk->sk_protocol);
-	struct task_state *st = socket_call_ending(true);
-	struct tgid_stats *ts;
-	u32 tgid;
+	struct task_state *st = followed_thread();
+	bool ends;
 
-	ts = socket_event_stats(st, counts, &tgid);
-	if (!ts)
+	if (!st)
 		return 0;
-	if (counts) {
-		ts->p.tx_bytes += ret;
-		ts->p.tx_calls++;
-		if (!st)
-			untraced_send(sk, ret, tgid, ts);
+	ends = socket_call_ending(st, true);
+	if (ret > 0 && counted_proto(sk->sk_protocol)) {
+		st->counts.tx_bytes += ret;
+		st->counts.tx_calls++;
+		if (!ends)
+			other_send(sk, ret, st);
+		if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1)
+			note_zc_owner((u64)sk, st->tgid);
 	}
-	if (st)
-		sc_finish(st, ts, ret);
-	if (counts && ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1))
-		note_zc_owner((u64)sk, tgid);
+	if (ends)
+		sc_finish(st, ret);
+	thread_counted(st);
 	return 0;
 }
 
@@ -168,20 +145,17 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 {
-	u32 copied = ret > 0 && !(flags & NETIO_MSG_TRUNC) ? ret : 0;
-	struct task_state *st = socket_call_ending(false);
-	struct tgid_stats *ts;
-	u32 tgid;
+	struct task_state *st = followed_thread();
 
-	ts = socket_event_stats(st, copied > 0, &tgid);
-	if (!ts)
+	if (!st)
 		return 0;
-	if (copied) {
-		ts->p.rx_copy_bytes += copied;
-		ts->p.rx_calls++;
+	if (ret > 0 && !(flags & NETIO_MSG_TRUNC)) {
+		st->counts.rx_copy_bytes += ret;
+		st->counts.rx_calls++;
 	}
-	if (st)
-		sc_finish(st, ts, ret);
+	if (socket_call_ending(st, false))
+		sc_finish(st, ret);
+	thread_counted(st);
 	return 0;
 }
 
@@ -189,16 +163,13 @@ int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 SEC("tp_btf/skb_copy_datagram_iovec")
 int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 {
-	u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct proc_stats *ps;
+	struct task_state *st = followed_thread();
 
-	if (len <= 0 || !tgid_followed(tgid))
+	if (len <= 0 || !st)
 		return 0;
-	ps = proc_get(tgid);
-	if (ps) {
-		ps->rx_copy_bytes += len;
-		ps->rx_calls++;
-	}
+	st->counts.rx_copy_bytes += len;
+	st->counts.rx_calls++;
+	thread_counted(st);
 	return 0;
 }
 

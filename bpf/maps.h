@@ -15,6 +15,22 @@ struct {
 	__type(value, struct tgid_stats);
 } tgid_stats SEC(".maps");
 
+/* What a followed thread counts per call, in its own storage (task_state): added with no map
+ * lookup on the send, receive and syscall paths, and flushed into its process's tgid_stats
+ * when the thread exits and before every snapshot (flush.bpf.c). Only the thread writes
+ * counts; only flushes write flushed, exchanging it atomically, so that a thread's exit and
+ * a snapshot flushing it at once add each event once. Words only (the flush walks them). */
+struct thread_counts {
+	u64 tx_bytes;		/* the socket layer's (tracepoint rung), as in proc_stats */
+	u64 tx_calls;
+	u64 tx_spliced_bytes;
+	u64 rx_copy_bytes;
+	u64 rx_calls;
+	struct sc_stats sc[SC_NR_CLASSES];
+};
+
+#define NETIO_SC_WORDS (sizeof(struct sc_stats) * SC_NR_CLASSES / 8)
+
 /* Per thread of a followed process (task-local storage: no hash lookup, and absent for
  * threads never followed). sys_enter opens a traced call here; it ends where the kernel
  * marks its end: the socket layer's sock_send_length / sock_recv_length for send and receive
@@ -29,6 +45,9 @@ struct task_state {
 	u32 gen;		/* filter generation "followed" was decided at */
 	u32 tgid;
 	u32 followed;
+	u32 pad;
+	struct thread_counts counts;
+	struct thread_counts flushed;
 };
 
 struct {
@@ -104,13 +123,108 @@ static __always_inline struct proc_stats *proc_get(u32 tgid)
 	return ts ? &ts->p : NULL;
 }
 
-/* The current thread's state if it is inside a traced syscall of a followed process, else
- * NULL. */
-static __always_inline struct task_state *current_traced_syscall(void)
+/* The thread's state if its process is followed, else NULL. "Followed" is cached in the
+ * task's storage and decided again when the filter generation changed. The storage is
+ * created on a followed thread's first event, with its process's statistics (named after the
+ * process, which is current here). */
+static __always_inline struct task_state *followed_thread(void)
 {
-	struct task_state *st = bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0, 0);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_state *st = bpf_task_storage_get(&task_state, task, 0, 0);
+	u32 gen = current_filter_gen(), tgid;
 
-	return st && st->ts ? st : NULL;
+	if (st && st->gen == gen)
+		return st->followed ? st : NULL;
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!tgid_followed(tgid)) {
+		if (st) {
+			st->gen = gen;
+			st->followed = 0;
+		}
+		return NULL;	/* no storage is created for threads never followed */
+	}
+	if (!st) {
+		st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!st) {
+			count_event(CNT_DROPS);
+			return NULL;
+		}
+		tgid_stats_get(tgid);
+	}
+	st->gen = gen;
+	st->followed = 1;
+	st->tgid = tgid;
+	return st;
+}
+
+#define NETIO_PF_EXITING 0x00000004
+
+static __always_inline u64 flush_one(u64 *count, u64 *flushed)
+{
+	u64 now = *(volatile u64 *)count;
+
+	/* a concurrent flush may have taken more: the difference then wraps, and the sum of the
+	 * two flushes is still right */
+	return now - __sync_lock_test_and_set(flushed, now);
+}
+
+struct flush_ctx {
+	u64 *from, *done, *to;
+};
+
+/* One word of the thread's syscall class statistics (a bpf_loop callback: the loop is
+ * verified once, not once per word and per program). */
+static long flush_sc_word(u32 i, struct flush_ctx *c)
+{
+	u64 d;
+
+	if (i >= NETIO_SC_WORDS)
+		return 1;
+	d = flush_one(&c->from[i], &c->done[i]);
+	if (d)
+		__sync_fetch_and_add(&c->to[i], d);
+	return 0;
+}
+
+/* Adds what the thread counted since its last flush to its process's statistics (on this
+ * CPU's copy, atomically: a softirq here may be adding to them). */
+static __always_inline void flush_thread_counts(struct task_state *st)
+{
+	struct tgid_stats *ts;
+	struct flush_ctx c;
+	u64 d;
+
+	if (!st->tgid)
+		return;
+	ts = tgid_stats_get(st->tgid);
+	if (!ts) {
+		count_event(CNT_DROPS);
+		return;
+	}
+#define NETIO_FLUSH(f)							\
+	d = flush_one(&st->counts.f, &st->flushed.f);			\
+	if (d)								\
+		__sync_fetch_and_add(&ts->p.f, d);
+	NETIO_FLUSH(tx_bytes);
+	NETIO_FLUSH(tx_calls);
+	NETIO_FLUSH(tx_spliced_bytes);
+	NETIO_FLUSH(rx_copy_bytes);
+	NETIO_FLUSH(rx_calls);
+#undef NETIO_FLUSH
+	c.from = (u64 *)st->counts.sc;
+	c.done = (u64 *)st->flushed.sc;
+	c.to = (u64 *)ts->sc;
+	bpf_loop(NETIO_SC_WORDS, flush_sc_word, &c, 0);
+}
+
+/* After a thread added to its counts: an exiting thread's exit flush may have run already
+ * (io_uring's task work can still send after it), so its counts go to its process now. */
+static __always_inline void thread_counted(struct task_state *st)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	if (task->flags & NETIO_PF_EXITING)
+		flush_thread_counts(st);
 }
 
 /* The number of the syscall the current thread is in. */
@@ -148,15 +262,13 @@ static __always_inline bool sc_counted_at_enter(u32 cls)
 	return cls == SC_SENDFILE || cls == SC_POLL || cls == SC_EPOLL_WAIT;
 }
 
-/* The current thread's traced call if the socket event of direction `send` ends it: a call of
+/* Whether a socket event of direction `send` ends the thread's traced call: one is open, of
  * that direction, and the syscall the thread is really in (not a stale call). */
-static __always_inline struct task_state *socket_call_ending(bool send)
+static __always_inline bool socket_call_ending(struct task_state *st, bool send)
 {
-	struct task_state *st = current_traced_syscall();
-
-	if (!st || !(send ? sc_is_send(st->cls) : sc_is_recv(st->cls)))
-		return NULL;
-	return current_syscall_nr() == st->nr ? st : NULL;
+	if (!st->ts || !(send ? sc_is_send(st->cls) : sc_is_recv(st->cls)))
+		return false;
+	return current_syscall_nr() == st->nr;
 }
 
 static __always_inline u32 log2_slot(u64 v)
@@ -172,9 +284,9 @@ static __always_inline u32 log2_slot(u64 v)
 	return r;
 }
 
-/* The traced call of st ends with return value ret: its class statistics go to ts (the
- * statistics of st->tgid). */
-static __always_inline void sc_finish(struct task_state *st, struct tgid_stats *ts, long ret)
+/* The thread's traced call ends with return value ret: its class statistics, in the thread's
+ * counts. */
+static __always_inline void sc_finish(struct task_state *st, long ret)
 {
 	u64 now = bpf_ktime_get_ns(), delta = now > st->ts ? now - st->ts : 0;
 	u32 cls = st->cls, slot;
@@ -183,7 +295,7 @@ static __always_inline void sc_finish(struct task_state *st, struct tgid_stats *
 	st->ts = 0;
 	if (cls >= SC_NR_CLASSES)
 		return;
-	s = &ts->sc[cls];
+	s = &st->counts.sc[cls];
 	if (!sc_counted_at_enter(cls))
 		s->count++;
 	if (ret < 0)

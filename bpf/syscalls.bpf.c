@@ -65,37 +65,6 @@ struct {
 	__type(value, u32);
 } exit_wanted SEC(".maps");
 
-/* The thread's state if its process is followed, else NULL. "Followed" is cached in the
- * task's storage and decided again when the filter generation changed. */
-static __always_inline struct task_state *followed_thread(void)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct task_state *st = bpf_task_storage_get(&task_state, task, 0, 0);
-	u32 gen = current_filter_gen(), tgid;
-
-	if (st && st->gen == gen)
-		return st->followed ? st : NULL;
-	tgid = bpf_get_current_pid_tgid() >> 32;
-	if (!tgid_followed(tgid)) {
-		if (st) {
-			st->gen = gen;
-			st->followed = 0;
-		}
-		return NULL;	/* no storage is created for threads never followed */
-	}
-	if (!st) {
-		st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (!st) {
-			count_event(CNT_DROPS);
-			return NULL;
-		}
-	}
-	st->gen = gen;
-	st->followed = 1;
-	st->tgid = tgid;
-	return st;
-}
-
 /* id: syscall number; flags: recvmsg's flags argument, read by the caller (directly or by a
  * probe read), else 0 */
 static __always_inline int on_enter(int cls, long id, u64 flags)
@@ -106,12 +75,11 @@ static __always_inline int on_enter(int cls, long id, u64 flags)
 		return 0;
 	if (cls == SC_RECVMSG && (flags & NETIO_MSG_ERRQUEUE))
 		cls = SC_RECVMSG_ERRQUEUE;
-	if (sc_counted_at_enter(cls)) {
-		struct tgid_stats *ts = tgid_stats_get(st->tgid);
+	if (sc_counted_at_enter(cls) && cls < SC_NR_CLASSES) {
 		u32 key = EXIT_WANTED, *wanted = bpf_map_lookup_elem(&exit_wanted, &key);
 
-		if (ts)
-			ts->sc[cls].count++;
+		st->counts.sc[cls].count++;
+		thread_counted(st);
 		if (wanted && !*wanted)
 			*wanted = 1;
 	}
@@ -124,7 +92,6 @@ static __always_inline int on_enter(int cls, long id, u64 flags)
 static __always_inline int on_exit(long ret)
 {
 	struct task_state *st;
-	struct tgid_stats *ts;
 
 	/* no storage: a thread never followed; ts 0: not in a traced call (or the socket
 	 * layer ended it) */
@@ -139,12 +106,8 @@ static __always_inline int on_exit(long ret)
 			return 0;
 		}
 	}
-	ts = tgid_stats_get(st->tgid);
-	if (!ts) {
-		st->ts = 0;
-		return 0;
-	}
-	sc_finish(st, ts, ret);
+	sc_finish(st, ret);
+	thread_counted(st);
 	return 0;
 }
 

@@ -23,6 +23,7 @@
 #include "copy_kprobe.skel.h"
 #include "copy_tp.skel.h"
 #include "syscalls.skel.h"
+#include "flush.skel.h"
 
 static const char *rung_names[RUNG_NR] = {
 	[RUNG_FENTRY] = "fentry", [RUNG_KPROBE] = "kprobe", [RUNG_TP_BTF] = "tp_btf",
@@ -881,6 +882,52 @@ static void find_shared_maps(struct tracer_bpf *t)
 			t->progs[i].wanted_fd = t->zc_state;
 }
 
+static struct attached_prog *find_attached(struct tracer_bpf *t, const char *name)
+{
+	for (int i = 0; i < t->nprogs; i++)
+		if (!strcmp(t->progs[i].name, name) && (t->progs[i].link || t->progs[i].lazy))
+			return &t->progs[i];
+	return NULL;
+}
+
+/* The syscall hooks and the tracepoint rung's socket-layer programs count in the thread's
+ * storage (bpf/maps.h, thread_counts): flush.bpf.c adds it to the thread's process when the
+ * thread exits, and over every live thread before each snapshot (its task iterator, run by
+ * stats.c). 0, or -1 with err filled: without the flush those counts would be lost. */
+static int attach_thread_flush(struct tracer_bpf *t, char *err, size_t errlen)
+{
+	struct flush_bpf *skel;
+	struct attached_prog *ap;
+
+	if (!t->copy_tp && !t->syscalls)
+		return 0;
+	skel = flush_bpf__open();
+	if (!skel || obj_reuse_maps(t, skel->obj) || flush_bpf__load(skel))
+		goto fail;
+	ap = &t->progs[t->nprogs];
+	memset(ap, 0, sizeof(*ap));
+	ap->link = t->nprogs < MAX_ATTACHED ? bpf_program__attach(skel->progs.tp_thread_exit) : NULL;
+	t->flush_iter = ap->link ? bpf_program__attach_iter(skel->progs.flush_threads, NULL) : NULL;
+	if (!t->flush_iter) {
+		bpf_link__destroy(ap->link);
+		goto fail;
+	}
+	t->nprogs++;
+	snprintf(ap->name, sizeof(ap->name), "tp_thread_exit");
+	snprintf(ap->target, sizeof(ap->target), "tp_btf:sched_process_exit");
+	ap->prog = skel->progs.tp_thread_exit;
+	ap->prog_fd = bpf_program__fd(ap->prog);
+	ap->pp = PP_NR;
+	t->flush = skel;
+	return 0;
+fail:
+	snprintf(err, errlen, "cannot attach the flush of per-thread counts (sched_process_exit, "
+		 "iter/task): %s%s%s", strerror(errno), last_libbpf_warning[0] ? " -- libbpf: " : "",
+		 last_libbpf_warning);
+	flush_bpf__destroy(skel);
+	return -1;
+}
+
 /* The ladder from fentry down (or the forced rung only), then what the rungs taken allow. */
 static int climb(struct ladder *l, enum attach_mode mode, bool no_latency, char *err,
 		 size_t errlen)
@@ -895,6 +942,8 @@ static int climb(struct ladder *l, enum attach_mode mode, bool no_latency, char 
 	attach_syscalls(l, no_latency);
 	infer(t);
 	if (forced != RUNG_NR && check_forced(l, mode, forced, err, errlen))
+		return -1;
+	if (attach_thread_flush(t, err, errlen))
 		return -1;
 	if (t->rung[PP_TX_BYTES] == RUNG_UNAVAILABLE && t->rung[PP_RX_COPY] == RUNG_UNAVAILABLE &&
 	    t->rung[PP_SYSCALLS] == RUNG_UNAVAILABLE) {
@@ -934,14 +983,6 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 	find_shared_maps(t);
 	defer_sys_exit(t);
 	return 0;
-}
-
-static struct attached_prog *find_attached(struct tracer_bpf *t, const char *name)
-{
-	for (int i = 0; i < t->nprogs; i++)
-		if (!strcmp(t->progs[i].name, name) && (t->progs[i].link || t->progs[i].lazy))
-			return &t->progs[i];
-	return NULL;
 }
 
 /* Where the socket layer marks the end of send and receive calls (sock_send_length and
@@ -987,6 +1028,10 @@ void tracer_bpf_close(struct tracer_bpf *t)
 	for (int i = 0; i < t->nprogs; i++)
 		bpf_link__destroy(t->progs[i].link);
 	t->nprogs = 0;
+	bpf_link__destroy(t->flush_iter);
+	t->flush_iter = NULL;
+	flush_bpf__destroy(t->flush);
+	t->flush = NULL;
 	follow_bpf__destroy(t->follow);
 	follow_bpf__destroy(t->follow_cgroups);
 	copy_fentry_bpf__destroy(t->copy_fentry);
@@ -1052,8 +1097,28 @@ void tracer_bpf_rearm(struct tracer_bpf *t)
 	}
 }
 
+void tracer_bpf_flush_threads(const struct tracer_bpf *t)
+{
+	char buf[64];
+	int fd;
+
+	if (!t->flush_iter)
+		return;
+	fd = bpf_iter_create(bpf_link__fd(t->flush_iter));
+	if (fd < 0) {
+		fprintf(stderr, "netio-tracer: flushing per-thread counts: %s\n", strerror(errno));
+		return;
+	}
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+}
+
 void tracer_bpf_detach(struct tracer_bpf *t)
 {
+	tracer_bpf_flush_threads(t);	/* the iterator's link goes too: nothing of ours stays */
+	bpf_link__destroy(t->flush_iter);
+	t->flush_iter = NULL;
 	tracer_bpf_rearm(t);	/* the on-demand ones: detached, waiting for their condition */
 	for (int i = 0; i < t->nprogs; i++) {
 		bpf_link__destroy(t->progs[i].link);
@@ -1083,6 +1148,13 @@ int tracer_bpf_attach(struct tracer_bpf *t, char *err, size_t errlen)
 			tracer_bpf_detach(t);
 			return -1;
 		}
+	}
+	if (t->flush && !t->flush_iter)
+		t->flush_iter = bpf_program__attach_iter(t->flush->progs.flush_threads, NULL);
+	if (t->flush && !t->flush_iter) {
+		snprintf(err, errlen, "attaching iter/task (flush_threads) again: %s", strerror(errno));
+		tracer_bpf_detach(t);
+		return -1;
 	}
 	t->detached = false;
 	return 0;

@@ -72,6 +72,7 @@ struct tracer_bpf {
 	struct copy_kprobe_bpf *copy_kprobe;
 	struct copy_tp_bpf *copy_tp;
 	struct syscalls_bpf *syscalls;		/* syscall counts and latency */
+	struct flush_bpf *flush;		/* per-thread counts to their process */
 	enum rung rung[PP_NR];
 	bool pinned_pages_counted;	/* a page pinning function is probed */
 	bool tx_from_syscalls;		/* tx_bytes from sys_exit of sendto/sendmsg/write */
@@ -86,6 +87,9 @@ struct tracer_bpf {
 	bool sc_end_at_socket;
 	bool detached;		/* tracer_bpf_detach(): loaded, nothing attached */
 	bool no_latency;	/* --no-latency: no syscall hook, calls counted, not timed */
+	/* iter/task flushing every thread's counts to its process (stats.c, before a snapshot
+	 * or reset); NULL where nothing counts per thread */
+	struct bpf_link *flush_iter;
 };
 
 const char *rung_name(enum rung r);
@@ -115,6 +119,10 @@ void tracer_bpf_rearm(struct tracer_bpf *t);
  * programs and maps stay loaded. tracer_bpf_attach() attaches them again as they were (the
  * on-demand ones re-armed); 0, or -1 with err filled (everything detached again). */
 void tracer_bpf_detach(struct tracer_bpf *t);
+/* What every live thread counted in its storage, added to its process's statistics (one pass
+ * of flush.bpf.c's task iterator; exited threads flushed themselves). Before each snapshot
+ * and reset. */
+void tracer_bpf_flush_threads(const struct tracer_bpf *t);
 int tracer_bpf_attach(struct tracer_bpf *t, char *err, size_t errlen);
 
 const char *tracer_bpf_targets(const struct tracer_bpf *t, enum probe_point pp, char *buf,

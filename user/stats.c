@@ -2,9 +2,11 @@
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "json.h"
@@ -89,6 +91,7 @@ int stats_reset(const struct tracer_bpf *t, struct stats_baseline *base)
 	size_t vsz = (sizeof(u64)) * ncpus();
 	u64 *zero = calloc(1, vsz);
 
+	tracer_bpf_flush_threads(t);	/* what threads counted so far goes, too */
 	delete_all(t->tgid_stats, sizeof(u32));
 	delete_all(t->netns_stats, sizeof(u32));
 	if (zero && t->counters >= 0)
@@ -365,6 +368,7 @@ int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 	       const unsigned int *extra, int nextra, struct snapshot *s)
 {
 	memset(s, 0, sizeof(*s));
+	tracer_bpf_flush_threads(t);
 	if (read_maps(t, extra, nextra, s))
 		return -ENOMEM;
 	total(t, s);

@@ -266,6 +266,64 @@ def test_reset_zeroes_and_clear_forgets(tracer, topologies, tmp_path):
     assert tracer.cmd("bogus").startswith("error ")
 
 
+# Sends over loopback TCP to itself on command ("main N": from the main thread, which lives
+# on; "thread N": from a thread that exits after), answering "done" once received.
+LIVE_SENDER = """
+import socket, sys, threading
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen()
+c = socket.create_connection(srv.getsockname()); a, _ = srv.accept()
+def send(n):
+    c.sendall(b"x" * n)
+    got = 0
+    while got < n:
+        got += len(a.recv(1 << 20))
+for line in sys.stdin:
+    how, n = line.split()
+    if how == "thread":
+        t = threading.Thread(target=send, args=(int(n),)); t.start(); t.join()
+    else:
+        send(int(n))
+    print("done", flush=True)
+"""
+
+
+def test_thread_counts_reach_the_snapshot_and_reset(tracer, tmp_path):
+    """Threads count in their own storage (bpf/maps.h): a live thread's counts are flushed
+    before the snapshot, an exited thread's at its exit, each exactly once; reset forgets
+    what live threads counted before it."""
+    script = tmp_path / "sender.py"
+    script.write_text(LIVE_SENDER)
+    p = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+
+    def sends(how, n):
+        p.stdin.write(f"{how} {n}\n")
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "done"
+
+    def counted(name):
+        snap = tracer.snapshot(str(tmp_path / f"{name}.json"))
+        me = snap["processes"].get(str(p.pid), {})
+        return me.get("tx_bytes", 0), me.get("rx_copy_bytes", 0)
+
+    try:
+        tracer.ok("clear")
+        tracer.ok(f"pid add {p.pid}")
+        tracer.ok("reset")
+        sends("main", 100000)
+        assert counted("live") == (100000, 100000)
+        assert counted("again") == (100000, 100000)     # a second flush adds nothing
+        sends("thread", 50000)
+        assert counted("exited") == (150000, 150000)
+        tracer.ok("reset")
+        assert counted("reset") == (0, 0)
+        sends("main", 7000)
+        assert counted("after") == (7000, 7000)
+    finally:
+        p.stdin.close()
+        p.wait(10)
+
+
 @host_only
 def test_probe_here():
     cp = subprocess.run([TRACER, "--probe"], capture_output=True, text=True, timeout=60)
