@@ -226,9 +226,11 @@ class OurTracer:
     run's namespaces; snapshot after the run, then quit."""
 
     def __init__(self, extra_args=(), memory=False, label="full", env=None,
-                 expect_attached=None):
+                 expect_attached=None, build=None):
         """env: extra environment of the tracer; expect_attached: the probe points (and
-        "stacks") that must be all it attached, checked after every run."""
+        "stacks") that must be all it attached, checked after every run; build: the build
+        directory of the netio-tracer to run (default BUILD)."""
+        self.build = build
         self.extra_args = list(extra_args)
         self.env = env
         self.expect_attached = expect_attached
@@ -243,7 +245,7 @@ class OurTracer:
         if bench.cgroup is not None and "--no-sample" not in args and "tick" not in args:
             args += ["--sample-cgroup", bench.cgroup.path]
         self.tr = ControlTracer(freq=999, log_path=os.path.join(self.dir, "tracer.log"),
-                                extra_args=args, binary=os.path.join(BUILD, "netio-tracer"),
+                                extra_args=args, binary=os.path.join(self.build or BUILD, "netio-tracer"),
                                 env=self.env)
         self.tr.start()
         for ns in topo.namespaces:

@@ -1,0 +1,79 @@
+"""Two builds of the tracer side by side: `python -m bench.ab --old DIR --new DIR` (root).
+
+For a change to the tracer's cost (issue 15: "measure before choosing; keep what the bench
+proves"): one configuration, each level (counting: --no-latency --no-sample --no-counters;
+full: the default) with the old build's tracer and the new one's, in the same interleaved
+rounds beside an untraced run. Prints each variant / untraced, new / old paired within the
+rounds, the workloads' CPU per GB, and the BPF time per message of the costliest programs
+(the tracer's own, sampled BPF stats). The workloads are the new build's.
+"""
+import argparse
+import sys
+
+from bench import pairs
+from bench import run as R
+
+LEVELS = {"counting": ["--no-latency", "--no-sample", "--no-counters"], "full": []}
+
+
+def _args(argv):
+    ap = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.splitlines()[0])
+    ap.add_argument("--old", required=True, help="build directory of the reference tracer")
+    ap.add_argument("--new", default=R.BUILD, help="build directory of the changed tracer")
+    ap.add_argument("--transport", choices=("loopback", "veth"), default="loopback")
+    ap.add_argument("--strategy", default="one-copy")
+    ap.add_argument("--size", type=int, default=16 * R.KiB)
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--duration", type=float, default=0.5, help="seconds per run")
+    ap.add_argument("--levels", default="counting,full", help="comma separated: " +
+                    ", ".join(LEVELS))
+    a = ap.parse_args(argv)
+    a.levels = a.levels.split(",")
+    if any(lv not in LEVELS for lv in a.levels) or a.rounds < 1:
+        ap.error(f"--levels: of {', '.join(LEVELS)}; --rounds >= 1")
+    return a
+
+
+def _top_programs(runs, n=4):
+    """'prog ns/msg, ...': the costliest programs by median BPF time per message."""
+    per = {}
+    for run in runs:
+        for prog, ns in run.get("bpf_programs", {}).items():
+            per.setdefault(prog, []).append(ns / run["messages"])
+    med = {k: pairs.summary(v)["median"] for k, v in per.items()}
+    return ", ".join(f"{k} {v:.0f}" for k, v in sorted(med.items(), key=lambda kv: -kv[1])[:n])
+
+
+def main(argv=None):
+    a = _args(argv)
+    b = R.Bench(argparse.Namespace(duration=a.duration, rounds=a.rounds))
+    try:
+        with R.Topology(a.transport) as topo:
+            def mk(observer):
+                return lambda: b.netio(topo, a.strategy, a.size, 1, a.duration, observer())
+            variants = [("untraced", mk(R.Untraced))]
+            for lv in a.levels:
+                for side, build in (("old", a.old), ("new", a.new)):
+                    variants.append((f"{lv}-{side}", mk(
+                        lambda lv=lv, side=side, build=build: R.OurTracer(
+                            LEVELS[lv], label=f"{lv}-{side}", build=build))))
+            res = pairs.run_interleaved(a.rounds, variants,
+                                        log=lambda m: print(m, file=sys.stderr))
+    finally:
+        b.cleanup()
+    print(f"{a.transport} {a.strategy} {R.size_name(a.size)}, {a.rounds} rounds of "
+          f"{a.duration:g} s; old {a.old}, new {a.new}")
+    for v, _ in variants[1:]:
+        print(f"  {v:14s} / untraced {pairs.fmt(R._ratio(res, v, 'untraced'), 3)}; CPU/GB "
+              f"{pairs.fmt(R._ratio(res, v, 'untraced', 'cpu_s_per_gb'), 3)}; BPF ns/msg: "
+              f"{_top_programs(res[v])}")
+    for lv in a.levels:
+        print(f"  {lv}: new / old {pairs.fmt(R._ratio(res, f'{lv}-new', f'{lv}-old'), 3)}; "
+              f"CPU/GB {pairs.fmt(R._ratio(res, f'{lv}-new', f'{lv}-old', 'cpu_s_per_gb'), 3)}; "
+              f"BPF ns/msg new / old "
+              f"{pairs.fmt(R._ratio(res, f'{lv}-new', f'{lv}-old', 'bpf_ns_per_msg'), 3)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
