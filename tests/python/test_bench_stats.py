@@ -49,3 +49,17 @@ def test_summary_counts_met_targets_and_names_the_worst():
     b.record("overhead", "c", {"median": None}, 0.97)
     md = b.summary_md()
     assert "| overhead (≥ 0.97) | 1/3 | 0.900 vs 0.97 (b) |" in md
+
+
+def test_ab_compares_two_builds_level_by_level():
+    from bench import ab
+    a = ab._args(["--old", "/o", "--new", "/n", "--levels", "counting"])
+    assert (a.old, a.new, a.levels) == ("/o", "/n", ["counting"])
+    assert ab.LEVELS["counting"] == ["--no-latency", "--no-sample", "--no-counters"]
+    with pytest.raises(SystemExit) as e:
+        ab._args(["--old", "/o", "--levels", "counting,bogus"])
+    assert e.value.code == 2
+    runs = [{"messages": 10, "bpf_programs": {"a": 100, "b": 300}},
+            {"messages": 20, "bpf_programs": {"a": 400, "b": 200}}]
+    # medians per message: a 15 (10, 20), b 20 (30, 10)
+    assert ab._top_programs(runs) == "b 20, a 15"
