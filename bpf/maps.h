@@ -1,6 +1,8 @@
-/* The aggregation maps of the tracer (per-CPU, keyed by tgid or netns inum) and helpers to
- * find or create an entry. Shared by every copy_*.bpf.c and syscalls.bpf.c skeleton: the
- * tracer creates them once and reuses the fds. */
+/* The tracer's per-thread storage (task_state: a followed thread's traced call and its own
+ * counts) and aggregation maps (per-CPU, keyed by tgid or netns inum), with helpers to find
+ * or create an entry and to flush a thread's counts. Shared by every copy_*.bpf.c,
+ * syscalls.bpf.c and flush.bpf.c skeleton: the tracer creates the maps once and reuses the
+ * fds. */
 #ifndef NETIO_MAPS_H
 #define NETIO_MAPS_H
 
@@ -19,7 +21,8 @@ struct {
  * lookup on the send, receive and syscall paths, and flushed into its process's tgid_stats
  * when the thread exits and before every snapshot (flush.bpf.c). Only the thread writes
  * counts; only flushes write flushed, exchanging it atomically, so that a thread's exit and
- * a snapshot flushing it at once add each event once. Words only (the flush walks them). */
+ * a snapshot flushing it at once add each event once. u64 words only: the flush walks sc
+ * word by word. */
 struct thread_counts {
 	u64 tx_bytes;		/* the socket layer's (tracepoint rung), as in proc_stats */
 	u64 tx_calls;
