@@ -122,15 +122,16 @@ def test_tcp_strategy_moves_exact_bytes(tcp_topo, strategy, size):
 
 # ---- forward: datagrams, completions ---------------------------------------------------
 
-def run_udp(fwd, strategy, size, count=FORWARD_COUNT, threads=2, tracer_json=None):
-    """The sender over forward (under netio-tracer when tracer_json is given); (its JSON,
-    datagrams the forwarding namespace's interface received meanwhile)."""
+def run_udp(fwd, strategy, size, count=FORWARD_COUNT, threads=2, tracer_json=None,
+            level="full"):
+    """The sender over forward (under netio-tracer at level when tracer_json is given); (its
+    JSON, datagrams the forwarding namespace's interface received meanwhile)."""
     before = fwd.datagrams_seen()
     argv = [SERVER, "--netns", fwd.sender_ns, "--addr", fwd.server_addr, "--port", "5301",
             "--udp", "--strategy", strategy, "--size", str(size), "--threads", str(threads),
             "--count", str(count)]
     if tracer_json:
-        argv = [TRACER, "--no-sample", "--json", str(tracer_json)] + \
+        argv = [TRACER, "--no-sample", *LEVELS[level], "--json", str(tracer_json)] + \
             [a for ns in fwd.namespaces for a in ("--netns", ns)] + ["--"] + argv
     r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -198,9 +199,14 @@ def test_forward_packet_socket_turns_zerocopy_into_copies(fwd):
 
 # ---- the tracer against the workloads' own counts --------------------------------------
 
-@pytest.fixture(scope="module")
-def tracer(tmp_path_factory):
-    t = Tracer(log=str(tmp_path_factory.mktemp("tracer") / "tracer.log"))
+# the tracer's levels (issue 15), each exact: the full default, and counting (with
+# --no-sample, as every tracer here)
+LEVELS = {"full": (), "counting": ("--no-latency",)}
+
+
+@pytest.fixture(scope="module", params=sorted(LEVELS))
+def tracer(request, tmp_path_factory):
+    t = Tracer(*LEVELS[request.param], log=str(tmp_path_factory.mktemp("tracer") / "tracer.log"))
     yield t
     assert t.close() == 0
 
@@ -229,11 +235,12 @@ def test_tracer_tcp_counts_match(tracer, tcp_topo, tmp_path, strategy):
         assert snap["fallback_copy_bytes"] >= 0.99 * sent
 
 
+@pytest.mark.parametrize("level", sorted(LEVELS))
 @pytest.mark.parametrize("strategy", ("one-copy", "per-field") + ZEROCOPY)
-def test_tracer_forward_counts_match(fwd, tmp_path, strategy):
+def test_tracer_forward_counts_match(fwd, tmp_path, strategy, level):
     need(strategy)
     out = tmp_path / "trace.json"
-    s, _ = run_udp(fwd, strategy, 16384, count=TRACED_COUNT, tracer_json=out)
+    s, _ = run_udp(fwd, strategy, 16384, count=TRACED_COUNT, tracer_json=out, level=level)
     snap = json.loads(out.read_text())
     sent = s["bytes"]
     # the sender is the one process followed (its comm may be an io_uring worker's)
