@@ -1,4 +1,5 @@
 """Two builds of the tracer side by side: `python -m bench.ab --old DIR --new DIR` (root).
+Or one build with and without an option: `--old DIR --new DIR --new-args "--latency-sample 16"`.
 
 For a change to the tracer's cost (issue 15: "measure before choosing; keep what the bench
 proves"): one configuration, each level (counting: --no-latency --no-sample --no-counters;
@@ -25,10 +26,13 @@ def _args(argv):
     ap.add_argument("--size", type=int, default=16 * R.KiB)
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--duration", type=float, default=0.5, help="seconds per run")
+    ap.add_argument("--new-args", default="", help="extra netio-tracer arguments of the new "
+                    "side only, space separated")
     ap.add_argument("--levels", default="counting,full", help="comma separated: " +
                     ", ".join(LEVELS))
     a = ap.parse_args(argv)
     a.levels = a.levels.split(",")
+    a.new_args = a.new_args.split()
     if any(lv not in LEVELS for lv in a.levels) or a.rounds < 1:
         ap.error(f"--levels: of {', '.join(LEVELS)}; --rounds >= 1")
     return a
@@ -53,16 +57,16 @@ def main(argv=None):
                 return lambda: b.netio(topo, a.strategy, a.size, 1, a.duration, observer())
             variants = [("untraced", mk(R.Untraced))]
             for lv in a.levels:
-                for side, build in (("old", a.old), ("new", a.new)):
+                for side, build, extra in (("old", a.old, []), ("new", a.new, a.new_args)):
                     variants.append((f"{lv}-{side}", mk(
-                        lambda lv=lv, side=side, build=build: R.OurTracer(
-                            LEVELS[lv], label=f"{lv}-{side}", build=build))))
+                        lambda lv=lv, side=side, build=build, extra=extra: R.OurTracer(
+                            LEVELS[lv] + extra, label=f"{lv}-{side}", build=build))))
             res = pairs.run_interleaved(a.rounds, variants,
                                         log=lambda m: print(m, file=sys.stderr))
     finally:
         b.cleanup()
     print(f"{a.transport} {a.strategy} {R.size_name(a.size)}, {a.rounds} rounds of "
-          f"{a.duration:g} s; old {a.old}, new {a.new}")
+          f"{a.duration:g} s; old {a.old}, new {a.new} {' '.join(a.new_args)}")
     for v, _ in variants[1:]:
         print(f"  {v:14s} / untraced {pairs.fmt(R._ratio(res, v, 'untraced'), 3)}; CPU/GB "
               f"{pairs.fmt(R._ratio(res, v, 'untraced', 'cpu_s_per_gb'), 3)}; BPF ns/msg: "

@@ -48,7 +48,7 @@ struct task_state {
 	u32 gen;		/* filter generation "followed" was decided at */
 	u32 tgid;
 	u32 followed;
-	u32 pad;
+	u32 calls;		/* traced calls opened, for --latency-sample */
 	struct thread_counts counts;
 	struct thread_counts flushed;
 };
@@ -287,11 +287,15 @@ static __always_inline u32 log2_slot(u64 v)
 	return r;
 }
 
+/* task_state.ts of a traced call that is counted but not timed (--latency-sample): no clock
+ * read at either end (two clock reads are most of a timed call's cost in a VM). */
+#define NETIO_UNTIMED 1
+
 /* The thread's traced call ends with return value ret: its class statistics, in the thread's
  * counts. */
 static __always_inline void sc_finish(struct task_state *st, long ret)
 {
-	u64 now = bpf_ktime_get_ns(), delta = now > st->ts ? now - st->ts : 0;
+	u64 start = st->ts, now, delta;
 	u32 cls = st->cls, slot;
 	struct sc_stats *s;
 
@@ -305,6 +309,10 @@ static __always_inline void sc_finish(struct task_state *st, long ret)
 		s->errors++;
 	else if (cls != SC_POLL && cls != SC_EPOLL_WAIT)
 		s->bytes += ret;
+	if (start == NETIO_UNTIMED)
+		return;
+	now = bpf_ktime_get_ns();
+	delta = now > start ? now - start : 0;
 	s->total_ns += delta;
 	slot = log2_slot(delta);
 	if (slot >= NETIO_HIST_SLOTS)

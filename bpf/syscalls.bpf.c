@@ -65,6 +65,25 @@ struct {
 	__type(value, u32);
 } exit_wanted SEC(".maps");
 
+/* [0]: time 1 traced call in N per thread (--latency-sample N; 0 or 1: every call). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} latency_sample SEC(".maps");
+
+/* The start of the thread's next traced call: the clock, or NETIO_UNTIMED for the calls
+ * --latency-sample leaves untimed (the first of every N is timed). */
+static __always_inline u64 call_start(struct task_state *st)
+{
+	u32 zero = 0, *n = bpf_map_lookup_elem(&latency_sample, &zero);
+
+	if (n && *n > 1 && st->calls++ % *n)
+		return NETIO_UNTIMED;
+	return bpf_ktime_get_ns();
+}
+
 /* id: syscall number; flags: recvmsg's flags argument, read by the caller (directly or by a
  * probe read), else 0 */
 static __always_inline int on_enter(int cls, long id, u64 flags)
@@ -85,7 +104,7 @@ static __always_inline int on_enter(int cls, long id, u64 flags)
 	}
 	st->cls = cls;
 	st->nr = id;
-	st->ts = bpf_ktime_get_ns();
+	st->ts = call_start(st);
 	return 0;
 }
 

@@ -35,6 +35,17 @@ def _described(names, helps):
                                  subsequent_indent=" " * 15) + "\n" for n in names)
 
 
+def _latency_sample(text):
+    """--latency-sample N: a whole number from 1 to 65536 (argparse makes a bad one exit 2)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 65536:
+        raise argparse.ArgumentTypeError(f"{text}: a whole number from 1 to 65536")
+    return n
+
+
 STRATEGY_EPILOG = ("\nstrategies (per message; every one but sendfile sends 8 heap fields of "
                    "size/8 bytes):\n" + _described(STRATEGIES, STRATEGY_HELP)
                    + "\ntransports:\n" + _described(TRANSPORTS, TRANSPORT_HELP))
@@ -140,6 +151,9 @@ def build_parser():
     t.add_argument("--no-latency", action="store_true",
                    help="count bytes and calls without timing them: no syscall hook, no "
                    "latency histogram (the counting level, with --no-sample)")
+    t.add_argument("--latency-sample", metavar="N", type=_latency_sample,
+                   help="time 1 call in N of each thread (default 1: every call); every call "
+                   "is still counted, the histograms hold the timed ones (latency.sampled_1_in)")
 
     rep = sub.add_parser("report", help="rebuild results.csv, plots, flame graphs and the report "
                          "of DIR from runs.jsonl and the folded stacks")
@@ -425,7 +439,8 @@ def cmd_trace(a, cmd):
     argv = trace_argv(pid=pid, cmd=cmd, cgroups=a.cgroup, attach=attach, freq=freq,
                       json_path=json_path, folded=folded_path, netns=a.netns,
                       duration=duration, no_sample=a.no_sample, no_counters=a.no_counters,
-                      no_latency=a.no_latency, sample_source=sample_source,
+                      no_latency=a.no_latency, latency_sample=a.latency_sample,
+                      sample_source=sample_source,
                       sample_cgroup=cg.path if cg else None,
                       json_every=METRICS_REFRESH_S if metrics_port else None)
     server = None
@@ -469,6 +484,8 @@ def _check_trace_outputs(a):
                 raise UsageError(f"{label} {f}: directory {parent} does not exist")
     if a.pprof and a.no_sample:
         raise UsageError("trace --pprof needs stack samples: drop --no-sample")
+    if a.latency_sample and a.no_latency:
+        raise UsageError("trace --latency-sample: nothing is timed with --no-latency")
     return port
 
 

@@ -241,7 +241,7 @@ def probe(timeout=60.0):
 
 def trace_argv(pid=None, cmd=None, cgroups=(), attach="auto", freq=None, json_path=None,
                folded=None, netns=(), duration=None, no_sample=False, no_counters=False, sample_source=None,
-               sample_cgroup=None, no_latency=False, json_every=None):
+               sample_cgroup=None, no_latency=False, json_every=None, latency_sample=None):
     """argv of the tracer's own (non-control) mode, for `netio-trace trace`."""
     argv = [paths.binary("netio-tracer"), "--attach", attach]
     if freq is not None:
@@ -266,6 +266,8 @@ def trace_argv(pid=None, cmd=None, cgroups=(), attach="auto", freq=None, json_pa
         argv.append("--no-counters")
     if no_latency:
         argv.append("--no-latency")
+    if latency_sample is not None:
+        argv += ["--latency-sample", str(latency_sample)]
     if pid is not None:
         argv += ["--pid", str(pid)]
     for d in cgroups:

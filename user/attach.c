@@ -877,6 +877,7 @@ static void find_shared_maps(struct tracer_bpf *t)
 	t->sk_owner = shared_map_fd(t, "sk_owner");
 	t->zc_state = shared_map_fd(t, "zc_state");
 	t->exit_wanted = shared_map_fd(t, "exit_wanted");
+	t->latency_sample = shared_map_fd(t, "latency_sample");
 	for (int i = 0; i < t->nprogs; i++)
 		if (t->progs[i].lazy && !strcmp(t->progs[i].name, "tp_tcp_probe"))
 			t->progs[i].wanted_fd = t->zc_state;

@@ -82,11 +82,12 @@ struct tracer_bpf {
 	int nshared;
 	/* fds of the shared maps the rest of the tracer uses (-1: none) */
 	int followed_tgids, followed_netns, followed_cgroups, filter_gen, counters, tgid_stats,
-	    netns_stats, in_send, sk_owner, zc_state, exit_wanted;
+	    netns_stats, in_send, sk_owner, zc_state, exit_wanted, latency_sample;
 	/* send and receive calls end at the socket layer; sys_exit is attached on demand */
 	bool sc_end_at_socket;
 	bool detached;		/* tracer_bpf_detach(): loaded, nothing attached */
 	bool no_latency;	/* --no-latency: no syscall hook, calls counted, not timed */
+	unsigned int sampled_1_in;	/* --latency-sample N: 1 call in N timed (1: every call) */
 	/* iter/task flushing every thread's counts to its process (stats.c, before a snapshot
 	 * or reset); NULL where nothing counts per thread */
 	struct bpf_link *flush_iter;

@@ -506,6 +506,8 @@ static void write_latency(const struct tracer_bpf *t, const struct snapshot *s, 
 	json_key(j, "latency");
 	json_begin_object(j);
 	json_kv_bool(j, "timed", !t->no_latency);
+	if (!t->no_latency)	/* --latency-sample: each thread times 1 call in N */
+		json_kv_uint(j, "sampled_1_in", t->sampled_1_in > 1 ? t->sampled_1_in : 1);
 	json_end(j);
 }
 

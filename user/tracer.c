@@ -47,6 +47,7 @@ struct tracer {
 	const char *cgroups[NETIO_MAX_CGROUPS];	/* --cgroup */
 	int ncgroups;
 	bool no_sample, no_counters, no_latency, control, verbose;
+	unsigned long latency_sample;	/* --latency-sample N (0: not given) */
 	enum stats_mode { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
 	double duration;
 	double json_every;	/* one-shot: rewrite --json every so many seconds (0: at the end) */
@@ -74,6 +75,7 @@ static void usage(FILE *f)
 "                    [--netns NAME|PATH]...\n"
 "                    [--json FILE] [--folded FILE] [--freq HZ] [--sample-source SRC]\n"
 "                    [--sample-cgroup DIR] [--no-sample] [--no-counters] [--no-latency]\n"
+"                    [--latency-sample N]\n"
 "                    [--duration S] [--json-every S] [--control]\n"
 "                    [--bpf-stats sampled|always|off]\n"
 "                    [--verbose] [-- CMD ARGS...]\n"
@@ -104,6 +106,9 @@ static void usage(FILE *f)
 "                  events; -- CMD starts in it\n"
 "  --no-latency    count bytes and calls without timing them: no syscall hook (every\n"
 "                  syscall of the machine would pass it), no latency histogram\n"
+"  --latency-sample N\n"
+"                  time 1 call in N of each thread (default 1: every call); every call is\n"
+"                  still counted, and the histograms hold the timed ones\n"
 "  --json-every S  also rewrite --json FILE every S seconds while tracing (atomically), for\n"
 "                  a reader that follows the counts live (trace --openmetrics :PORT)\n"
 "  --control       read commands on stdin (pid add, netns add, clear, reset, detach, attach,\n"
@@ -839,7 +844,8 @@ static int run_oneshot(struct tracer *tr)
 
 enum { OPT_ATTACH = 256, OPT_PID, OPT_NETNS, OPT_JSON, OPT_FOLDED, OPT_FREQ, OPT_NO_SAMPLE,
        OPT_NO_COUNTERS, OPT_DURATION, OPT_CONTROL, OPT_PROBE, OPT_VERBOSE, OPT_NO_BPF_STATS,
-       OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP, OPT_NO_LATENCY, OPT_CGROUP, OPT_JSON_EVERY };
+       OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP, OPT_NO_LATENCY, OPT_CGROUP, OPT_JSON_EVERY,
+       OPT_LATENCY_SAMPLE };
 
 static const struct option long_opts[] = {
 	{ "attach", required_argument, NULL, OPT_ATTACH },
@@ -853,6 +859,7 @@ static const struct option long_opts[] = {
 	{ "sample-cgroup", required_argument, NULL, OPT_SAMPLE_CGROUP },
 	{ "no-sample", no_argument, NULL, OPT_NO_SAMPLE },
 	{ "no-latency", no_argument, NULL, OPT_NO_LATENCY },
+	{ "latency-sample", required_argument, NULL, OPT_LATENCY_SAMPLE },
 	{ "no-counters", no_argument, NULL, OPT_NO_COUNTERS },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "json-every", required_argument, NULL, OPT_JSON_EVERY },
@@ -950,6 +957,14 @@ static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
 	case OPT_NO_LATENCY:
 		tr->no_latency = true;
 		return -1;
+	case OPT_LATENCY_SAMPLE:
+		tr->latency_sample = strtoul(arg, &end, 10);
+		if (*end || *arg == '-' || tr->latency_sample < 1 || tr->latency_sample > 65536) {
+			fprintf(stderr, "netio-tracer: --latency-sample %s: a whole number from 1 "
+				"to 65536\n", arg);
+			return 2;
+		}
+		return -1;
 	case OPT_NO_COUNTERS:
 		tr->no_counters = true;
 		return -1;
@@ -1005,6 +1020,26 @@ static int parse_args(int argc, char **argv, struct tracer *tr, struct cli *cli)
 	if (optind < argc)
 		tr->cmd = &argv[optind];
 	return -1;
+}
+
+/* --latency-sample N into the syscall programs' map; 0, or non-zero (said) when it cannot be
+ * honoured: with --no-latency nothing is timed. */
+static int set_latency_sample(struct tracer *tr)
+{
+	u32 zero = 0, n = tr->latency_sample;
+
+	if (!tr->latency_sample)
+		return 0;
+	if (tr->bpf.no_latency) {
+		fprintf(stderr, "netio-tracer: --latency-sample: nothing is timed with --no-latency\n");
+		return -1;
+	}
+	if (tr->bpf.latency_sample < 0 || bpf_map_update_elem(tr->bpf.latency_sample, &zero, &n, 0)) {
+		fprintf(stderr, "netio-tracer: --latency-sample: no syscall timing here\n");
+		return -1;
+	}
+	tr->bpf.sampled_1_in = n;
+	return 0;
 }
 
 /* The network namespaces whose softirq events count: those given, or our own. */
@@ -1129,6 +1164,8 @@ int main(int argc, char **argv)
 			printf("error %s\n", err);
 		return tr.mode == ATTACH_AUTO ? 1 : 2;
 	}
+	if (set_latency_sample(&tr))
+		return 2;
 	stats_enable(&tr);
 	/* one-shot: the counts start from zero before --pid and --cgroup are followed, since a
 	 * process followed is counted from then on (a reset after it would drop its first sends) */

@@ -246,6 +246,7 @@ def test_threads_and_self_cost(tracer, topologies, tmp_path):
                                           16384, 1000, threads=2)
     check_exact(s, c, snap, spid, cpid, "one-copy")
     check_histogram(s, snap, spid)
+    assert snap["latency"] == {"timed": True, "sampled_1_in": 1}     # every call timed
     self_ = snap["self"]
     assert self_["stats_enabled"] is True
     assert self_["bpf_runs"] > 0 and self_["bpf_ns"] > 0
@@ -380,7 +381,8 @@ def test_forced_tracepoint_rung(tmp_path):
 
 @host_only
 def test_bad_usage_exits_2():
-    for args in (["--attach", "nope"], ["--pid", "x"], ["--bogus"], ["--duration", "-1"]):
+    for args in (["--attach", "nope"], ["--pid", "x"], ["--bogus"], ["--duration", "-1"],
+                 ["--latency-sample", "0"], ["--latency-sample", "2x"]):
         assert subprocess.run([TRACER, *args], capture_output=True, timeout=30).returncode == 2
 
 
@@ -569,6 +571,25 @@ def test_counting_level_exact(topologies, tmp_path, strategy):
         hists = [v for v in (proc(snap, spid).get("syscalls") or {}).values()
                  if isinstance(v, dict) and v.get("hist_log2_ns")]
         assert hists == []
+    finally:
+        assert t.close() == 0
+
+
+def test_latency_sample_counts_every_call_and_times_1_in_n(topologies, tmp_path):
+    """--latency-sample 4: every call counted (bytes and calls exact), each thread times the
+    first of every 4 of its traced calls, and the snapshot says so."""
+    t = Tracer("--latency-sample", "4", log=str(tmp_path / "sampled.log"))
+    try:
+        s, c, snap, spid, cpid = run_workload(t, topologies["veth"], tmp_path, "one-copy",
+                                              1024, COUNTS[1024])
+        check_exact(s, c, snap, spid, cpid, "one-copy")
+        assert snap["latency"] == {"timed": True, "sampled_1_in": 4}
+        sc = proc(snap, spid)["syscalls"]["sendmsg"]
+        assert sc["count"] == s["send_calls"] and sc["bytes"] == s["bytes"]
+        assert sum(sc["hist_log2_ns"].values()) == sc["timed"]
+        # the sending thread makes little but sendmsg: about a quarter of them timed
+        assert abs(sc["timed"] - sc["count"] / 4) <= 0.02 * sc["count"] + 2, sc
+        assert 0 < sc["p50_us"] <= sc["p99_us"]
     finally:
         assert t.close() == 0
 

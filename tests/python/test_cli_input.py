@@ -116,6 +116,11 @@ def test_trace_needs_a_target():
     assert cp.returncode == 2 and "unknown attach mode" in _one_line(cp)
     cp = run_cli("trace", "--sample-source", "pmu", "--", "true")
     assert cp.returncode == 2 and "unknown sample source 'pmu'" in _one_line(cp)
+    for n in ("0", "65537", "x", "-4"):
+        cp = run_cli("trace", "--latency-sample", n, "--", "true")
+        assert cp.returncode == 2 and "a whole number from 1 to 65536" in _one_line(cp), n
+    cp = run_cli("trace", "--no-latency", "--latency-sample", "4", "--", "true")
+    assert cp.returncode == 2 and "nothing is timed with --no-latency" in _one_line(cp)
 
 
 def _without_privileges():
