@@ -728,7 +728,7 @@ def profile_miss(name, res, key_traced, key_ref, what):
 # ---- section 1 and 2: tracer overhead, and bpftrace doing the same counting -----------------
 # the variants of section 1's "where the cost goes" table, fewest parts first
 DECOMPOSITION = ("sampling", "xmit-receive", "counting", "programs", "no-sample", "full",
-                 "tick", "bpftrace-timer")
+                 "sampled-16", "tick", "bpftrace-timer")
 # the strategies whose cost is taken apart: one-copy (issues 3 and 4's headline) and zero-copy
 # (the tracer's worst case)
 DECOMPOSED = ("one-copy", "zero-copy")
@@ -896,6 +896,9 @@ def _overhead_variants(b, topo, strategy, size):
         # the cheaper source in a VM: the scheduler tick
         variants.append(("tick", mk(lambda: OurTracer(
             ["--sample-source", "tick"], label="tick"))))
+        # latency timed for 1 call in 16 (issue 15): what the clock reads cost
+        variants.append(("sampled-16", mk(lambda: OurTracer(
+            ["--latency-sample", "16"], label="sampled-16"))))
     return variants
 
 
@@ -1092,6 +1095,8 @@ def _md_decomposition(parts):
         "the perf counters; **full** adds stack sampling on the default source (one event per "
         "CPU on the workloads' cgroup, as `netio-trace run` samples: it runs only while a "
         "workload is on that CPU, so a switch between two workload threads re-arms no timer); "
+        "**sampled-16** is full with `--latency-sample 16` (each thread times 1 call in 16, "
+        "counts every call: full / sampled-16 is what the clock reads of exact latency cost); "
         "**tick** is full with `--sample-source tick` (samples on the scheduler tick); "
         "**bpftrace-timer** is the peer's 999 Hz sampler doing nothing. Each "
         "cell: throughput / untraced, then the workloads' CPU s/GB / untraced.",
