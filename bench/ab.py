@@ -14,7 +14,7 @@ import sys
 from bench import pairs
 from bench import run as R
 
-LEVELS = {"counting": ["--no-latency", "--no-sample", "--no-counters"], "full": []}
+LEVELS = {"counting": list(R.COUNTING_ARGS), "full": []}
 
 
 def _args(argv):

@@ -830,10 +830,14 @@ def counting_only():
     return _programs("programs")
 
 
+# The counting level (issue 15): bytes and copies per process, no latency (no syscall hook), no
+# sampling, no counters.
+COUNTING_ARGS = ("--no-latency", "--no-sample", "--no-counters")
+
+
 def counting_level():
-    """The counting level (issue 15): bytes and copies per process, no latency (no syscall
-    hook), no sampling, no counters."""
-    return OurTracer(["--no-latency", "--no-sample", "--no-counters"], label="counting",
+    """The counting level's tracer."""
+    return OurTracer(list(COUNTING_ARGS), label="counting",
                      expect_attached={"tx_bytes", "rx_copy", "pinning", "fallback_copy"})
 
 

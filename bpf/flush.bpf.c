@@ -2,7 +2,7 @@
 /* The flushes of the per-thread counts (maps.h, struct thread_counts): what a followed thread
  * counted in its own storage goes to its process's statistics (tgid_stats) when the thread
  * exits, and, for the threads alive, when the tracer runs the task iterator before every
- * snapshot and reset (user/stats.c). Loaded over the shared maps like every other object. */
+ * snapshot and reset (tracer_bpf_flush_threads in user/attach.c). Loaded over the shared maps like every other object. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -11,28 +11,27 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* A thread exits (its storage goes with it). Every thread exit of the machine passes here:
- * one storage lookup, empty for threads never followed. */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(tp_thread_exit, struct task_struct *task)
+/* task's counts, if it has any (a storage lookup, empty for threads never followed). */
+static __always_inline void flush_task(struct task_struct *task)
 {
 	struct task_state *st = bpf_task_storage_get(&task_state, task, 0, 0);
 
 	if (st)
 		flush_thread_counts(st);
+}
+
+/* A thread exits (its storage goes with it). Every thread exit of the machine passes here. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(tp_thread_exit, struct task_struct *task)
+{
+	flush_task(task);
 	return 0;
 }
 
 SEC("iter/task")
 int flush_threads(struct bpf_iter__task *ctx)
 {
-	struct task_struct *task = ctx->task;
-	struct task_state *st;
-
-	if (!task)
-		return 0;
-	st = bpf_task_storage_get(&task_state, task, 0, 0);
-	if (st)
-		flush_thread_counts(st);
+	if (ctx->task)
+		flush_task(ctx->task);
 	return 0;
 }

@@ -288,7 +288,7 @@ static __always_inline u32 log2_slot(u64 v)
 }
 
 /* task_state.ts of a traced call that is counted but not timed (--latency-sample): no clock
- * read at either end (two clock reads are most of a timed call's cost in a VM). */
+ * read at either end (what the clock reads cost: bench/NOTES.md). */
 #define NETIO_UNTIMED 1
 
 /* The thread's traced call ends with return value ret: its class statistics, in the thread's

@@ -883,18 +883,10 @@ static void find_shared_maps(struct tracer_bpf *t)
 			t->progs[i].wanted_fd = t->zc_state;
 }
 
-static struct attached_prog *find_attached(struct tracer_bpf *t, const char *name)
-{
-	for (int i = 0; i < t->nprogs; i++)
-		if (!strcmp(t->progs[i].name, name) && (t->progs[i].link || t->progs[i].lazy))
-			return &t->progs[i];
-	return NULL;
-}
-
 /* The syscall hooks and the tracepoint rung's socket-layer programs count in the thread's
  * storage (bpf/maps.h, thread_counts): flush.bpf.c adds it to the thread's process when the
- * thread exits, and over every live thread before each snapshot (its task iterator, run by
- * stats.c). 0, or -1 with err filled: without the flush those counts would be lost. */
+ * thread exits, and over every live thread before each snapshot and reset (its task iterator,
+ * run by tracer_bpf_flush_threads). 0, or -1 with err filled: without the flush those counts would be lost. */
 static int attach_thread_flush(struct tracer_bpf *t, char *err, size_t errlen)
 {
 	struct flush_bpf *skel;
@@ -905,12 +897,17 @@ static int attach_thread_flush(struct tracer_bpf *t, char *err, size_t errlen)
 	skel = flush_bpf__open();
 	if (!skel || obj_reuse_maps(t, skel->obj) || flush_bpf__load(skel))
 		goto fail;
+	if (t->nprogs == MAX_ATTACHED) {
+		errno = E2BIG;
+		goto fail;
+	}
 	ap = &t->progs[t->nprogs];
 	memset(ap, 0, sizeof(*ap));
-	ap->link = t->nprogs < MAX_ATTACHED ? bpf_program__attach(skel->progs.tp_thread_exit) : NULL;
+	ap->link = bpf_program__attach(skel->progs.tp_thread_exit);
 	t->flush_iter = ap->link ? bpf_program__attach_iter(skel->progs.flush_threads, NULL) : NULL;
 	if (!t->flush_iter) {
 		bpf_link__destroy(ap->link);
+		ap->link = NULL;
 		goto fail;
 	}
 	t->nprogs++;
@@ -984,6 +981,14 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 	find_shared_maps(t);
 	defer_sys_exit(t);
 	return 0;
+}
+
+static struct attached_prog *find_attached(struct tracer_bpf *t, const char *name)
+{
+	for (int i = 0; i < t->nprogs; i++)
+		if (!strcmp(t->progs[i].name, name) && (t->progs[i].link || t->progs[i].lazy))
+			return &t->progs[i];
+	return NULL;
 }
 
 /* Where the socket layer marks the end of send and receive calls (sock_send_length and

@@ -1019,21 +1019,21 @@ static int parse_args(int argc, char **argv, struct tracer *tr, struct cli *cli)
 			return ret;
 	if (optind < argc)
 		tr->cmd = &argv[optind];
+	if (tr->no_latency && tr->latency_sample) {
+		fprintf(stderr, "netio-tracer: --latency-sample: nothing is timed with --no-latency\n");
+		return 2;
+	}
 	return -1;
 }
 
-/* --latency-sample N into the syscall programs' map; 0, or non-zero (said) when it cannot be
- * honoured: with --no-latency nothing is timed. */
+/* --latency-sample N into the syscall programs' map; 0, or -1 (said) where nothing times
+ * syscalls. */
 static int set_latency_sample(struct tracer *tr)
 {
 	u32 zero = 0, n = tr->latency_sample;
 
 	if (!tr->latency_sample)
 		return 0;
-	if (tr->bpf.no_latency) {
-		fprintf(stderr, "netio-tracer: --latency-sample: nothing is timed with --no-latency\n");
-		return -1;
-	}
 	if (tr->bpf.latency_sample < 0 || bpf_map_update_elem(tr->bpf.latency_sample, &zero, &n, 0)) {
 		fprintf(stderr, "netio-tracer: --latency-sample: no syscall timing here\n");
 		return -1;
