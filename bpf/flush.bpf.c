@@ -31,7 +31,9 @@ int BPF_PROG(tp_thread_exit, struct task_struct *task)
 SEC("iter/task")
 int flush_threads(struct bpf_iter__task *ctx)
 {
-	if (ctx->task)
-		flush_task(ctx->task);
+	struct task_struct *task = ctx->task;	/* read once: each read may be NULL */
+
+	if (task)
+		flush_task(task);
 	return 0;
 }
