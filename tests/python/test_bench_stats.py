@@ -19,7 +19,7 @@ def test_ratios_are_paired_within_a_round_and_skip_unknowns():
     ref = [5.0, 4.0, 0.0, 16.0]
     assert pairs.paired_ratios(ours, ref) == [2.0, 0.5]
     s = pairs.summary([3.0, None, 1.0, 2.0])
-    assert s == {"median": 2.0, "min": 1.0, "max": 3.0, "n": 3}
+    assert s == {"median": 2.0, "min": 1.0, "max": 3.0, "n": 3, "lo": 1.0, "hi": 3.0}
     assert pairs.summary([None])["median"] is None
     assert pairs.fmt(pairs.summary([])) == "n/a"
     assert pairs.fmt(s, 1) == "2.0 (min 1.0, max 3.0, n=3)"
@@ -34,21 +34,35 @@ def test_ratio_of_two_variants_pairs_round_by_round():
     assert (s["min"], s["max"]) == (pytest.approx(0.5), pytest.approx(1.0))
 
 
-def test_verdicts_say_by_how_much_a_target_is_missed():
-    assert bench.verdict(0.97, 0.97) == "met"
-    assert "0.020" in bench.verdict(0.95, 0.97)
-    assert bench.verdict(None, 0.97) != "met"
-    assert bench.verdict(0.95, bench.TARGET_PEER) == "**missed by 0.050**"
+def test_the_median_interval_widens_to_min_max_below_nine_rounds():
+    assert pairs.median_interval([5, 1, 4, 2, 3]) == (1, 5)          # 93.75%: min, max
+    # 9 values: the 2nd smallest and 2nd largest hold the median with 96%, the 3rd only 82%
+    assert pairs.median_interval(list(range(1, 10))) == (2, 8)
+    assert pairs.median_interval(list(range(1, 10)), level=0.8) == (3, 7)
+    assert pairs.median_interval([7.0]) == (7.0, 7.0)
 
 
-def test_summary_counts_met_targets_and_names_the_worst():
+def test_verdicts_are_met_missed_or_undecided_by_the_interval():
+    met = pairs.summary([0.97, 0.98, 0.99, 1.0, 1.01])
+    assert bench.verdict(met, 0.97) == "met"
+    missed = pairs.summary([0.93, 0.94, 0.95, 0.95, 0.96])
+    assert bench.verdict(missed, 0.97) == "**missed by 0.020**"
+    assert bench.verdict(missed, bench.TARGET_PEER) == "**missed by 0.050**"
+    close = pairs.summary([0.80, 0.87, 0.879, 0.95, 0.99])   # median 0.879, just below 0.88
+    assert bench.verdict(close, 0.88) == "undecided (0.800–0.990 spans 0.88)"
+    assert bench.verdict(pairs.summary([]), 0.97) == "n/a"
+    assert bench.verdict(None, 0.97) == "n/a"
+
+
+def test_summary_counts_met_undecided_and_missed_and_names_the_worst():
     b = bench.Bench.__new__(bench.Bench)     # no cgroup or temp dir: only the verdicts
     b.verdicts = []
-    b.record("overhead", "a", {"median": 0.99}, 0.97)
-    b.record("overhead", "b", {"median": 0.90}, 0.97)
-    b.record("overhead", "c", {"median": None}, 0.97)
+    b.record("overhead", "a", pairs.summary([0.98, 0.99, 1.0]), 0.97)
+    b.record("overhead", "b", pairs.summary([0.85, 0.90, 0.92]), 0.97)
+    b.record("overhead", "c", pairs.summary([0.90, 0.96, 1.1]), 0.97)
+    b.record("overhead", "d", pairs.summary([]), 0.97)
     md = b.summary_md()
-    assert "| overhead (≥ 0.97) | 1/3 | 0.900 vs 0.97 (b) |" in md
+    assert "| overhead (≥ 0.97) | 1/4 | 2/4 | 1/4 | 0.900 vs 0.97 (b) |" in md
 
 
 def test_ab_compares_two_builds_level_by_level():
