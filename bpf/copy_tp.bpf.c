@@ -68,13 +68,17 @@ struct {
 	__type(value, u32);
 } zc_state SEC(".maps");
 
-/* skb_shinfo(skb)->flags & SKBFL_ZEROCOPY_ENABLE. skb->end is an offset from head on 64-bit
- * kernels (NET_SKBUFF_DATA_USES_OFFSET), a pointer elsewhere. */
+/* skb_shinfo(skb)->flags & SKBFL_ZEROCOPY_ENABLE, for an skb with paged data: user pages are
+ * always frags, so an skb without (an ACK, say) has none to count or to copy, and is
+ * dismissed with one load instead of the probe read of its shared info. skb->end is an offset
+ * from head on 64-bit kernels (NET_SKBUFF_DATA_USES_OFFSET), a pointer elsewhere. */
 static __always_inline bool skb_zc(struct sk_buff *skb)
 {
 	unsigned char *sh;
 	u8 flags = 0;
 
+	if (!skb->data_len)
+		return false;
 	if (bpf_core_field_size(skb->end) == 4)
 		sh = skb->head + skb->end;
 	else
@@ -212,8 +216,6 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 	if (!skb_zc(skb))
 		return 0;
 	data_len = skb->data_len;
-	if (!data_len)
-		return 0;
 	fresh = data_len;
 	inum = dev->nd_net.net->ns.inum;
 	ns_followed = netns_followed(inum);
