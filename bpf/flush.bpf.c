@@ -2,7 +2,9 @@
 /* The flushes of the per-thread counts (maps.h, struct thread_counts): what a followed thread
  * counted in its own storage goes to its process's statistics (tgid_stats) when the thread
  * exits, and, for the threads alive, when the tracer runs the task iterator before every
- * snapshot and reset (tracer_bpf_flush_threads in user/attach.c). Loaded over the shared maps like every other object. */
+ * snapshot and reset (tracer_bpf_flush_threads in user/attach.c), with the kernel's own
+ * per-thread counters (maps.h, flush_kernel_counts). Loaded over the shared maps like every
+ * other object. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -11,20 +13,30 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* task's counts, if it has any (a storage lookup, empty for threads never followed). */
-static __always_inline void flush_task(struct task_struct *task)
+/* task's counts, if it has any (a storage lookup, empty for threads never followed), and
+ * what the kernel counted for it (struct kernel_counts). From the iterator, a thread of a
+ * followed process that has no storage yet (it was there before `pid add`, which runs the
+ * iterator right after) gets one: its kernel counters are counted from then on. */
+static __always_inline void flush_task(struct task_struct *task, bool adopt)
 {
 	struct task_state *st = bpf_task_storage_get(&task_state, task, 0, 0);
+	u32 tgid;
 
-	if (st)
+	if (st) {
 		flush_thread_counts(st);
+		flush_kernel_counts(task, st);
+		return;
+	}
+	tgid = task->tgid;
+	if (adopt && tgid_followed(tgid))
+		adopt_thread(task, tgid);
 }
 
 /* A thread exits (its storage goes with it). Every thread exit of the machine passes here. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(tp_thread_exit, struct task_struct *task)
 {
-	flush_task(task);
+	flush_task(task, false);
 	return 0;
 }
 
@@ -34,6 +46,6 @@ int flush_threads(struct bpf_iter__task *ctx)
 	struct task_struct *task = ctx->task;	/* read once: each read may be NULL */
 
 	if (task)
-		flush_task(task);
+		flush_task(task, true);
 	return 0;
 }

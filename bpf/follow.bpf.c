@@ -12,7 +12,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "filter.h"
+#include "maps.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -57,15 +57,22 @@ static __always_inline long follow_tgid(u32 tgid)
 	return bpf_map_update_elem(&followed_tgids, &tgid, &one, BPF_NOEXIST);
 }
 
-static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child)
+/* btf: child is a trusted pointer (tp_btf), so a thread or process born followed gets its
+ * storage here and its kernel counters (maps.h, kernel_counts) are counted from its birth;
+ * through raw_tp they are counted from its first event. */
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child,
+				   bool btf)
 {
 	u32 ptgid = BPF_CORE_READ(parent, tgid);
 	u32 ctgid = BPF_CORE_READ(child, tgid);
+	bool parent_followed = tgid_followed(ptgid);
 	long err;
 
+	if (btf && parent_followed)
+		adopt_thread(child, ctgid);
 	if (ctgid == ptgid)
 		return 0;
-	if (tgid_followed(ptgid)) {
+	if (parent_followed) {
 		err = follow_tgid(ctgid);
 		if (!err)
 			count_event(CNT_FORKS_FOLLOWED);
@@ -75,8 +82,11 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	if (!cgroups_followed() || !task_in_followed_cgroup(child))
 		return 0;
 	err = follow_tgid(ctgid);
-	if (!err)
+	if (!err) {
 		count_event(CNT_CGROUP_FOLLOWED);
+		if (btf)
+			adopt_thread(child, ctgid);
+	}
 	count_update_error(err);
 	return 0;
 }
@@ -84,13 +94,13 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(fork_btf, struct task_struct *parent, struct task_struct *child)
 {
-	return on_fork(parent, child);
+	return on_fork(parent, child, true);
 }
 
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(fork_raw, struct task_struct *parent, struct task_struct *child)
 {
-	return on_fork(parent, child);
+	return on_fork(parent, child, false);
 }
 
 /* A process (or, in a threaded cgroup, a thread) moved to another cgroup: the tracepoint

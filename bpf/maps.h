@@ -49,8 +49,10 @@ struct task_state {
 	u32 tgid;
 	u32 followed;
 	u32 calls;		/* traced calls opened, for --latency-sample */
+	u32 kfollowed;		/* kbase is being counted for tgid (flush_kernel_counts) */
 	struct thread_counts counts;
 	struct thread_counts flushed;
+	struct kernel_counts kbase;	/* the kernel's counters already added (or left out) */
 };
 
 struct {
@@ -126,6 +128,33 @@ static __always_inline struct proc_stats *proc_get(u32 tgid)
 	return ts ? &ts->p : NULL;
 }
 
+static __always_inline void read_kernel_counts(struct task_struct *task, struct kernel_counts *k)
+{
+	k->switches = task->nvcsw + task->nivcsw;
+	k->migrations = task->se.nr_migrations;
+	k->faults = task->min_flt + task->maj_flt;
+	k->run_ns = task->se.sum_exec_runtime;
+}
+
+/* task's storage for a thread of followed process tgid that had none: its kernel counters
+ * are counted from now on (from zero for a thread just forked). */
+static __always_inline struct task_state *adopt_thread(struct task_struct *task, u32 tgid)
+{
+	struct task_state *st;
+
+	st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st) {
+		count_event(CNT_DROPS);
+		return NULL;
+	}
+	st->gen = current_filter_gen();
+	st->followed = 1;
+	st->tgid = tgid;
+	read_kernel_counts(task, &st->kbase);
+	st->kfollowed = 1;
+	return st;
+}
+
 /* The thread's state if its process is followed, else NULL. "Followed" is cached in the
  * task's storage and decided again when the filter generation changed. The storage is
  * created on a followed thread's first event, with its process's statistics (named after the
@@ -147,11 +176,9 @@ static __always_inline struct task_state *followed_thread(void)
 		return NULL;	/* no storage is created for threads never followed */
 	}
 	if (!st) {
-		st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (!st) {
-			count_event(CNT_DROPS);
+		st = adopt_thread(task, tgid);
+		if (!st)
 			return NULL;
-		}
 		tgid_stats_get(tgid);
 	}
 	st->gen = gen;
@@ -218,6 +245,31 @@ static __always_inline void flush_thread_counts(struct task_state *st)
 	c.done = (u64 *)st->flushed.sc;
 	c.to = (u64 *)ts->sc;
 	bpf_loop(NETIO_SC_WORDS, flush_sc_word, &c, 0);
+}
+
+/* What the kernel counted for the thread since the last flush goes to its process while the
+ * process is followed; outside that (before, between `clear` and `pid add`) it is skipped.
+ * Exchanged field by field: a racing flush takes the rest (as flush_one). */
+static __always_inline void flush_kernel_counts(struct task_struct *task, struct task_state *st)
+{
+	struct kernel_counts now;
+	struct tgid_stats *ts = NULL;
+	bool followed = st->tgid && tgid_followed(st->tgid);
+	u64 d;
+
+	read_kernel_counts(task, &now);
+	if (followed && st->kfollowed)
+		ts = tgid_stats_get(st->tgid);
+#define NETIO_KFLUSH(f)							\
+	d = now.f - __sync_lock_test_and_set(&st->kbase.f, now.f);		\
+	if (d && ts)							\
+		__sync_fetch_and_add(&ts->k.f, d);
+	NETIO_KFLUSH(switches);
+	NETIO_KFLUSH(migrations);
+	NETIO_KFLUSH(faults);
+	NETIO_KFLUSH(run_ns);
+#undef NETIO_KFLUSH
+	st->kfollowed = followed;
 }
 
 /* After a thread added to its counts: an exiting thread's exit flush may have run already

@@ -88,11 +88,22 @@ struct sc_stats {
 	u64 hist[NETIO_HIST_SLOTS];
 };
 
+/* What the kernel itself counts for every thread (task_struct), added per process at the
+ * thread's exit and before every snapshot: the perf "software" counters without a perf event
+ * on any task, which every context switch of a followed thread would pay. */
+struct kernel_counts {
+	u64 switches;		/* nvcsw + nivcsw: context-switches */
+	u64 migrations;		/* se.nr_migrations: cpu-migrations */
+	u64 faults;		/* min_flt + maj_flt: page-faults */
+	u64 run_ns;		/* se.sum_exec_runtime: task-clock */
+};
+
 /* Everything counted per process (tgid), per CPU: one map lookup serves a syscall's exit, its
  * class statistics and the copy counters. */
 struct tgid_stats {
 	struct proc_stats p;
 	struct sc_stats sc[SC_NR_CLASSES];
+	struct kernel_counts k;
 	char comm[NETIO_COMM_LEN];	/* set when the entry is created (last: not summed) */
 };
 

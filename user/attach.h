@@ -120,9 +120,10 @@ void tracer_bpf_rearm(struct tracer_bpf *t);
  * programs and maps stay loaded. tracer_bpf_attach() attaches them again as they were (the
  * on-demand ones re-armed); 0, or -1 with err filled (everything detached again). */
 void tracer_bpf_detach(struct tracer_bpf *t);
-/* What every live thread counted in its storage, added to its process's statistics (one pass
- * of flush.bpf.c's task iterator; exited threads flushed themselves). Before each snapshot
- * and reset. */
+/* What every live thread counted in its storage, and the kernel's counters of the thread,
+ * added to its process's statistics (one pass of flush.bpf.c's task iterator; exited threads
+ * flushed themselves). Before each snapshot and reset, and after the followed set changes
+ * (threads of a process just followed start their kernel counters there). */
 void tracer_bpf_flush_threads(const struct tracer_bpf *t);
 int tracer_bpf_attach(struct tracer_bpf *t, char *err, size_t errlen);
 

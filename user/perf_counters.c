@@ -27,6 +27,7 @@
 #endif
 
 #include "json.h"
+#include "netio.h"
 #include "perf_counters.h"
 #include "pmu.h"
 
@@ -77,6 +78,7 @@ struct pc_pid {
 };
 
 struct perf_counters {
+	bool kernel_sw;            /* software events from struct kernel_counts, none opened */
 	int npmu;                  /* core PMUs: 1, or 2+ on hybrid CPUs */
 	uint32_t pmu_type[MAXPMU]; /* their types (0: legacy, not extended) */
 	bool supported[NEV][MAXPMU];
@@ -152,7 +154,23 @@ static double tsc_hz(void)
 	}
 }
 
-struct perf_counters *perf_counters_new(void)
+/* Whether event e is read from the kernel's own counters instead of a perf event. */
+static bool from_kernel(const struct perf_counters *pc, int e)
+{
+	return pc->kernel_sw && EVENTS[e].type == PERF_TYPE_SOFTWARE;
+}
+
+static unsigned long long kernel_value(int e, const struct kernel_counts *k)
+{
+	switch (EVENTS[e].config) {
+	case PERF_COUNT_SW_CONTEXT_SWITCHES: return k->switches;
+	case PERF_COUNT_SW_CPU_MIGRATIONS: return k->migrations;
+	case PERF_COUNT_SW_PAGE_FAULTS: return k->faults;
+	default: return k->run_ns;	/* PERF_COUNT_SW_TASK_CLOCK */
+	}
+}
+
+struct perf_counters *perf_counters_new(bool kernel_software)
 {
 	struct perf_counters *pc = calloc(1, sizeof(*pc));
 	struct perf_event_attr a;
@@ -160,9 +178,13 @@ struct perf_counters *perf_counters_new(void)
 
 	if (!pc)
 		return NULL;
+	pc->kernel_sw = kernel_software;
 	find_core_pmus(pc);
 	for (e = 0; e < NEV; e++) {
 		int npmu = EVENTS[e].type == PERF_TYPE_SOFTWARE ? 1 : pc->npmu;
+
+		if (from_kernel(pc, e))
+			continue;
 
 		for (m = 0; m < npmu; m++) {
 			int fd;
@@ -418,7 +440,8 @@ static int event_value(const struct perf_counters *pc, int e, double *out, bool 
 	return 0;
 }
 
-void perf_counters_write_json(struct perf_counters *pc, FILE *out)
+void perf_counters_write_json(struct perf_counters *pc, const struct kernel_counts *k,
+			      FILE *out)
 {
 	struct json j;
 	bool scaled = false;
@@ -430,7 +453,9 @@ void perf_counters_write_json(struct perf_counters *pc, FILE *out)
 		double v;
 
 		json_key(&j, EVENTS[e].name);
-		if (event_value(pc, e, &v, &scaled) == 0)
+		if (from_kernel(pc, e))
+			json_uint(&j, kernel_value(e, k));
+		else if (event_value(pc, e, &v, &scaled) == 0)
 			json_uint(&j, (unsigned long long)(v + 0.5));
 		else
 			json_null(&j);
@@ -442,7 +467,7 @@ void perf_counters_write_json(struct perf_counters *pc, FILE *out)
 
 		for (m = 0; m < npmu; m++)
 			any |= pc->supported[e][m];
-		if (!any)
+		if (!any && !from_kernel(pc, e))
 			json_string(&j, EVENTS[e].name);
 	}
 	json_end(&j);
@@ -458,6 +483,7 @@ void perf_counters_write_json(struct perf_counters *pc, FILE *out)
 		json_end(&j);
 	}
 	json_kv_bool(&j, "scaled", scaled);
+	json_kv_string(&j, "software_from", pc->kernel_sw ? "task_struct" : "perf_event");
 	json_key(&j, "tsc_hz");
 	if (pc->tsc_hz > 0)
 		json_uint(&j, (unsigned long long)(pc->tsc_hz + 0.5));

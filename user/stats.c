@@ -175,6 +175,7 @@ static int read_procs(const struct tracer_bpf *t, void *buf, size_t stride, stru
 			continue;
 		sum_percpu(buf, sizeof(struct tgid_stats), offsetof(struct tgid_stats, comm) / 8, sum);
 		p->st = sum->p;
+		p->k = sum->k;
 		for (int c = 0; c < SC_NR_CLASSES; c++) {
 			p->sc[c] = sum->sc[c];
 			p->has_sc[c] = sum->sc[c].count > 0;
@@ -279,6 +280,10 @@ static unsigned long long total_proc(struct snapshot *s, struct proc_snap *p)
 	s->tx_calls += p->st.tx_calls;
 	s->rx_copy_bytes += p->st.rx_copy_bytes;
 	s->pinned_pages += p->st.pinned_pages;
+	s->k.switches += p->k.switches;
+	s->k.migrations += p->k.migrations;
+	s->k.faults += p->k.faults;
+	s->k.run_ns += p->k.run_ns;
 	for (int c = 0; c < SC_NR_CLASSES; c++) {
 		if (!p->has_sc[c])
 			continue;

@@ -15,6 +15,7 @@ struct proc_snap {
 	struct proc_stats st;
 	struct sc_stats sc[SC_NR_CLASSES];
 	bool has_sc[SC_NR_CLASSES];
+	struct kernel_counts k;
 	/* derived */
 	bool tx_copy_inferred;
 };
@@ -42,6 +43,7 @@ struct snapshot {
 	bool tx_copy_inferred, pinned_pages_null, tx_from_syscalls;
 	struct sc_stats sc[SC_NR_CLASSES];
 	bool has_sc[SC_NR_CLASSES];
+	struct kernel_counts k;	/* the kernel's per-thread counters, summed (perf_counters) */
 	unsigned long long zc_completions, zc_completed_sends, zc_copied_sends, zc_skbs_at_tcp,
 			   fallback_copy_skbs, zc_tx_skbs;
 	/* self cost since the last reset */

@@ -340,6 +340,7 @@ static int follow_pid(struct tracer *tr, unsigned int pid, char *err, size_t err
 		return -1;
 	}
 	tracer_bpf_filter_changed(&tr->bpf);
+	tracer_bpf_flush_threads(&tr->bpf);	/* its threads' kernel counters start now */
 	bool known = false;
 	for (int i = 0; i < tr->npids; i++)
 		known |= tr->pids[i] == tgid;
@@ -413,6 +414,7 @@ static void clear_all(struct tracer *tr)
 	clear_map(tr->bpf.followed_tgids, sizeof(u32));
 	clear_map(tr->bpf.followed_netns, sizeof(u32));
 	tracer_bpf_filter_changed(&tr->bpf);
+	tracer_bpf_flush_threads(&tr->bpf);	/* the kernel counters stop for the unfollowed */
 	stats_clear_state(&tr->bpf);
 	if (tr->pc)
 		perf_counters_clear(tr->pc);
@@ -447,7 +449,7 @@ static void write_trace_json(struct tracer *tr, FILE *out, const char *folded, s
 		size_t len = 0;
 		FILE *ms = open_memstream(&buf, &len);
 		if (ms) {
-			perf_counters_write_json(tr->pc, ms);
+			perf_counters_write_json(tr->pc, &s->k, ms);
 			fclose(ms);
 			json_raw(&j, buf);
 			free(buf);
@@ -1098,8 +1100,8 @@ static int follow_and_sample(struct tracer *tr, const struct cli *cli)
 		fprintf(stderr, "netio-tracer: %s\n", err);
 		return 2;
 	}
-	if (!tr->no_counters)
-		tr->pc = perf_counters_new();
+	if (!tr->no_counters)	/* software counters from the kernel's where the flush runs */
+		tr->pc = perf_counters_new(tr->bpf.flush != NULL);
 	ret = open_sampler(tr, err, sizeof(err));
 	if (ret)
 		return ret;

@@ -20,11 +20,12 @@ import time
 import pytest
 
 from conftest import BUILD, CLIENT, SERVER, TRACER, needs_built, needs_root
-from netio_trace.system.machine import has_pmu
+from netio_trace.system.machine import has_pmu, kernel_hz
 from netio_trace.system.netns import Topology
 from netio_trace.system.procs import READY_ARGS, GatedProcess, wait_listening
 
 GETPID = os.path.join(BUILD, "netio-getpid-loop")
+BUSY = os.path.join(BUILD, "netio-busy-loop")
 VMTEST = os.environ.get("NETIO_VMTEST") == "1"
 
 STRATEGIES = ("two-copy", "one-copy", "zero-copy", "per-field")
@@ -238,6 +239,64 @@ def test_exact_bytes(tracer, topologies, tmp_path, strategy, size, transport):
         # the copy happened before TCP saw the segments: the flag is gone at tcp_probe
         assert snap["zerocopy"]["fallback_copy_skbs"] > 0
         assert snap["zerocopy"]["zc_skbs_at_tcp"] == 0
+
+
+def _at_gate(pid, timeout=5):
+    """Waits until the forked child sleeps at its gate (its counters then stand still)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "S":
+                return
+        time.sleep(0.005)
+    raise AssertionError(f"{pid} never reached its gate")
+
+
+def _kernel_counts(pid):
+    """(context switches, page faults, run ns) the kernel counts for a single-threaded pid."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    faults = int(fields[7]) + int(fields[9])         # minflt, majflt
+    with open(f"/proc/{pid}/status") as f:
+        status = dict(l.split(":", 1) for l in f if ":" in l)
+    switches = int(status["voluntary_ctxt_switches"]) + int(status["nonvoluntary_ctxt_switches"])
+    with open(f"/proc/{pid}/schedstat") as f:
+        run_ns = int(f.read().split()[0])
+    return switches, faults, run_ns
+
+
+def test_software_counters_are_the_kernels_own(tracer, tmp_path):
+    """context-switches, page-faults and task-clock are the kernel's own counters of the
+    followed threads (bpf/netio.h, kernel_counts), from `pid add` on, and of the children
+    forked after it from their birth: what wait4 reports for the process and the children it
+    waited for, less what its gate had counted before `pid add`. A thread's last switches and
+    microseconds, after sched_process_exit, are the kernel's only; faults are exact."""
+    tracer.ok("clear")
+    tracer.ok("reset")
+    argv = ["/bin/sh", "-c", f"{BUSY} --seconds 0.5 & {BUSY} --seconds 0.5; wait"]
+    p = GatedProcess(argv, str(tmp_path / "out"), str(tmp_path / "err"))
+    try:
+        _at_gate(p.pid)
+        before = _kernel_counts(p.pid)
+        tracer.ok(f"pid add {p.pid}")
+        p.release()
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        p.kill()
+    assert p.returncode == 0
+    perf = tracer.snapshot(str(tmp_path / "s.json"))["perf"]
+    assert perf["software_from"] == "task_struct"
+    processes = 3
+    switches = ru.ru_nvcsw + ru.ru_nivcsw - before[0]
+    assert switches - 3 * processes <= perf["context-switches"] <= switches, (perf, ru)
+    assert perf["page-faults"] == ru.ru_minflt + ru.ru_majflt - before[1], (perf, ru)
+    # a running thread's sum is brought up to date at ticks and switches: at its exit it
+    # may lack up to a tick, plus its exit path after the tracepoint
+    run_ns = round((ru.ru_utime + ru.ru_stime) * 1e9) - before[2]
+    lag = processes * (1e9 / (kernel_hz() or 100) + 1e6)
+    assert run_ns - lag <= perf["task-clock"] <= run_ns + 1e3 * processes, (perf, ru)
+    assert perf["task-clock"] > 0.5e9     # two busy loops of 0.5 s each, on 2 CPUs or one
 
 
 @host_only
