@@ -70,3 +70,20 @@ def run_cli(*args, env=None, cwd=None, prefix=()):
         e.update(env)
     return subprocess.run([*prefix, sys.executable, "-m", "netio_trace.cli", *args],
                           capture_output=True, text=True, env=e, cwd=cwd or REPO, timeout=120)
+
+
+def wait_line(proc, needle, timeout):
+    """Read proc's stderr (a text pipe) until a line containing needle; the lines read."""
+    import select
+    import time
+    seen, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], 0.5)
+        if ready:
+            line = proc.stderr.readline()
+            if not line:
+                break
+            seen.append(line)
+            if needle in line:
+                return seen
+    raise AssertionError(f"never saw {needle!r}: {''.join(seen)}")

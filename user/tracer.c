@@ -1105,11 +1105,14 @@ static int follow_and_sample(struct tracer *tr, const struct cli *cli)
 	ret = open_sampler(tr, err, sizeof(err));
 	if (ret)
 		return ret;
-	for (int i = 0; i < cli->npids; i++)
+	for (int i = 0; i < cli->npids; i++) {
 		if (follow_pid(tr, cli->pids[i], err, sizeof(err))) {
 			fprintf(stderr, "netio-tracer: --pid: %s\n", err);
 			return 2;
 		}
+		/* everything is attached: what the process does from now on is counted */
+		fprintf(stderr, "netio-tracer: following pid %u\n", cli->pids[i]);
+	}
 	for (int i = 0; i < tr->ncgroups; i++) {
 		if (follow_cgroup(tr, tr->cgroups[i], err, sizeof(err))) {
 			fprintf(stderr, "netio-tracer: %s\n", err);

@@ -4,7 +4,6 @@ process outside it is not. Bytes are checked exactly against what the workloads 
 Binaries come from $NETIO_BUILD (default <repo>/build)."""
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ if REPO not in sys.path:
 
 from netio_trace.system.cgroup import cgroup2_root  # noqa: E402
 from netio_trace.system.netns import Topology  # noqa: E402
+from conftest import wait_line  # noqa: E402
 
 BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
 SERVER = os.path.join(BUILD, "netio-server")
@@ -52,21 +52,6 @@ def _in_cgroup(cg, command):
     return ["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec {command}']
 
 
-def _wait_line(proc, needle, timeout=TIMEOUT):
-    """Read proc's stderr until a line containing needle; the lines read."""
-    seen, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stderr], [], [], 0.5)
-        if ready:
-            line = proc.stderr.readline()
-            if not line:
-                break
-            seen.append(line)
-            if needle in line:
-                return seen
-    raise AssertionError(f"never saw {needle!r}: {''.join(seen)}")
-
-
 def _port(err_path, proc):
     deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
@@ -98,7 +83,7 @@ def test_workload_started_in_the_cgroup_after_the_tracer_counts_exactly(cgroup_d
             cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO, NETIO_BUILD=BUILD),
             stderr=subprocess.PIPE, text=True)
         try:
-            _wait_line(tracer, "following cgroup")
+            wait_line(tracer, "following cgroup", TIMEOUT)
             server = _serve(_in_cgroup(cgroup_dir, _server_cmd(topo)), tmp_path / "in",
                             port_file)
             assert early.wait(TIMEOUT) == 0 and server.wait(TIMEOUT) == 0

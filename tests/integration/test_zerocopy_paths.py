@@ -20,10 +20,10 @@ import time
 
 import pytest
 
-from conftest import BUILD, CLIENT, REPO, SERVER, TRACER, needs_built, needs_root
+from conftest import BUILD, CLIENT, REPO, SERVER, TRACER, needs_built, needs_root, wait_line
 from netio_trace.system.netns import Topology
 from netio_trace.system.procs import wait_listening
-from test_tracer import Tracer, proc, run_workload, wait_attached
+from test_tracer import Tracer, proc, run_workload
 
 KERNEL = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
 # 20000 x 1000 B and 2000 x 64 KiB per connection: the latter writes 128 MiB per sendfile
@@ -287,22 +287,6 @@ print(sent, flush=True)
 """
 
 
-def wait_following(tracer_pid, timeout=120):
-    """The tracer follows its --pid once it has opened that process's perf counters (after
-    loading and attaching every program, which a slow guest can pause in between)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        fds = f"/proc/{tracer_pid}/fd"
-        try:
-            if any(os.readlink(os.path.join(fds, fd)) == "anon_inode:[perf_event]"
-                   for fd in os.listdir(fds)):
-                return True
-        except OSError:
-            pass
-        time.sleep(0.1)
-    return False
-
-
 def test_trace_pid_of_any_program_sending_a_file(tmp_path):
     """A program of someone else's that sends a file (a web server, say), followed with
     --pid: its bytes are sent, not copied."""
@@ -312,14 +296,15 @@ def test_trace_pid_of_any_program_sending_a_file(tmp_path):
     try:
         assert prog.stdout.readline().strip() == "ready"
         tr = subprocess.Popen([TRACER, "--no-sample", "--pid", str(prog.pid), "--json",
-                               str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert wait_attached(tr.pid), "the tracer never attached"
-        assert wait_following(tr.pid), "the tracer never followed the program"
+                               str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+        # everything is attached and counting once it says so (a slow guest can take minutes)
+        wait_line(tr, f"following pid {prog.pid}", 300)
         prog.stdin.write("go\n")
         prog.stdin.flush()
         sent = int(prog.stdout.readline())
         prog.wait(timeout=60)
-        assert tr.wait(timeout=60) == 0, tr.stderr.read().decode(errors="replace")
+        assert tr.wait(timeout=60) == 0, tr.stderr.read()
     finally:
         for p in (prog,):
             if p.poll() is None:
