@@ -288,14 +288,17 @@ def test_software_counters_are_the_kernels_own(tracer, tmp_path):
     perf = tracer.snapshot(str(tmp_path / "s.json"))["perf"]
     assert perf["software_from"] == "task_struct"
     processes = 3
-    switches = ru.ru_nvcsw + ru.ru_nivcsw - before[0]
-    assert switches - 3 * processes <= perf["context-switches"] <= switches, (perf, ru)
-    assert perf["page-faults"] == ru.ru_minflt + ru.ru_majflt - before[1], (perf, ru)
-    # a running thread's sum is brought up to date at ticks and switches: at its exit it
-    # may lack up to a tick, plus its exit path after the tracepoint
-    run_ns = round((ru.ru_utime + ru.ru_stime) * 1e9) - before[2]
-    lag = processes * (1e9 / (kernel_hz() or 100) + 1e6)
-    assert run_ns - lag <= perf["task-clock"] <= run_ns + 1e3 * processes, (perf, ru)
+    # (the kernel's, the tracer's): the tracer stops at sched_process_exit; what the exit
+    # path does after it (closing files, task work, the last schedule) is the kernel's only,
+    # and a running thread's sum lacks up to a tick until the next tick or switch
+    switches = (ru.ru_nvcsw + ru.ru_nivcsw - before[0], perf["context-switches"])
+    faults = (ru.ru_minflt + ru.ru_majflt - before[1], perf["page-faults"])
+    run_ns = (round((ru.ru_utime + ru.ru_stime) * 1e9) - before[2], perf["task-clock"])
+    why = {"switches": switches, "faults": faults, "run_ns": run_ns}
+    assert faults[0] == faults[1], why
+    assert switches[0] - 10 * processes <= switches[1] <= switches[0], why
+    lag = processes * (1e9 / (kernel_hz() or 100) + 5e6)
+    assert run_ns[0] - lag <= run_ns[1] <= run_ns[0] + 1e3 * processes, why
     assert perf["task-clock"] > 0.5e9     # two busy loops of 0.5 s each, on 2 CPUs or one
 
 
