@@ -493,14 +493,19 @@ class Bench:
         """One run of netio-server/netio-client in topo, watched by observer (see above).
         A run that fails is retried once (and said so); a second failure ends the bench."""
         observer = observer or Untraced()
+        return self._retried(
+            f"{strategy} {size_name(size)} ×{threads} {topo.transport} {observer.name}",
+            lambda: self._netio(topo, strategy, size, threads, duration, observer))
+
+    def _retried(self, what, run):
+        """run(), and once more if it fails (said so in the log and in the results); a second
+        failure ends the bench."""
         try:
-            return self._netio(topo, strategy, size, threads, duration, observer)
+            return run()
         except RuntimeError as e:
-            log(f"run failed, retrying once: {strategy} {size} B x{threads} "
-                f"{topo.transport} {observer.name}: {e}")
-            self.retries.append(f"{strategy} {size_name(size)} ×{threads} {topo.transport} "
-                                f"{observer.name}: {e}")
-            return self._netio(topo, strategy, size, threads, duration, observer)
+            log(f"run failed, retrying once: {what}: {e}")
+            self.retries.append(f"{what}: {e}")
+            return run()
 
     def _netio(self, topo, strategy, size, threads, duration, observer):
         d = self.rundir()
@@ -581,7 +586,11 @@ class Bench:
 
     def busy_loop(self, duration, observer):
         """One run of netio-busy-loop (computation only) in the workloads' cgroup, watched by
-        observer: {"blocks_per_s", "cpu_s"} and what the observer adds."""
+        observer: {"blocks_per_s", "cpu_s"} and what the observer adds. Retried once."""
+        return self._retried(f"busy loop {observer.name}",
+                             lambda: self._busy_loop(duration, observer))
+
+    def _busy_loop(self, duration, observer):
         d = self.rundir()
         out, err = os.path.join(d, "b.out"), os.path.join(d, "b.err")
         proc = GatedProcess([os.path.join(BUILD, "netio-busy-loop"), "--seconds",
