@@ -17,19 +17,19 @@ char LICENSE[] SEC("license") = "GPL";
  * what the kernel counted for it (struct kernel_counts). From the iterator, a thread of a
  * followed process that has no storage yet (it was there before `pid add`, which runs the
  * iterator right after) gets one: its kernel counters are counted from then on. */
-static __always_inline void flush_task(struct task_struct *task, bool adopt)
+static __always_inline void flush_task(struct task_struct *task, bool iterating)
 {
 	struct task_state *st = bpf_task_storage_get(&task_state, task, 0, 0);
 	u32 tgid;
 
 	if (st) {
 		flush_thread_counts(st);
-		flush_kernel_counts(task, st);
+		flush_kernel_counts(task, st, !iterating);
 		return;
 	}
 	tgid = task->tgid;
-	if (adopt && tgid_followed(tgid))
-		adopt_thread(task, tgid);
+	if (iterating && tgid_followed(tgid))
+		adopt_thread(task, tgid, false);
 }
 
 /* A thread exits (its storage goes with it). Every thread exit of the machine passes here. */

@@ -69,7 +69,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	long err;
 
 	if (btf && parent_followed)
-		adopt_thread(child, ctgid);
+		adopt_thread(child, ctgid, false);
 	if (ctgid == ptgid)
 		return 0;
 	if (parent_followed) {
@@ -85,7 +85,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	if (!err) {
 		count_event(CNT_CGROUP_FOLLOWED);
 		if (btf)
-			adopt_thread(child, ctgid);
+			adopt_thread(child, ctgid, false);
 	}
 	count_update_error(err);
 	return 0;

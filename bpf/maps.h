@@ -50,6 +50,7 @@ struct task_state {
 	u32 followed;
 	u32 calls;		/* traced calls opened, for --latency-sample */
 	u32 kfollowed;		/* kbase is being counted for tgid (flush_kernel_counts) */
+	u32 active;		/* the thread had an event: it has counts to flush */
 	struct thread_counts counts;
 	struct thread_counts flushed;
 	struct kernel_counts kbase;	/* the kernel's counters already added (or left out) */
@@ -107,17 +108,30 @@ struct {
 static const struct tgid_stats zero_tgid_stats;
 static const struct netns_stats zero_netns_stats;
 
-static __always_inline struct tgid_stats *tgid_stats_get(u32 tgid)
+/* tgid's statistics, made if missing (named after the process when it is current); NULL if
+ * they cannot be made now (the map full, or its element cache empty for a moment: entries
+ * are allocated on demand). */
+static __always_inline struct tgid_stats *tgid_stats_try(u32 tgid)
 {
 	struct tgid_stats *ts = bpf_map_lookup_elem(&tgid_stats, &tgid);
 
 	if (ts)
 		return ts;
-	count_update_error(bpf_map_update_elem(&tgid_stats, &tgid, &zero_tgid_stats, BPF_NOEXIST));
+	bpf_map_update_elem(&tgid_stats, &tgid, &zero_tgid_stats, BPF_NOEXIST);
 	ts = bpf_map_lookup_elem(&tgid_stats, &tgid);
 	/* the comm of the process itself, not of whoever runs a softirq */
 	if (ts && (bpf_get_current_pid_tgid() >> 32) == tgid)
 		bpf_get_current_comm(ts->comm, sizeof(ts->comm));
+	return ts;
+}
+
+/* The same where a NULL loses what the caller was adding: a drop. */
+static __always_inline struct tgid_stats *tgid_stats_get(u32 tgid)
+{
+	struct tgid_stats *ts = tgid_stats_try(tgid);
+
+	if (!ts)
+		count_event(CNT_DROPS);
 	return ts;
 }
 
@@ -137,14 +151,18 @@ static __always_inline void read_kernel_counts(struct task_struct *task, struct 
 }
 
 /* task's storage for a thread of followed process tgid that had none: its kernel counters
- * are counted from now on (from zero for a thread just forked). */
-static __always_inline struct task_state *adopt_thread(struct task_struct *task, u32 tgid)
+ * are counted from now on (from zero for a thread just forked). Without storage an event is
+ * lost (a drop); a thread adopted ahead of its events (fork, `pid add`) that cannot get it
+ * then gets it at its first event, and only its kernel counters start later. */
+static __always_inline struct task_state *adopt_thread(struct task_struct *task, u32 tgid,
+						       bool event)
 {
 	struct task_state *st;
 
 	st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
-		count_event(CNT_DROPS);
+		if (event)
+			count_event(CNT_DROPS);
 		return NULL;
 	}
 	st->gen = current_filter_gen();
@@ -165,8 +183,12 @@ static __always_inline struct task_state *followed_thread(void)
 	struct task_state *st = bpf_task_storage_get(&task_state, task, 0, 0);
 	u32 gen = current_filter_gen(), tgid;
 
-	if (st && st->gen == gen)
-		return st->followed ? st : NULL;
+	if (st && st->gen == gen) {
+		if (!st->followed)
+			return NULL;
+		st->active = 1;
+		return st;
+	}
 	tgid = bpf_get_current_pid_tgid() >> 32;
 	if (!tgid_followed(tgid)) {
 		if (st) {
@@ -176,14 +198,15 @@ static __always_inline struct task_state *followed_thread(void)
 		return NULL;	/* no storage is created for threads never followed */
 	}
 	if (!st) {
-		st = adopt_thread(task, tgid);
+		st = adopt_thread(task, tgid, true);
 		if (!st)
 			return NULL;
-		tgid_stats_get(tgid);
+		tgid_stats_try(tgid);	/* named now; made by the flush if not now */
 	}
 	st->gen = gen;
 	st->followed = 1;
 	st->tgid = tgid;
+	st->active = 1;
 	return st;
 }
 
@@ -224,13 +247,11 @@ static __always_inline void flush_thread_counts(struct task_state *st)
 	struct flush_ctx c;
 	u64 d;
 
-	if (!st->tgid)
-		return;
+	if (!st->tgid || !st->active)
+		return;		/* no event yet (adopted ahead of them): nothing to add */
 	ts = tgid_stats_get(st->tgid);
-	if (!ts) {
-		count_event(CNT_DROPS);
+	if (!ts)
 		return;
-	}
 #define NETIO_FLUSH(f)							\
 	d = flush_one(&st->counts.f, &st->flushed.f);			\
 	if (d)								\
@@ -249,17 +270,24 @@ static __always_inline void flush_thread_counts(struct task_state *st)
 
 /* What the kernel counted for the thread since the last flush goes to its process while the
  * process is followed; outside that (before, between `clear` and `pid add`) it is skipped.
- * Exchanged field by field: a racing flush takes the rest (as flush_one). */
-static __always_inline void flush_kernel_counts(struct task_struct *task, struct task_state *st)
+ * Exchanged field by field: a racing flush takes the rest (as flush_one). The process's
+ * statistics are made for them only at the thread's exit (a process with no event of its own
+ * has none before); until then the counts wait in the thread. */
+static __always_inline void flush_kernel_counts(struct task_struct *task, struct task_state *st,
+						bool exiting)
 {
 	struct kernel_counts now;
 	struct tgid_stats *ts = NULL;
 	bool followed = st->tgid && tgid_followed(st->tgid);
+	u32 tgid = st->tgid;
 	u64 d;
 
+	if (followed && st->kfollowed) {
+		ts = exiting ? tgid_stats_try(tgid) : bpf_map_lookup_elem(&tgid_stats, &tgid);
+		if (!ts)
+			return;
+	}
 	read_kernel_counts(task, &now);
-	if (followed && st->kfollowed)
-		ts = tgid_stats_get(st->tgid);
 #define NETIO_KFLUSH(f)							\
 	d = now.f - __sync_lock_test_and_set(&st->kbase.f, now.f);		\
 	if (d && ts)							\
