@@ -186,7 +186,8 @@ static __always_inline struct task_state *followed_thread(void)
 	if (st && st->gen == gen) {
 		if (!st->followed)
 			return NULL;
-		st->active = 1;
+		if (!st->active)	/* adopted ahead of its events: a store once, not per event */
+			st->active = 1;
 		return st;
 	}
 	tgid = bpf_get_current_pid_tgid() >> 32;
@@ -278,8 +279,8 @@ static __always_inline void flush_kernel_counts(struct task_struct *task, struct
 {
 	struct kernel_counts now;
 	struct tgid_stats *ts = NULL;
-	bool followed = st->tgid && tgid_followed(st->tgid);
 	u32 tgid = st->tgid;
+	bool followed = tgid && tgid_followed(tgid);
 	u64 d;
 
 	if (followed && st->kfollowed) {

@@ -5,9 +5,11 @@ Under `make test` (NETIO_FULL_TEST=1) a missing prerequisite is an error, not a 
 suites' skip conditions exist for partial runs by hand, and must never let CI pass on tests
 that did not run."""
 import os
+import select
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -74,8 +76,6 @@ def run_cli(*args, env=None, cwd=None, prefix=()):
 
 def wait_line(proc, needle, timeout):
     """Read proc's stderr (a text pipe) until a line containing needle; the lines read."""
-    import select
-    import time
     seen, deadline = [], time.monotonic() + timeout
     while time.monotonic() < deadline:
         ready, _, _ = select.select([proc.stderr], [], [], 0.5)

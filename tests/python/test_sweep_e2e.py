@@ -127,6 +127,7 @@ def _check_tracer_kept(rows, runs):
         key = tuple(row[k] for k in cfg)
         expect = tput[(key, True)] / tput[(key, False)]
         assert float(row["tracer_kept"]) == pytest.approx(expect, rel=1e-5), key
+        assert float(row["tracer_kept"]) > 0, key
     assert all(r["tracer_kept"] == "" for r in rows if r["traced"] == "false")
 
 
