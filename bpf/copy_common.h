@@ -129,12 +129,8 @@ static __always_inline void on_sendpage_exit(long ret)
  * delivery of a MSG_ZEROCOPY skb). Softirq context: filtered by the device's netns. */
 static __always_inline void on_copy_ubufs(struct sk_buff *skb)
 {
-	u32 inum = BPF_CORE_READ(skb, dev, nd_net.net, ns.inum);
-	struct netns_stats *ns;
+	struct netns_stats *ns = netns_stats_of(BPF_CORE_READ(skb, dev, nd_net.net));
 
-	if (!netns_followed(inum))
-		return;
-	ns = netns_get(inum);
 	if (ns) {
 		ns->fallback_copy_bytes += BPF_CORE_READ(skb, data_len);
 		ns->fallback_copy_skbs++;
@@ -163,22 +159,19 @@ static __always_inline void on_zc_completion(struct ubuf_info_msgzc *uarg)
 {
 	struct sk_buff *skb;
 	struct netns_stats *ns;
-	u32 inum, len, zerocopy;
+	u32 len, zerocopy;
 
 	/* the notification skb holds the ubuf_info in its cb[] */
 	skb = (struct sk_buff *)((char *)uarg - bpf_core_field_offset(struct sk_buff, cb));
-	inum = BPF_CORE_READ(skb, sk, __sk_common.skc_net.net, ns.inum);
-	if (!netns_followed(inum))
+	ns = netns_stats_of(BPF_CORE_READ(skb, sk, __sk_common.skc_net.net));
+	if (!ns)
 		return;
 	len = BPF_CORE_READ(uarg, len);
 	zerocopy = BPF_CORE_READ_BITFIELD_PROBED(uarg, zerocopy);
-	ns = netns_get(inum);
-	if (ns) {
-		ns->zc_completions++;
-		ns->zc_completed_sends += len;
-		if (!zerocopy)
-			ns->zc_copied_sends += len;
-	}
+	ns->zc_completions++;
+	ns->zc_completed_sends += len;
+	if (!zerocopy)
+		ns->zc_copied_sends += len;
 }
 
 #endif

@@ -206,10 +206,10 @@ static __always_inline u32 tcp_fresh_bytes(struct sk_info *si, struct sk_buff *s
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 {
-	u32 data_len, fresh, inum;
-	bool ns_followed;
+	struct netns_stats *ns;
 	struct sk_info *si = NULL;
 	struct sock *sk;
+	u32 data_len, fresh;
 	u16 proto = 0;
 	u64 key;
 
@@ -217,15 +217,14 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 		return 0;
 	data_len = skb->data_len;
 	fresh = data_len;
-	inum = dev->nd_net.net->ns.inum;
-	ns_followed = netns_followed(inum);
+	ns = netns_stats_of(dev->nd_net.net);
 	sk = skb->sk;
 	if (sk)
-		proto = BPF_CORE_READ(sk, sk_protocol);
+		proto = sk->sk_protocol;
 	if (counted_proto(proto)) {
 		key = (u64)sk;
 		si = bpf_map_lookup_elem(&sk_owner, &key);
-		if (!si && ns_followed) {
+		if (!si && ns) {
 			struct sk_info n = {};
 
 			count_update_error(bpf_map_update_elem(&sk_owner, &key, &n, BPF_NOEXIST));
@@ -243,12 +242,9 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 			__sync_fetch_and_add(&si->pending, fresh);
 		}
 	}
-	if (fresh && ns_followed) {
-		struct netns_stats *ns = netns_get(inum);
-		if (ns) {
-			ns->zc_tx_bytes += fresh;
-			ns->zc_tx_skbs++;
-		}
+	if (fresh && ns) {
+		ns->zc_tx_bytes += fresh;
+		ns->zc_tx_skbs++;
 	}
 	return 0;
 }
@@ -256,22 +252,19 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 SEC("tp_btf/netif_receive_skb")
 int BPF_PROG(tp_netif_receive, struct sk_buff *skb)
 {
-	u32 inum;
 	struct netns_stats *ns;
+	u32 zero = 0, *seen;
 
 	if (!skb_zc(skb))
 		return 0;
-	inum = skb->dev->nd_net.net->ns.inum;
-	if (!netns_followed(inum))
+	ns = netns_stats_of(skb->dev->nd_net.net);
+	if (!ns)
 		return 0;
-	u32 zero = 0, *seen = bpf_map_lookup_elem(&zc_state, &zero);
+	seen = bpf_map_lookup_elem(&zc_state, &zero);
 	if (seen && !*seen)
 		*seen = 1;
-	ns = netns_get(inum);
-	if (ns) {
-		ns->fallback_copy_bytes += skb->data_len;
-		ns->fallback_copy_skbs++;
-	}
+	ns->fallback_copy_bytes += skb->data_len;
+	ns->fallback_copy_skbs++;
 	return 0;
 }
 
@@ -283,17 +276,13 @@ int BPF_PROG(tp_kfree_skb, struct sk_buff *skb)
 {
 	struct net_device *dev;
 	struct netns_stats *ns;
-	u32 inum;
 
 	if (!skb->skb_iif || !skb_zc(skb))
 		return 0;
 	dev = skb->dev;
 	if (!dev)
 		return 0;
-	inum = dev->nd_net.net->ns.inum;
-	if (!netns_followed(inum))
-		return 0;
-	ns = netns_get(inum);
+	ns = netns_stats_of(dev->nd_net.net);
 	if (ns) {
 		ns->zc_rx_kept_bytes += skb->data_len;
 		ns->zc_rx_kept_skbs++;
@@ -304,15 +293,11 @@ int BPF_PROG(tp_kfree_skb, struct sk_buff *skb)
 SEC("tp_btf/tcp_probe")
 int BPF_PROG(tp_tcp_probe, struct sock *sk, struct sk_buff *skb)
 {
-	u32 inum;
 	struct netns_stats *ns;
 
 	if (!skb_zc(skb))
 		return 0;
-	inum = sk->__sk_common.skc_net.net->ns.inum;
-	if (!netns_followed(inum))
-		return 0;
-	ns = netns_get(inum);
+	ns = netns_stats_of(sk->__sk_common.skc_net.net);
 	if (ns)
 		ns->zc_skbs_at_tcp++;
 	return 0;

@@ -1,6 +1,7 @@
 /* BPF side of "whom do we follow": the followed-tgid map (processes and, through the fork
  * handler in follow.bpf.c, their children) and the followed network namespaces (softirq
- * events have no useful pid: they are filtered by the netns of the device or socket).
+ * events have no useful pid: they are filtered by the netns of the device or socket, and
+ * counted in the namespace's slot of netns_stats, maps.h).
  *
  * Every skeleton that includes this header has its own definition of the maps; the tracer
  * creates them once and hands the same fds to every skeleton (bpf_map__reuse_fd), so one
@@ -21,11 +22,12 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, NETIO_MAX_NETNS);
 	__type(key, u32);	/* netns inode number */
-	__type(value, u8);
+	__type(value, u32);	/* its slot in netns_stats, given by the tracer */
 } followed_netns SEC(".maps");
 
-/* [0]: generation of the filter, bumped by the tracer whenever followed_tgids changes, so
- * that a thread's cached "followed" (task_state in maps.h) is checked again. */
+/* [0]: generation of the filter, bumped by the tracer whenever followed_tgids or
+ * followed_netns changes, so that a thread's cached "followed" (task_state in maps.h) and a
+ * CPU's cached namespace slots (netns_slot) are checked again. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -68,19 +70,48 @@ static __always_inline bool tgid_followed(u32 tgid)
 	return bpf_map_lookup_elem(&followed_tgids, &tgid) != NULL;
 }
 
-static __always_inline bool netns_followed(u32 inum)
-{
-	return inum && bpf_map_lookup_elem(&followed_netns, &inum) != NULL;
-}
+/* The last namespaces a CPU looked up, by struct net address: a zerocopy skb passes two (the
+ * sender's device, then the receiver's), each several times, and the inode number is a
+ * pointer chase and a hash lookup away. Valid for one filter generation; refilled round
+ * robin, so two namespaces met in turn both stay. */
+#define NETNS_CACHE_WAYS 4
 
-static __always_inline u32 dev_netns(struct net_device *dev)
-{
-	return BPF_CORE_READ(dev, nd_net.net, ns.inum);
-}
+struct netns_cache {
+	u64 net[NETNS_CACHE_WAYS];
+	u32 gen[NETNS_CACHE_WAYS];
+	s32 slot[NETNS_CACHE_WAYS];	/* -1: not followed */
+	u32 next;			/* the way refilled next */
+};
 
-static __always_inline u32 sk_netns(struct sock *sk)
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct netns_cache);
+} netns_cache SEC(".maps");
+
+/* The slot of a followed namespace, or -1. net: a kernel pointer read directly or with
+ * BPF_CORE_READ; its inode number is read only on a cache miss. The generation is read before
+ * the map lookup: a change racing with it leaves an entry that is already stale. */
+static __always_inline s32 netns_slot(struct net *net)
 {
-	return BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	u32 zero = 0, gen = current_filter_gen(), inum, w;
+	struct netns_cache *c = bpf_map_lookup_elem(&netns_cache, &zero);
+	u32 *slot;
+
+	if (!c || !net)
+		return -1;
+#pragma unroll
+	for (w = 0; w < NETNS_CACHE_WAYS; w++)
+		if (c->net[w] == (u64)net && c->gen[w] == gen)
+			return c->slot[w];
+	inum = BPF_CORE_READ(net, ns.inum);
+	slot = inum ? bpf_map_lookup_elem(&followed_netns, &inum) : NULL;
+	w = c->next++ % NETNS_CACHE_WAYS;
+	c->net[w] = (u64)net;
+	c->gen[w] = gen;
+	c->slot[w] = slot && *slot < NETIO_MAX_NETNS ? *slot : -1;
+	return c->slot[w];
 }
 
 #endif

@@ -63,10 +63,12 @@ struct {
 	__type(value, struct task_state);
 } task_state SEC(".maps");
 
+/* One slot per followed namespace (followed_netns holds the slot; the tracer gives them out
+ * and knows each slot's inode number): an array lookup, inlined, instead of a hash lookup. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, NETIO_MAX_NETNS);
-	__type(key, u32);	/* netns inum */
+	__type(key, u32);	/* slot */
 	__type(value, struct netns_stats);
 } netns_stats SEC(".maps");
 
@@ -106,7 +108,6 @@ struct {
 } sk_owner SEC(".maps");
 
 static const struct tgid_stats zero_tgid_stats;
-static const struct netns_stats zero_netns_stats;
 
 /* tgid's statistics, made if missing (named after the process when it is current); NULL if
  * they cannot be made now (the map full, or its element cache empty for a moment: entries
@@ -401,16 +402,15 @@ static __always_inline void sc_finish(struct task_state *st, long ret)
 	s->hist[slot]++;
 }
 
-static __always_inline struct netns_stats *netns_get(u32 inum)
+/* The statistics of the namespace net belongs to, if it is followed, else NULL. */
+static __always_inline struct netns_stats *netns_stats_of(struct net *net)
 {
-	struct netns_stats *ns = bpf_map_lookup_elem(&netns_stats, &inum);
+	s32 slot = netns_slot(net);
 
-	if (ns)
-		return ns;
-	count_update_error(bpf_map_update_elem(&netns_stats, &inum, &zero_netns_stats, BPF_NOEXIST));
-	return bpf_map_lookup_elem(&netns_stats, &inum);
+	if (slot < 0)
+		return NULL;
+	return bpf_map_lookup_elem(&netns_stats, &slot);
 }
-
 #ifndef SKBFL_ZEROCOPY_ENABLE_BIT
 #define SKBFL_ZEROCOPY_ENABLE_BIT 1	/* SKBFL_ZEROCOPY_ENABLE: same value on every kernel */
 #endif

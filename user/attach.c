@@ -1065,6 +1065,30 @@ void tracer_bpf_filter_changed(struct tracer_bpf *t)
 	bpf_map_update_elem(t->filter_gen, &zero, &gen, BPF_ANY);
 }
 
+int tracer_bpf_follow_netns(struct tracer_bpf *t, unsigned int inum)
+{
+	int slot = -1;
+
+	for (int i = 0; i < NETIO_MAX_NETNS; i++) {
+		if (t->netns_inum[i] == inum) {
+			slot = i;
+			break;
+		}
+		if (slot < 0 && !t->netns_inum[i])
+			slot = i;
+	}
+	if (slot < 0) {
+		errno = ENOSPC;
+		return -1;
+	}
+	uint32_t v = slot;
+	if (bpf_map_update_elem(t->followed_netns, &inum, &v, BPF_ANY))
+		return -1;
+	t->netns_inum[slot] = inum;
+	tracer_bpf_filter_changed(t);
+	return 0;
+}
+
 void tracer_bpf_poll(struct tracer_bpf *t)
 {
 	if (t->detached)

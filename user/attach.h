@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "netio.h"
 
 enum rung {
 	RUNG_FENTRY,
@@ -91,6 +92,9 @@ struct tracer_bpf {
 	/* iter/task flushing every thread's counts to its process (stats.c, before a snapshot
 	 * or reset); NULL where nothing counts per thread */
 	struct bpf_link *flush_iter;
+	/* the inode number of the namespace in each slot of netns_stats (0: free); a slot is
+	 * given at `netns add` and freed at the first reset after `clear` */
+	unsigned int netns_inum[NETIO_MAX_NETNS];
 };
 
 const char *rung_name(enum rung r);
@@ -107,6 +111,10 @@ void tracer_bpf_close(struct tracer_bpf *t);
 int tracer_bpf_follow_cgroups(struct tracer_bpf *t, char *err, size_t errlen);
 /* The followed set changed: threads decide again whether they are followed. */
 void tracer_bpf_filter_changed(struct tracer_bpf *t);
+/* Follow network namespace inum: its softirq events count in a slot of netns_stats (its
+ * own again if it had one). 0, or -1 with errno (ENOSPC: NETIO_MAX_NETNS followed since
+ * the last reset). */
+int tracer_bpf_follow_netns(struct tracer_bpf *t, unsigned int inum);
 
 /* Targets attached for a probe point, comma separated, into buf. */
 /* Attach the programs that wait for a condition (tcp_probe: the first zerocopy skb received;

@@ -72,6 +72,24 @@ static void delete_all(int fd, size_t key_size)
 	}
 }
 
+/* The namespaces' statistics start again from zero; the slots of namespaces no longer
+ * followed (after `clear`) are free again. */
+static void reset_netns(struct tracer_bpf *t)
+{
+	size_t stride = (sizeof(struct netns_stats) + 7) & ~7UL;
+	void *zero = calloc(ncpus(), stride);
+	u32 slot;
+
+	for (u32 i = 0; zero && t->netns_stats >= 0 && i < NETIO_MAX_NETNS; i++) {
+		if (!t->netns_inum[i])
+			continue;
+		bpf_map_update_elem(t->netns_stats, &i, zero, BPF_ANY);
+		if (bpf_map_lookup_elem(t->followed_netns, &t->netns_inum[i], &slot))
+			t->netns_inum[i] = 0;
+	}
+	free(zero);
+}
+
 static int prog_stats(int fd, unsigned long long *ns, unsigned long long *runs)
 {
 	struct bpf_prog_info info = {};
@@ -84,14 +102,14 @@ static int prog_stats(int fd, unsigned long long *ns, unsigned long long *runs)
 	return 0;
 }
 
-int stats_reset(const struct tracer_bpf *t, struct stats_baseline *base)
+int stats_reset(struct tracer_bpf *t, struct stats_baseline *base)
 {
 	size_t vsz = (sizeof(u64)) * ncpus();
 	u64 *zero = calloc(1, vsz);
 
 	tracer_bpf_flush_threads(t);	/* what threads counted so far goes, too */
 	delete_all(t->tgid_stats, sizeof(u32));
-	delete_all(t->netns_stats, sizeof(u32));
+	reset_netns(t);
 	if (zero && t->counters >= 0)
 		for (u32 i = 0; i < CNT_NR; i++)
 			bpf_map_update_elem(t->counters, &i, zero, BPF_ANY);
@@ -191,23 +209,18 @@ static int read_procs(const struct tracer_bpf *t, void *buf, size_t stride, stru
 	return 0;
 }
 
-/* Per network namespace: the softirq side's counters, summed over the CPUs. */
+/* Per network namespace with a slot: the softirq side's counters, summed over the CPUs. */
 static void read_netns(const struct tracer_bpf *t, void *buf, struct snapshot *s)
 {
-	u32 key, next;
-	void *prev;
-
-	for (prev = NULL; t->netns_stats >= 0 && bpf_map_get_next_key(t->netns_stats, prev, &next) == 0;
-	     prev = &key) {
-		key = next;
-		if (bpf_map_lookup_elem(t->netns_stats, &key, buf))
+	for (u32 i = 0; t->netns_stats >= 0 && i < NETIO_MAX_NETNS; i++) {
+		if (!t->netns_inum[i] || bpf_map_lookup_elem(t->netns_stats, &i, buf))
 			continue;
 		struct netns_snap *n = realloc(s->netns, (s->nnetns + 1) * sizeof(*n));
 		if (!n)
 			break;
 		s->netns = n;
 		n = &s->netns[s->nnetns++];
-		n->inum = key;
+		n->inum = t->netns_inum[i];
 		sum_percpu(buf, sizeof(struct netns_stats), sizeof(struct netns_stats) / 8, &n->st);
 	}
 }

@@ -71,7 +71,7 @@ unsigned long long sc_hist(const struct sc_stats *sc, unsigned long long h[NETIO
 
 double monotonic_s(void);
 /* Zero every counter and histogram (not the filter), remember the program run-time baseline. */
-int stats_reset(const struct tracer_bpf *t, struct stats_baseline *base);
+int stats_reset(struct tracer_bpf *t, struct stats_baseline *base);
 /* Read everything. extra_pids: processes to list even if nothing was counted for them. */
 int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 	       const unsigned int *extra_pids, int nextra, struct snapshot *s);

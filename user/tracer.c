@@ -358,12 +358,15 @@ static int follow_pid(struct tracer *tr, unsigned int pid, char *err, size_t err
 static int follow_netns(struct tracer *tr, const char *spec, char *err, size_t errlen)
 {
 	unsigned int inum;
-	u8 one = 1;
 
 	if (netns_inum(spec, &inum, err, errlen))
 		return -1;
-	if (bpf_map_update_elem(tr->bpf.followed_netns, &inum, &one, BPF_ANY)) {
-		snprintf(err, errlen, "cannot follow netns %s: %s", spec, strerror(errno));
+	if (tracer_bpf_follow_netns(&tr->bpf, inum)) {
+		if (errno == ENOSPC)
+			snprintf(err, errlen, "cannot follow netns %s: %d namespaces followed since "
+				 "the last reset, the most there can be", spec, NETIO_MAX_NETNS);
+		else
+			snprintf(err, errlen, "cannot follow netns %s: %s", spec, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -1048,7 +1051,6 @@ static int set_latency_sample(struct tracer *tr)
 static int follow_given_netns(struct tracer *tr, char *err, size_t errlen)
 {
 	unsigned int self;
-	u8 one = 1;
 
 	for (int i = 0; i < tr->nnetns_specs; i++)
 		if (follow_netns(tr, tr->netns_specs[i], err, errlen))
@@ -1056,8 +1058,10 @@ static int follow_given_netns(struct tracer *tr, char *err, size_t errlen)
 	if (tr->nnetns_specs)
 		return 0;
 	self = netns_inum_self();
-	if (self)
-		bpf_map_update_elem(tr->bpf.followed_netns, &self, &one, BPF_ANY);
+	if (self && tracer_bpf_follow_netns(&tr->bpf, self)) {
+		snprintf(err, errlen, "cannot follow this netns: %s", strerror(errno));
+		return -1;
+	}
 	return 0;
 }
 

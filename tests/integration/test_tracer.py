@@ -329,6 +329,48 @@ def test_reset_zeroes_and_clear_forgets(tracer, topologies, tmp_path):
     assert tracer.cmd("bogus").startswith("error ")
 
 
+# Holds NETNS namespaces open (one unshare each, an fd on each), prints their paths.
+NETNS_HOLDER = """
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+paths = []
+for _ in range(int(sys.argv[1])):
+    if libc.unshare(0x40000000):  # CLONE_NEWNET
+        sys.exit("unshare: " + os.strerror(ctypes.get_errno()))
+    fd = os.open("/proc/self/ns/net", os.O_RDONLY)
+    paths.append(f"/proc/{os.getpid()}/fd/{fd}")
+print(" ".join(paths), flush=True)
+time.sleep(60)
+"""
+
+
+@host_only
+def test_netns_slots_run_out_and_come_back(tracer):
+    """Each followed namespace has a slot of the statistics (NETIO_MAX_NETNS = 256): the
+    257th since the last reset is refused with a clear error, and a reset after `clear` gives
+    the slots back."""
+    holder = subprocess.Popen([sys.executable, "-c", NETNS_HOLDER, "257"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        paths = holder.stdout.readline().split()
+        assert len(paths) == 257
+        tracer.ok("clear")
+        tracer.ok("reset")
+        for p in paths[:256]:
+            tracer.ok(f"netns add {p}")
+        tracer.ok(f"netns add {paths[0]}")  # followed again: its own slot
+        reply = tracer.cmd(f"netns add {paths[256]}")
+        assert reply.startswith("error ") and "256 namespaces" in reply
+        tracer.ok("clear")
+        tracer.ok("reset")
+        tracer.ok(f"netns add {paths[256]}")
+    finally:
+        holder.kill()
+        holder.wait()
+        tracer.ok("clear")
+        tracer.ok("reset")
+
+
 # Sends over loopback TCP to itself on command ("main N": from the main thread, which lives
 # on; "thread N": from a thread that exits after), answering "done" once received.
 LIVE_SENDER = """
