@@ -68,12 +68,21 @@ struct {
 	__type(value, u32);
 } zc_state SEC(".maps");
 
+/* bpf_rdonly_cast (6.2+) makes a computed kernel address a typed read-only pointer: loads
+ * through it are single fault-safe instructions where bpf_probe_read_kernel is a helper call
+ * (each call and return costs here: bench/NOTES.md). The per-skb programs come in two builds
+ * from one body, `cast` a constant: the plain name casts, the *_pre62 one probe-reads; the
+ * tracer loads the one the kernel allows (user/attach.c, rows with .kfunc). Weak: before 6.2
+ * the kfunc is absent and only the *_pre62 programs are loaded. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
 /* skb_shinfo(skb)->flags & SKBFL_ZEROCOPY_ENABLE, for an skb with paged data: user pages are
  * always frags, so an skb without (an ACK, say) has none to count or to copy, and is
- * dismissed with one load instead of the probe read of its shared info. skb->end is an offset
- * from head on 64-bit kernels (NET_SKBUFF_DATA_USES_OFFSET), a pointer elsewhere. */
-static __always_inline bool skb_zc(struct sk_buff *skb)
+ * dismissed with one load before its shared info is read. skb->end is an offset from head on
+ * 64-bit kernels (NET_SKBUFF_DATA_USES_OFFSET), a pointer elsewhere. */
+static __always_inline bool skb_zc(struct sk_buff *skb, const bool cast)
 {
+	struct skb_shared_info *shinfo;
 	unsigned char *sh;
 	u8 flags = 0;
 
@@ -83,8 +92,32 @@ static __always_inline bool skb_zc(struct sk_buff *skb)
 		sh = skb->head + skb->end;
 	else
 		sh = (unsigned char *)(unsigned long)skb->end;
-	bpf_probe_read_kernel(&flags, 1, sh + bpf_core_field_offset(struct skb_shared_info, flags));
+	if (cast) {
+		shinfo = bpf_rdonly_cast(sh, bpf_core_type_id_kernel(struct skb_shared_info));
+		flags = shinfo->flags;
+	} else {
+		bpf_probe_read_kernel(&flags, 1,
+				      sh + bpf_core_field_offset(struct skb_shared_info, flags));
+	}
 	return flags & SKBFL_ZEROCOPY_ENABLE_BIT;
+}
+
+/* The sequence number in the TCP header of an skb on its way out; -1 if it cannot be read. */
+static __always_inline int tcp_seq(struct sk_buff *skb, const bool cast, u32 *seq)
+{
+	unsigned char *p = skb->head + skb->transport_header;
+	struct tcphdr *th;
+	__be32 be = 0;
+
+	if (cast) {
+		th = bpf_rdonly_cast(p, bpf_core_type_id_kernel(struct tcphdr));
+		be = th->seq;
+	} else if (bpf_probe_read_kernel(&be, sizeof(be),
+					 p + bpf_core_field_offset(struct tcphdr, seq))) {
+		return -1;
+	}
+	*seq = bpf_ntohl(be);
+	return 0;
 }
 
 /* An io_uring zero-copy send leaves SOCK_ZEROCOPY unset: the bytes xmit kept pending on a
@@ -178,14 +211,13 @@ int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 }
 
 /* The bytes of a zerocopy TCP skb not counted before: a retransmit is not new zerocopy data. */
-static __always_inline u32 tcp_fresh_bytes(struct sk_info *si, struct sk_buff *skb, u32 data_len)
+static __always_inline u32 tcp_fresh_bytes(struct sk_info *si, struct sk_buff *skb, u32 data_len,
+					   const bool cast)
 {
-	struct tcphdr th = {};
 	u32 seq, end;
 
-	if (bpf_probe_read_kernel(&th, sizeof(th), skb->head + skb->transport_header))
+	if (tcp_seq(skb, cast, &seq))
 		return data_len;
-	seq = bpf_ntohl(th.seq);
 	end = seq + data_len;
 	if (!si->seq_valid) {
 		si->seq_valid = 1;
@@ -203,8 +235,7 @@ static __always_inline u32 tcp_fresh_bytes(struct sk_info *si, struct sk_buff *s
  * or UDP socket (the sockets tx_bytes counts), for the socket's owner; before the owner is
  * known (the first send of a socket has not returned yet), as pending on the socket. TCP's
  * once per sequence range; a UDP datagram is never sent twice. */
-SEC("tp_btf/net_dev_start_xmit")
-int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
+static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, const bool cast)
 {
 	struct netns_stats *ns;
 	struct sk_info *si = NULL;
@@ -213,7 +244,7 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 	u16 proto = 0;
 	u64 key;
 
-	if (!skb_zc(skb))
+	if (!skb_zc(skb, cast))
 		return 0;
 	data_len = skb->data_len;
 	fresh = data_len;
@@ -233,7 +264,7 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 	}
 	if (si) {
 		if (proto == NETIO_IPPROTO_TCP)
-			fresh = tcp_fresh_bytes(si, skb, data_len);
+			fresh = tcp_fresh_bytes(si, skb, data_len, cast);
 		if (fresh && si->tgid) {
 			struct proc_stats *ps = proc_get(si->tgid);
 			if (ps)
@@ -249,13 +280,12 @@ int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 	return 0;
 }
 
-SEC("tp_btf/netif_receive_skb")
-int BPF_PROG(tp_netif_receive, struct sk_buff *skb)
+static __always_inline int on_netif_receive(struct sk_buff *skb, const bool cast)
 {
 	struct netns_stats *ns;
 	u32 zero = 0, *seen;
 
-	if (!skb_zc(skb))
+	if (!skb_zc(skb, cast))
 		return 0;
 	ns = netns_stats_of(skb->dev->nd_net.net);
 	if (!ns)
@@ -271,13 +301,12 @@ int BPF_PROG(tp_netif_receive, struct sk_buff *skb)
 /* A zerocopy skb freed with its user pages after it was received in a followed netns (its
  * skb_iif set): forwarded to a blackhole, or dropped before local delivery. It was never
  * copied, so netif_receive_skb counted it as a fallback copy for nothing. */
-SEC("tp_btf/kfree_skb")
-int BPF_PROG(tp_kfree_skb, struct sk_buff *skb)
+static __always_inline int on_kfree_skb(struct sk_buff *skb, const bool cast)
 {
 	struct net_device *dev;
 	struct netns_stats *ns;
 
-	if (!skb->skb_iif || !skb_zc(skb))
+	if (!skb->skb_iif || !skb_zc(skb, cast))
 		return 0;
 	dev = skb->dev;
 	if (!dev)
@@ -290,17 +319,65 @@ int BPF_PROG(tp_kfree_skb, struct sk_buff *skb)
 	return 0;
 }
 
-SEC("tp_btf/tcp_probe")
-int BPF_PROG(tp_tcp_probe, struct sock *sk, struct sk_buff *skb)
+static __always_inline int on_tcp_probe(struct sock *sk, struct sk_buff *skb, const bool cast)
 {
 	struct netns_stats *ns;
 
-	if (!skb_zc(skb))
+	if (!skb_zc(skb, cast))
 		return 0;
 	ns = netns_stats_of(sk->__sk_common.skc_net.net);
 	if (ns)
 		ns->zc_skbs_at_tcp++;
 	return 0;
+}
+
+/* The per-skb programs, each in its two builds (bpf_rdonly_cast above). */
+SEC("tp_btf/net_dev_start_xmit")
+int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
+{
+	return on_xmit(skb, dev, true);
+}
+
+SEC("tp_btf/net_dev_start_xmit")
+int BPF_PROG(tp_xmit_pre62, struct sk_buff *skb, struct net_device *dev)
+{
+	return on_xmit(skb, dev, false);
+}
+
+SEC("tp_btf/netif_receive_skb")
+int BPF_PROG(tp_netif_receive, struct sk_buff *skb)
+{
+	return on_netif_receive(skb, true);
+}
+
+SEC("tp_btf/netif_receive_skb")
+int BPF_PROG(tp_netif_receive_pre62, struct sk_buff *skb)
+{
+	return on_netif_receive(skb, false);
+}
+
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(tp_kfree_skb, struct sk_buff *skb)
+{
+	return on_kfree_skb(skb, true);
+}
+
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(tp_kfree_skb_pre62, struct sk_buff *skb)
+{
+	return on_kfree_skb(skb, false);
+}
+
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(tp_tcp_probe, struct sock *sk, struct sk_buff *skb)
+{
+	return on_tcp_probe(sk, skb, true);
+}
+
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(tp_tcp_probe_pre62, struct sock *sk, struct sk_buff *skb)
+{
+	return on_tcp_probe(sk, skb, false);
 }
 
 /* A closed socket's memory may become another process's socket: forget its owner. */

@@ -192,6 +192,7 @@ struct row {
 	int group;		/* optional rows of one group: at least one must attach */
 	bool fallback;		/* used only if no other row of its group resolves */
 	bool lazy;		/* loaded with its probe point, attached by tracer_bpf_poll() */
+	const char *kfunc;	/* a kfunc the program calls: the row resolves only with it */
 };
 
 /* A row's rung, probe point, program (a field of skeleton skel's progs), how it attaches and
@@ -200,6 +201,8 @@ struct row {
 	.rung = rung_, .pp = pp_, .obj = KIND_##skel, .prog = #prog_,		\
 	.prog_off = offsetof(struct skel##_bpf, progs.prog_), .how = how_,	\
 	.targets = { __VA_ARGS__, NULL }
+
+#define CAST "bpf_rdonly_cast"
 
 static const struct row rows[] = {
 	/* fentry/fexit */
@@ -236,11 +239,16 @@ static const struct row rows[] = {
 	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_rx_copy_out, H_KRETPROBE, "skb_copy_datagram_iter"), .required = true },
 	/* BTF-typed tracepoints */
 	{ ROW(RUNG_TP_BTF, PP_TX_BYTES, copy_tp, tp_send_length, H_TP_BTF, "sock_send_length"), .required = true },
-	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_xmit, H_TP_BTF, "net_dev_start_xmit"), .required = true },
+	/* the per-skb programs: reading through bpf_rdonly_cast (6.2+), else probe reads */
+	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_xmit, H_TP_BTF, "net_dev_start_xmit"), .group = 1, .kfunc = CAST },
+	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_xmit_pre62, H_TP_BTF, "net_dev_start_xmit"), .group = 1, .fallback = true },
 	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_sock_state, H_TP_BTF, "inet_sock_set_state") },
-	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_netif_receive, H_TP_BTF, "netif_receive_skb"), .required = true },
-	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_tcp_probe, H_TP_BTF, "tcp_probe"), .lazy = true },
-	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_kfree_skb, H_TP_BTF, "kfree_skb") },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_netif_receive, H_TP_BTF, "netif_receive_skb"), .group = 1, .kfunc = CAST },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_netif_receive_pre62, H_TP_BTF, "netif_receive_skb"), .group = 1, .fallback = true },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_tcp_probe, H_TP_BTF, "tcp_probe"), .group = 2, .lazy = true, .kfunc = CAST },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_tcp_probe_pre62, H_TP_BTF, "tcp_probe"), .group = 2, .lazy = true, .fallback = true },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_kfree_skb, H_TP_BTF, "kfree_skb"), .group = 3, .kfunc = CAST },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_kfree_skb_pre62, H_TP_BTF, "kfree_skb"), .group = 3, .fallback = true },
 	{ ROW(RUNG_TP_BTF, PP_RX_COPY, copy_tp, tp_recv_length, H_TP_BTF, "sock_recv_length"), .group = 1 },
 	{ ROW(RUNG_TP_BTF, PP_RX_COPY, copy_tp, tp_rx_copy, H_TP_BTF, "skb_copy_datagram_iovec"), .group = 1, .fallback = true },
 	/* syscalls on fentry/fexit of the syscall functions (issue 15); sys_enter/sys_exit below */
@@ -298,13 +306,27 @@ static bool is_traceable(const struct ladder *l, const char *name)
 	return !l->traceable || ksyms_has(l->traceable, name);
 }
 
+/* Experiments (the overhead of one program, a lower rung): NETIO_TRACER_SKIP lists programs
+ * to leave out, comma separated; an entry also leaves out its other builds (tp_xmit,
+ * tp_xmit_pre62). */
+static bool skipped(const char *prog)
+{
+	const char *skip = getenv("NETIO_TRACER_SKIP"), *p = skip;
+
+	while (p && *p) {
+		size_t n = strcspn(p, ",");
+		if (n && !strncmp(prog, p, n) && (!prog[n] || !strcmp(prog + n, "_pre62")))
+			return true;
+		p += n + (p[n] == ',');
+	}
+	return false;
+}
+
 static const char *resolve_row(const struct ladder *l, const struct row *r)
 {
 	const struct btf *btf = vmlinux_btf();
 	/* experiments (overhead of one program, a lower rung): program names to leave out */
-	const char *skip = getenv("NETIO_TRACER_SKIP");
-
-	if (skip && strstr(skip, r->prog))
+	if (skipped(r->prog) || (r->kfunc && !btf_func_exists(btf, r->kfunc)))
 		return NULL;
 
 	for (int i = 0; r->targets[i]; i++) {
@@ -519,6 +541,8 @@ static int attach_pp(struct ladder *l, void *skel, enum rung r, enum objkind k,
 		if (rows[i].lazy) {
 			if (t->nprogs < MAX_ATTACHED)
 				record_prog(l, skel, i, NULL);
+			if (rows[i].group)	/* attached later: it stands for its group */
+				group_hits[rows[i].group]++;
 			continue;
 		}
 		link = attach_row(l, skel, i, &err);
@@ -879,7 +903,7 @@ static void find_shared_maps(struct tracer_bpf *t)
 	t->exit_wanted = shared_map_fd(t, "exit_wanted");
 	t->latency_sample = shared_map_fd(t, "latency_sample");
 	for (int i = 0; i < t->nprogs; i++)
-		if (t->progs[i].lazy && !strcmp(t->progs[i].name, "tp_tcp_probe"))
+		if (t->progs[i].lazy && !strncmp(t->progs[i].name, "tp_tcp_probe", 12))
 			t->progs[i].wanted_fd = t->zc_state;
 }
 

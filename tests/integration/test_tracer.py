@@ -659,6 +659,38 @@ def test_vm_kprobe_exact(topologies, tmp_path, strategy):
         assert t.close() == 0
 
 
+# ---- the per-skb programs' two builds, on both kernels ----------------------------------
+
+def kernel_has_rdonly_cast():
+    release = tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
+    return release >= (6, 2)
+
+
+def test_per_skb_programs_read_as_the_kernel_allows(topologies, tmp_path):
+    """The tracepoint rung's per-skb programs read skb memory through bpf_rdonly_cast where
+    the kernel has it (6.2+), with probe reads before (the *_pre62 builds): the one loaded
+    counts the zero-copy bytes that leave and the fallback copies of the same run."""
+    # run-time stats on all the time: the names of the programs that ran are in the snapshot
+    args = ("--attach", "tracepoint") + (() if VMTEST else ("--bpf-stats", "always"))
+    t = Tracer(*args, log=str(tmp_path / "tp.log"))
+    try:
+        assert t.attach["pinning"] == "tp_btf" and t.attach["fallback_copy"] == "tp_btf", t.attach
+        s, c, snap, spid, cpid = run_workload(t, topologies["veth"], tmp_path, "zero-copy",
+                                              65536, COUNTS[65536])
+        sent = s["bytes"]
+        assert 0.99 * sent <= snap["zc_tx_bytes"] <= sent, (snap["zc_tx_bytes"], sent)
+        assert 0.99 * sent <= snap["fallback_copy_bytes"] <= sent
+        assert snap["drops"] == 0
+        suffix = "" if kernel_has_rdonly_cast() else "_pre62"
+        programs = snap["self"]["programs"]
+        assert f"tp_xmit{suffix}" in programs and f"tp_netif_receive{suffix}" in programs, \
+            list(programs)
+        other = "_pre62" if not suffix else ""
+        assert f"tp_xmit{other}" not in programs
+    finally:
+        assert t.close() == 0
+
+
 # ---- the counting level (issue 15): exact bytes without latency, on both kernels ---------
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
