@@ -78,8 +78,7 @@ static __always_inline bool tgid_followed(u32 tgid)
 
 struct netns_cache {
 	u64 net[NETNS_CACHE_WAYS];
-	u32 gen[NETNS_CACHE_WAYS];
-	s32 slot[NETNS_CACHE_WAYS];	/* -1: not followed */
+	u64 tag[NETNS_CACHE_WAYS];	/* filter generation << 32 | slot + 1 (0: not followed) */
 	u32 next;			/* the way refilled next */
 };
 
@@ -90,28 +89,40 @@ struct {
 	__type(value, struct netns_cache);
 } netns_cache SEC(".maps");
 
+#define netio_barrier() asm volatile("" ::: "memory")
+
 /* The slot of a followed namespace, or -1. net: a kernel pointer read directly or with
  * BPF_CORE_READ; its inode number is read only on a cache miss. The generation is read before
- * the map lookup: a change racing with it leaves an entry that is already stale. */
+ * the map lookup: a change racing with it leaves an entry that is already stale. A softirq's
+ * program may interrupt a program refilling or reading the same way on this CPU: a way is
+ * written net cleared first and set last, and read tag first and net last, so one net is
+ * never paired with another's slot. */
 static __always_inline s32 netns_slot(struct net *net)
 {
-	u32 zero = 0, gen = current_filter_gen(), inum, w;
+	u32 zero = 0, gen = current_filter_gen(), inum, w, *slot;
 	struct netns_cache *c = bpf_map_lookup_elem(&netns_cache, &zero);
-	u32 *slot;
+	u64 tag;
+	s32 s;
 
 	if (!c || !net)
 		return -1;
 #pragma unroll
-	for (w = 0; w < NETNS_CACHE_WAYS; w++)
-		if (c->net[w] == (u64)net && c->gen[w] == gen)
-			return c->slot[w];
+	for (w = 0; w < NETNS_CACHE_WAYS; w++) {
+		tag = c->tag[w];
+		netio_barrier();
+		if (c->net[w] == (u64)net && (u32)(tag >> 32) == gen)
+			return (s32)(u32)tag - 1;
+	}
 	inum = BPF_CORE_READ(net, ns.inum);
 	slot = inum ? bpf_map_lookup_elem(&followed_netns, &inum) : NULL;
+	s = slot && *slot < NETIO_MAX_NETNS ? *slot : -1;
 	w = c->next++ % NETNS_CACHE_WAYS;
+	c->net[w] = 0;
+	netio_barrier();
+	c->tag[w] = (u64)gen << 32 | (u32)(s + 1);
+	netio_barrier();
 	c->net[w] = (u64)net;
-	c->gen[w] = gen;
-	c->slot[w] = slot && *slot < NETIO_MAX_NETNS ? *slot : -1;
-	return c->slot[w];
+	return s;
 }
 
 #endif
