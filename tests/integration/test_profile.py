@@ -466,7 +466,9 @@ def test_tick_attribution(tick_run):
     a = attribution.attribute(lines, snap["samples"]["source"], perf.get("task-clock"),
                               perf.get("tsc_hz"), perf.get("cycles"), sj["bytes"])
     assert a["source"] == "tick"
-    assert a["samples"] == snap["samples"]["total"]
+    assert a["samples"] == sum(n for _, n in read_folded(folded))
+    # the count is read just after the stacks: a ksoftirqd sample may fall in between
+    assert 0 <= snap["samples"]["total"] - a["samples"] <= 5, (a["samples"], snap["samples"])
     assert a["share"]["kernel_tx_copy"] > 0.05
     assert a["share"]["kernel_rx_copy"] > 0.01
     assert any("tick" in n for n in a["notes"])
