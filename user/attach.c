@@ -325,7 +325,7 @@ static bool skipped(const char *prog)
 static const char *resolve_row(const struct ladder *l, const struct row *r)
 {
 	const struct btf *btf = vmlinux_btf();
-	/* experiments (overhead of one program, a lower rung): program names to leave out */
+
 	if (skipped(r->prog) || (r->kfunc && !btf_func_exists(btf, r->kfunc)))
 		return NULL;
 
@@ -903,7 +903,8 @@ static void find_shared_maps(struct tracer_bpf *t)
 	t->exit_wanted = shared_map_fd(t, "exit_wanted");
 	t->latency_sample = shared_map_fd(t, "latency_sample");
 	for (int i = 0; i < t->nprogs; i++)
-		if (t->progs[i].lazy && !strncmp(t->progs[i].name, "tp_tcp_probe", 12))
+		if (t->progs[i].lazy && !strncmp(t->progs[i].name, "tp_tcp_probe",
+							   sizeof("tp_tcp_probe") - 1))
 			t->progs[i].wanted_fd = t->zc_state;
 }
 
