@@ -38,7 +38,7 @@ def _args(argv):
     return a
 
 
-def _top_programs(runs, n=4):
+def _top_programs(runs, n=6):
     """'prog ns/msg, ...': the costliest programs by median BPF time per message."""
     per = {}
     for run in runs:

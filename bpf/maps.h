@@ -312,21 +312,25 @@ static __always_inline void thread_counted(struct task_state *st)
 		flush_thread_counts(st);
 }
 
+/* The syscall number saved in a thread's user registers: a direct, CO-RE relocated load where
+ * regs is trusted (tp_btf, bpf_task_pt_regs), SYSCALL_NR_READ (a probe read) where it is not. */
+#if defined(__TARGET_ARCH_x86)
+#define SYSCALL_NR(regs) ((regs)->orig_ax)
+#define SYSCALL_NR_READ(regs) BPF_CORE_READ(regs, orig_ax)
+#elif defined(__TARGET_ARCH_arm64)
+#define SYSCALL_NR(regs) ((regs)->syscallno)
+#define SYSCALL_NR_READ(regs) BPF_CORE_READ(regs, syscallno)
+#else
+#define SYSCALL_NR(regs) (-1L)
+#define SYSCALL_NR_READ(regs) (-1L)
+#endif
+
 /* The number of the syscall the current thread is in. */
 static __always_inline long current_syscall_nr(void)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
-	if (!regs)
-		return -1;
-	/* a trusted pointer (tp_btf): a direct, CO-RE relocated load, no probe read */
-#if defined(__TARGET_ARCH_x86)
-	return regs->orig_ax;
-#elif defined(__TARGET_ARCH_arm64)
-	return regs->syscallno;
-#else
-	return -1;
-#endif
+	return regs ? SYSCALL_NR(regs) : -1;
 }
 
 /* Classes whose end the socket layer marks; the others end at sys_exit and are counted at

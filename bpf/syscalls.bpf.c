@@ -108,23 +108,26 @@ static __always_inline int on_enter(int cls, long id, u64 flags)
 	return 0;
 }
 
-static __always_inline int on_exit(long ret)
+/* cls: the class of the syscall returning (sc_class), known before any map is looked at:
+ * every syscall of the machine passes sys_exit, and a send or receive call that reaches a
+ * socket ends there (a send or receive that never reached one is then left open: the next
+ * call's sys_enter starts afresh, and a socket event checks the syscall it is in). */
+static __always_inline int on_exit(int cls, long ret)
 {
 	struct task_state *st;
 
-	/* no storage: a thread never followed; ts 0: not in a traced call (or the socket
-	 * layer ended it) */
+	if (cls < 0)
+		return 0;
+	if (!sc_counted_at_enter(cls)) {
+		u32 key = EXIT_SOCKET_END, *socket_end = bpf_map_lookup_elem(&exit_wanted, &key);
+
+		if (socket_end && *socket_end)
+			return 0;
+	}
+	/* no storage: a thread never followed; ts 0: not in a traced call */
 	st = bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0, 0);
 	if (!st || !st->ts)
 		return 0;
-	if (!sc_counted_at_enter(st->cls)) {
-		u32 key = EXIT_SOCKET_END, *socket_end = bpf_map_lookup_elem(&exit_wanted, &key);
-
-		if (socket_end && *socket_end) {
-			st->ts = 0;	/* never reached a socket */
-			return 0;
-		}
-	}
 	sc_finish(st, ret);
 	thread_counted(st);
 	return 0;
@@ -144,7 +147,7 @@ int BPF_PROG(sc_enter, struct pt_regs *regs, long id)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sc_exit, struct pt_regs *regs, long ret)
 {
-	return on_exit(ret);
+	return on_exit(sc_class(SYSCALL_NR(regs)), ret);
 }
 
 /* raw_tp: the same with probe reads */
@@ -161,7 +164,7 @@ int BPF_PROG(sc_enter_raw, struct pt_regs *regs, long id)
 SEC("raw_tp/sys_exit")
 int BPF_PROG(sc_exit_raw, struct pt_regs *regs, long ret)
 {
-	return on_exit(ret);
+	return on_exit(sc_class(SYSCALL_NR_READ(regs)), ret);
 }
 
 /* fentry/fexit on the syscall functions themselves (the attach ladder's first rung for
@@ -182,7 +185,7 @@ int fs_##name##_out(u64 *ctx)							\
 	u64 ret = 0;								\
 										\
 	bpf_get_func_ret(ctx, &ret);						\
-	return on_exit((long)ret);						\
+	return on_exit(cls, (long)ret);						\
 }
 
 SYSCALL_FENTRY(sendto, SC_SENDTO)
