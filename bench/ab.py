@@ -61,7 +61,7 @@ def main(argv=None):
                     variants.append((f"{lv}-{side}", mk(
                         lambda lv=lv, side=side, build=build, extra=extra: R.OurTracer(
                             LEVELS[lv] + extra, label=f"{lv}-{side}", build=build))))
-            res = pairs.run_interleaved(a.rounds, variants,
+            res = pairs.run_interleaved(a.rounds, variants, probe=R.machine_speed,
                                         log=lambda m: print(m, file=sys.stderr))
     finally:
         b.cleanup()

@@ -4,22 +4,66 @@ Runs on this machine differ by up to 2x from one to the next (DESIGN.md, measure
 so a comparison is never one run against another: every round runs each variant once, the
 order flips every other round (A B C, C B A, ...) so slow drift hits all variants alike, and
 results are compared within a round (paired ratios) and summarized as median, min and max.
+The machine's own speed changes too (other tenants of the host: a busy loop runs at half its
+rate for minutes): a probe measures it before and after every run, and a pair whose runs saw
+different speeds is left out of the ratios, and counted as left out.
 """
 import math
 import statistics
 
 
-def run_interleaved(rounds, variants, log=None):
-    """variants: [(name, fn)], fn() -> result (any object). Returns {name: [result per round]}."""
-    results = {name: [] for name, _ in variants}
+# A pair is compared only where the machine kept one speed around both of its runs: every
+# probe taken before and after the two runs within this share of the fastest (per CPU).
+STEADY_TOLERANCE = 0.10
+
+
+class Rounds(dict):
+    """{variant: [result per round]}, and the machine's speed around each run where a probe
+    measured it (speeds[variant][round] = (before, after), each a tuple of per-CPU rates)."""
+
+    def __init__(self, names):
+        super().__init__({name: [] for name in names})
+        self.speeds = {name: [] for name in names}
+
+    def steady(self, a, b):
+        """Per round, whether the machine ran at one speed around a's run and b's (True
+        everywhere when no probe ran)."""
+        sa, sb = self.speeds.get(a, []), self.speeds.get(b, [])
+        return [steady_speeds([*x, *y]) for x, y in zip(sa, sb)] or [True] * len(self[a])
+
+
+def steady_speeds(probes):
+    """Whether per-CPU rates measured at several moments all lie within STEADY_TOLERANCE of
+    the fastest, CPU by CPU; None (no probe) counts as steady."""
+    probes = [p for p in probes if p is not None]
+    for cpu_rates in zip(*probes):
+        if min(cpu_rates) < (1 - STEADY_TOLERANCE) * max(cpu_rates):
+            return False
+    return True
+
+
+def run_interleaved(rounds, variants, log=None, probe=None):
+    """variants: [(name, fn)], fn() -> result (any object). Returns Rounds: {name: [result per
+    round]}. probe() -> the machine's speed (a tuple of per-CPU rates), taken before every
+    run and after each round's last, for Rounds.steady."""
+    results = Rounds([name for name, _ in variants])
     for r in range(rounds):
         order = variants if r % 2 == 0 else list(reversed(variants))
+        before = probe() if probe else None
         for name, fn in order:
             res = fn()
+            after = probe() if probe else None
             results[name].append(res)
+            results.speeds[name].append((before, after))
+            before = after
             if log:
-                log(f"round {r + 1}/{rounds} {name}: {res}")
+                log(f"round {r + 1}/{rounds} {name}: {res}"
+                    + (f" (machine speed {_speed_str(after)})" if after else ""))
     return results
+
+
+def _speed_str(speed):
+    return "/".join(f"{x:.0f}" for x in speed)
 
 
 # how sure an interval of the median must be for a verdict (median_interval)
@@ -64,15 +108,27 @@ def classify(s, target):
     return "missed" if hi < target else "undecided"
 
 
-def paired_ratios(ours, ref):
-    """ours[i] / ref[i] for every round where both are known and ref is non-zero."""
-    return [a / b for a, b in zip(ours, ref) if a is not None and b]
+def paired_ratios(ours, ref, keep=None):
+    """ours[i] / ref[i] for every round where both are known, ref is non-zero and keep[i]
+    (Rounds.steady) is true."""
+    keep = keep or [True] * len(ours)
+    return [a / b for a, b, k in zip(ours, ref, keep) if k and a is not None and b]
+
+
+def ratio_summary(ours, ref, keep=None):
+    """summary() of the paired ratios of the rounds keep allows, with left_out: how many
+    pairs an unsteady machine took out."""
+    s = summary(paired_ratios(ours, ref, keep))
+    s["left_out"] = sum(1 for a, b, k in zip(ours, ref, keep or []) if not k and a is not None
+                        and b)
+    return s
 
 
 def fmt(s, digits=2, unit=""):
     """'median (min .. max, n=N)' of a summary()."""
     if not s["n"]:
-        return "n/a"
+        return f"n/a ({s['left_out']} unsteady left out)" if s.get("left_out") else "n/a"
     f = f"{{:.{digits}f}}"
+    out = s.get("left_out") and f", {s['left_out']} unsteady left out"
     return (f"{f.format(s['median'])}{unit} (min {f.format(s['min'])}, max {f.format(s['max'])}, "
-            f"n={s['n']})")
+            f"n={s['n']}{out or ''})")

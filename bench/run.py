@@ -464,6 +464,7 @@ class Bench:
                  f"**undecided** when the interval spans it: the interval holds the median with "
                  f"≥ {pairs.INTERVAL_LEVEL:.0%} probability whatever the distribution (with fewer "
                  f"than 9 rounds it is min to max; details in the sections below).", "",
+                 speed_md(), "",
                  "| target | met | undecided | missed | worst median (where) |",
                  "|---|---|---|---|---|"]
         for g, items in groups.items():
@@ -638,6 +639,54 @@ class Bench:
                                             end["sum_received"]["bytes"])})
 
 
+# How long the machine speed probe runs its busy loop on each CPU (pairs.Rounds.steady).
+PROBE_S = 0.05
+
+
+def machine_speed():
+    """netio-busy-loop's rate on each CPU at once over PROBE_S (blocks/s, a tuple): how fast
+    the machine runs now, outside any run and with no tracer loaded."""
+    loops = [subprocess.Popen([os.path.join(BUILD, "netio-busy-loop"), "--seconds",
+                               f"{PROBE_S:g}"], stdout=subprocess.PIPE, text=True,
+                              preexec_fn=lambda c=cpu: os.sched_setaffinity(0, {c}))
+             for cpu in sorted(os.sched_getaffinity(0))]
+    rates = []
+    for p in loops:
+        out, _ = p.communicate(timeout=30)
+        rates.append(json.loads(out)["blocks_per_s"] if p.returncode == 0 else None)
+    return None if None in rates else tuple(rates)
+
+
+# Every run's (before, after) machine speed in this bench, for the summary (speed_md).
+SPEEDS = []
+
+
+def interleaved(rounds, variants, tag):
+    """pairs.run_interleaved with the machine speed probe, its progress logged under tag."""
+    res = pairs.run_interleaved(rounds, variants, log=lambda m: log(f"[{tag}] {m}"),
+                                probe=machine_speed)
+    for runs in res.speeds.values():
+        SPEEDS.extend(runs)
+    return res
+
+
+def speed_md():
+    """How the ratios leave out what an unsteady machine measured, and how steady it was."""
+    probes = [p for run in SPEEDS for p in run if p is not None]
+    if not probes:
+        return "No machine speed probe ran."
+    per_cpu = ", ".join(f"CPU {i} {pairs.fmt(pairs.summary(list(r)), 0)}"
+                        for i, r in enumerate(zip(*probes)))
+    unsteady = sum(1 for run in SPEEDS if not pairs.steady_speeds(run))
+    return (f"Ratios come only from pairs whose runs saw one machine speed: `netio-busy-loop` "
+            f"runs {PROBE_S * 1000:.0f} ms on each CPU at once before and after every run (no "
+            f"tracer loaded), and a pair is left out (counted in its cell as \"unsteady left "
+            f"out\") when any of those rates on a CPU is below "
+            f"{1 - pairs.STEADY_TOLERANCE:.0%} of that CPU's fastest. Busy loop blocks/s in "
+            f"this bench: {per_cpu}; {unsteady} of {len(SPEEDS)} runs saw the speed change "
+            f"between their start and end.")
+
+
 def _per_gb(cpu_s, nbytes):
     return cpu_s / (nbytes / 1e9) if nbytes else None
 
@@ -653,8 +702,9 @@ def _col(runs, key):
 
 
 def _ratio(res, a, b, key="recv_gbps"):
-    """summary of the paired ratios a/b within each round."""
-    return pairs.summary(pairs.paired_ratios(_col(res[a], key), _col(res[b], key)))
+    """summary of the paired ratios a/b within each round where the machine kept its speed
+    (pairs.Rounds.steady)."""
+    return pairs.ratio_summary(_col(res[a], key), _col(res[b], key), res.steady(a, b))
 
 
 def _exact(runs, key):
@@ -698,8 +748,8 @@ def profile_miss(name, res, key_traced, key_ref, what):
     one beside the results, render its flame graph, and say where the time went."""
     from report import flamegraph
     traced, ref = res[key_traced], res[key_ref]
-    ratios = [t["recv_gbps"] / r["recv_gbps"] if r["recv_gbps"] else None
-              for t, r in zip(traced, ref)]
+    ratios = [t["recv_gbps"] / r["recv_gbps"] if r["recv_gbps"] and k else None
+              for t, r, k in zip(traced, ref, res.steady(key_traced, key_ref))]
     i = _median_index(ratios)
     if i is None or not traced[i].get("folded") or not os.path.exists(traced[i]["folded"]):
         return [f"- {what}: no profile (the traced run kept no stacks)"]
@@ -801,7 +851,7 @@ def timer_floor(b):
                 ("bpftrace-timer", lambda: b.busy_loop(dur, BpftraceTimer())),
                 ("sampling", lambda: b.busy_loop(dur, sampling_alone(timer_source()))),
                 ("tick", lambda: b.busy_loop(dur, sampling_alone("tick")))]
-    res = pairs.run_interleaved(rounds, variants, log=lambda m: log(f"[timer floor] {m}"))
+    res = interleaved(rounds, variants, "timer floor")
     rows = []
     for v, what in TIMER_FLOOR:
         ratio = _ratio(res, v, "untraced", "blocks_per_s")
@@ -940,8 +990,7 @@ def _measure_overhead(b):
                     # tracer): more rounds for a steadier median
                     n = (max(b.args.rounds, b.args.one_copy_rounds) if strategy == "one-copy"
                          else b.args.rounds)
-                    res = pairs.run_interleaved(n, _overhead_variants(b, topo, strategy, size),
-                                                log=lambda m, tg=tag: log(f"[{tg}] {m}"))
+                    res = interleaved(n, _overhead_variants(b, topo, strategy, size), tag)
                     cases.append(OverheadCase(transport, strategy, size, tag, res))
     return cases
 
@@ -1032,8 +1081,9 @@ def _md_overhead_table(b, cases, every):
         f"run, {rounds} interleaved rounds per configuration ({max(rounds, b.args.one_copy_rounds)} "
         "for one-copy, whose comparisons below measure effects of a few percent). Each round "
         "runs every variant "
-        "once, the order reversed every other round; ratios are taken within a round and "
-        "summarized as median (min, max).",
+        "once, the order reversed every other round; ratios are taken within a round, from "
+        "the rounds where the machine kept its speed (Targets at a glance), and summarized "
+        "as median (min, max).",
         "",
         "- **untraced**: no BPF program of ours is loaded.",
         "- **full**: `netio-tracer --control --freq 999` (copy accounting, syscall histograms, "
@@ -1254,8 +1304,7 @@ def section_iperf3(b):
                     ("two-copy", lambda t=topo, s=size: b.netio(t, "two-copy", s, 1, dur)),
                 ]
                 tag = f"{transport} {size_name(size)}"
-                res = pairs.run_interleaved(rounds, variants,
-                                            log=lambda m, tg=tag: log(f"[{tg}] {m}"))
+                res = interleaved(rounds, variants, tag)
                 data.append((tag, res))
                 for st in strategies:
                     ratio = _ratio(res, st, "iperf3")
@@ -1315,8 +1364,7 @@ def _scale_threads(b, topo):
                     ("tick", lambda t=topo, n=n: b.netio(
                         t, "one-copy", size, n, dur,
                         OurTracer(["--sample-source", "tick"], label="tick")))]
-        res = pairs.run_interleaved(rounds, variants,
-                                    log=lambda m, n=n: log(f"[scale {n} threads] {m}"))
+        res = interleaved(rounds, variants, f"scale {n} threads")
         full = _ratio(res, "full", "untraced")
         tick = _ratio(res, "tick", "untraced")
         b.record("4. scale: full / untraced", f"{n} threads", full, TARGET_OVERHEAD)
@@ -1340,10 +1388,10 @@ def _scale_threads(b, topo):
 def _scale_small(b, topo):
     """Events per second at the smallest message size, untraced / full in pairs too."""
     dur8 = b.args.duration
-    return pairs.run_interleaved(b.args.rounds, [
+    return interleaved(b.args.rounds, [
         ("untraced", lambda t=topo: b.netio(t, "one-copy", SCALE_SMALL, 1, dur8)),
         ("full", lambda t=topo: b.netio(t, "one-copy", SCALE_SMALL, 1, dur8, OurTracer()))],
-        log=lambda m: log(f"[scale 8 B] {m}"))
+        "scale 8 B")
 
 
 def _md_scale_table(b, transport, rows):
@@ -1559,8 +1607,7 @@ def _first_win(sizes, ratios):
 def _forward_rounds(b, topo, size, dur, rounds):
     strategies = [s for pair in ZC_PAIRS for s in pair]
     variants = [(st, lambda st=st: b.netio_forward(topo, st, size, 1, dur)) for st in strategies]
-    return pairs.run_interleaved(rounds, variants,
-                                 log=lambda m: log(f"[forward {size_name(size)}] {m}"))
+    return interleaved(rounds, variants, f"forward {size_name(size)}")
 
 
 def _forward_md(b, dur, rounds, sizes):
@@ -1619,7 +1666,7 @@ def _sendfile_md(b, dur, rounds):
             for size in (16 * KiB, 64 * KiB):
                 variants = [("sendfile", lambda t=topo, s=size: b.netio(t, "sendfile", s, 1, dur)),
                             ("iperf3 -Z", lambda t=topo, s=size: b.iperf3(t, s, dur, True))]
-                res = pairs.run_interleaved(rounds, variants, log=lambda m: log(f"[sendfile] {m}"))
+                res = interleaved(rounds, variants, "sendfile")
                 r = _ratio(res, "sendfile", "iperf3 -Z")
                 b.record("7. sendfile / iperf3 -Z", f"{transport} {size_name(size)}", r,
                          TARGET_SENDFILE)

@@ -679,7 +679,11 @@ def test_per_skb_programs_read_as_the_kernel_allows(topologies, tmp_path):
                                               65536, COUNTS[65536])
         sent = s["bytes"]
         assert 0.99 * sent <= snap["zc_tx_bytes"] <= sent, (snap["zc_tx_bytes"], sent)
-        assert 0.99 * sent <= snap["fallback_copy_bytes"] <= sent
+        # a retransmitted zero-copy skb received again is copied again (one skb is 64 KiB
+        # at most here: the veth's GSO limit)
+        retrans = s["tcp"]["retrans"] or 0
+        assert 0.99 * sent <= snap["fallback_copy_bytes"] <= sent + retrans * 65536, \
+            (snap["fallback_copy_bytes"], sent, retrans)
         assert snap["drops"] == 0
         suffix = "" if kernel_has_rdonly_cast() else "_pre62"
         programs = snap["self"]["programs"]

@@ -26,12 +26,30 @@ def test_ratios_are_paired_within_a_round_and_skip_unknowns():
 
 
 def test_ratio_of_two_variants_pairs_round_by_round():
-    res = {"full": [{"recv_gbps": 8.0}, {"recv_gbps": 9.0}, {"recv_gbps": 4.0}],
-           "untraced": [{"recv_gbps": 10.0}, {"recv_gbps": 9.0}, {"recv_gbps": 8.0}]}
+    res = pairs.Rounds(["full", "untraced"])
+    res["full"] += [{"recv_gbps": 8.0}, {"recv_gbps": 9.0}, {"recv_gbps": 4.0}]
+    res["untraced"] += [{"recv_gbps": 10.0}, {"recv_gbps": 9.0}, {"recv_gbps": 8.0}]
     s = bench._ratio(res, "full", "untraced")
     assert s["n"] == 3
     assert s["median"] == pytest.approx(0.8)
     assert (s["min"], s["max"]) == (pytest.approx(0.5), pytest.approx(1.0))
+
+
+def test_pairs_the_machine_ran_unsteadily_around_are_left_out_and_counted():
+    # the probe's per-CPU rates, in call order: before round 1, after each run, ...
+    speeds = iter([(100, 100), (100, 98), (100, 97),             # round 1: steady
+                   (100, 100), (60, 100), (100, 100),            # round 2: CPU 0 slowed
+                   (50, 50), (52, 51), (51, 50)])                # round 3: slow, but steady
+    variants = [("full", lambda: {"recv_gbps": 9.0}), ("untraced", lambda: {"recv_gbps": 10.0})]
+    res = pairs.run_interleaved(3, variants, probe=lambda: next(speeds))
+    assert res.steady("full", "untraced") == [True, False, True]
+    s = bench._ratio(res, "full", "untraced")
+    assert (s["n"], s["left_out"]) == (2, 1)
+    assert pairs.fmt(s, 1) == "0.9 (min 0.9, max 0.9, n=2, 1 unsteady left out)"
+    # a probe that failed (None) leaves its pair in; no probe at all leaves every pair in
+    assert pairs.steady_speeds([None, (100,), (91,)])
+    assert not pairs.steady_speeds([(100, 100), (100, 89)])
+    assert pairs.run_interleaved(2, variants).steady("full", "untraced") == [True, True]
 
 
 def test_the_median_interval_widens_to_min_max_below_nine_rounds():
@@ -77,3 +95,13 @@ def test_ab_compares_two_builds_level_by_level():
             {"messages": 20, "bpf_programs": {"a": 400, "b": 200}}]
     # medians per message: a 15 (10, 20), b 20 (30, 10)
     assert ab._top_programs(runs) == "b 20, a 15"
+
+
+def test_the_summary_says_how_steady_the_machine_was(monkeypatch):
+    monkeypatch.setattr(bench, "SPEEDS", [((100, 200), (99, 190)), ((100, 200), (50, 200)),
+                                          (None, (100, 200))])
+    md = bench.speed_md()
+    assert "1 of 3 runs saw the speed change" in md
+    assert "CPU 0 100 (min 50, max 100, n=5)" in md and "CPU 1 200 (min 190, max 200, n=5)" in md
+    monkeypatch.setattr(bench, "SPEEDS", [])
+    assert bench.speed_md() == "No machine speed probe ran."

@@ -57,6 +57,8 @@ else
     trap 'rm -rf "$scratch"' EXIT
 fi
 
+# VMTEST_K, a pytest -k expression (spaces allowed), quoted for the guest's shell
+k_arg=${VMTEST_K:+"-k '$VMTEST_K'"}
 # What runs inside the guest, into the attempt's directory $out ($1). The root file system is
 # the host's, read-only; /tmp is a writable overlay and $scratch the host directory shared
 # read-write.
@@ -74,7 +76,7 @@ echo "guest kernel \$(uname -r)" >"\$out/pytest.log"
 ( sleep $((timeout_s - 90)); { ps aux; dmesg | tail -n 50; } >"\$out/hang.log" 2>&1 ) &
 NETIO_BUILD="$build" NETIO_VMTEST=1 PYTHONPATH="$root" PYTHONDONTWRITEBYTECODE=1 \\
     NETIO_TRACER_SKIP="${NETIO_TRACER_SKIP:-}" \\
-    timeout -k 10 $((timeout_s - 60)) "$python" -m pytest -p no:cacheprovider -v -rfEP ${VMTEST_K:+-k "$VMTEST_K"} \\
+    timeout -k 10 $((timeout_s - 60)) "$python" -m pytest -p no:cacheprovider -v -rfEP $k_arg \\
     --junitxml="\$out/junit.xml" tests/integration/test_tracer.py \\
     tests/integration/test_zerocopy_paths.py \\
     tests/integration/test_categories_live.py >>"\$out/pytest.log" 2>&1
