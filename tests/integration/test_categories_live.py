@@ -36,6 +36,19 @@ def _line(where, strategy, size, a):
             + " ".join(f"{c} {v:.0%}" for v, c in top))
 
 
+def _other_stacks(folded, n=8):
+    """The n commonest stacks of "other" in a folded file, their last frames: what a run over
+    its target left unclassified."""
+    stacks = {}
+    with open(folded) as f:
+        for line in f:
+            parsed = attribution.parse_folded_line(line)
+            if parsed and attribution.classify(parsed[0]) == "other":
+                key = ";".join(parsed[0][-5:])
+                stacks[key] = stacks.get(key, 0) + parsed[1]
+    return [f"    {v:4} {k}" for k, v in sorted(stacks.items(), key=lambda kv: -kv[1])[:n]]
+
+
 def _check(rows, capsys, title):
     """Print every run's shares; every run's "other" under its target, on enough samples."""
     with capsys.disabled():
@@ -43,6 +56,10 @@ def _check(rows, capsys, title):
         for row in rows:
             print("  " + _line(*row))
     over = [_line(*r) for r in rows if r[3]["share"]["other"] > OTHER_TARGET[r[2]]]
+    with capsys.disabled():     # a run over its target: what its "other" was
+        for r in rows:
+            if r[3]["share"]["other"] > OTHER_TARGET[r[2]] and r[3].get("folded"):
+                print("\n".join([f"  other of {_line(*r)}:"] + _other_stacks(r[3]["folded"])))
     assert not over, "\n".join(over)
     few = [_line(*r) for r in rows if r[3]["samples"] < MIN_SAMPLES]
     assert not few, "too few samples:\n" + "\n".join(few)
@@ -105,5 +122,6 @@ def test_vm_live_runs_keep_other_under_target(sampling_tracer, topologies, tmp_p
             sampling_tracer.ok(f"snapshot {tmp / 'again.json'} {folded}")
             source = (snap.get("samples") or {}).get("source") or "tick"
             a = attribution.attribute_file(str(folded), source, None, None, None, None)
+            a["folded"] = str(folded)
             rows.append((f"guest {transport}", strategy, size, a))
     _check(rows, capsys, f"shares on live runs, 6.1 guest, {transport}")
