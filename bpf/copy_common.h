@@ -47,7 +47,7 @@ static __always_inline void on_sendmsg_exit(long ret)
 		struct sock *sk = (struct sock *)sc->sk;
 		unsigned long skflags = BPF_CORE_READ(sk, __sk_common.skc_flags);
 		if ((skflags >> SOCK_ZEROCOPY_BIT) & 1)
-			note_zc_owner(sc->sk, sc->tgid);
+			note_zc_owner(sc->sk, sc->tgid, NULL);
 	}
 	bpf_map_delete_elem(&in_send, &tid);
 }

@@ -122,12 +122,12 @@ static __always_inline int tcp_seq(struct sk_buff *skb, const bool cast, u32 *se
 
 /* An io_uring zero-copy send leaves SOCK_ZEROCOPY unset: the bytes xmit kept pending on a
  * socket it saw zerocopy skbs of go to the process whose io_uring sends on it. */
-static __always_inline void claim_zc_pending(struct sock *sk, u32 tgid)
+static __always_inline void claim_zc_pending(struct sock *sk, struct task_state *st)
 {
 	u64 key = (u64)sk;
 
 	if (bpf_map_lookup_elem(&sk_owner, &key))
-		note_zc_owner(key, tgid);
+		note_zc_owner(key, st->tgid, st);
 }
 
 /* A send that is not the thread's own send, sendmsg or write: inside sendfile or splice
@@ -139,14 +139,14 @@ static __always_inline void other_send(struct sock *sk, int ret, struct task_sta
 	long nr;
 
 	if (task->flags & NETIO_PF_IO_WORKER) {
-		claim_zc_pending(sk, st->tgid);
+		claim_zc_pending(sk, st);
 		return;
 	}
 	nr = current_syscall_nr();
 	if (nr == NR_SENDFILE || nr == NR_SPLICE)
 		st->counts.tx_spliced_bytes += ret;
 	else if (nr == NR_IO_URING_ENTER)
-		claim_zc_pending(sk, st->tgid);
+		claim_zc_pending(sk, st);
 }
 
 /* A send returns at the socket layer: bytes and calls of the followed thread, counted in its
@@ -166,7 +166,7 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 		if (!ends)
 			other_send(sk, ret, st);
 		if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1)
-			note_zc_owner((u64)sk, st->tgid);
+			note_zc_owner((u64)sk, st->tgid, st);
 	}
 	if (ends)
 		sc_finish(st, ret);
@@ -265,13 +265,8 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 	if (si) {
 		if (proto == NETIO_IPPROTO_TCP)
 			fresh = tcp_fresh_bytes(si, skb, data_len, cast);
-		if (fresh && si->tgid) {
-			struct proc_stats *ps = proc_get(si->tgid);
-			if (ps)
-				ps->zc_tx_bytes += fresh;
-		} else if (fresh) {
+		if (fresh)
 			__sync_fetch_and_add(&si->pending, fresh);
-		}
 	}
 	if (fresh && ns) {
 		ns->zc_tx_bytes += fresh;
@@ -380,13 +375,20 @@ int BPF_PROG(tp_tcp_probe_pre62, struct sock *sk, struct sk_buff *skb)
 	return on_tcp_probe(sk, skb, false);
 }
 
-/* A closed socket's memory may become another process's socket: forget its owner. */
+/* A closed socket's memory may become another process's socket: its owner gets what is
+ * pending, and is forgotten. */
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(tp_sock_state, const struct sock *sk, const int oldstate, const int newstate)
 {
 	u64 key = (u64)sk;
+	struct sk_info *si;
 
-	if (newstate == 7 /* TCP_CLOSE */)
+	if (newstate != 7 /* TCP_CLOSE */)
+		return 0;
+	si = bpf_map_lookup_elem(&sk_owner, &key);
+	if (si) {
+		claim_zc_bytes(si);
 		bpf_map_delete_elem(&sk_owner, &key);
+	}
 	return 0;
 }

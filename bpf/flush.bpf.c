@@ -40,6 +40,14 @@ int BPF_PROG(tp_thread_exit, struct task_struct *task)
 	return 0;
 }
 
+static long claim_socket(struct bpf_map *map, u64 *sk, struct sk_info *si, void *ctx)
+{
+	claim_zc_bytes(si);
+	return 0;
+}
+
+/* Every task, then (the iterator's last call, with no task) the zerocopy bytes still pending
+ * on sockets whose owner is known: what xmit counted after the owner's last send. */
 SEC("iter/task")
 int flush_threads(struct bpf_iter__task *ctx)
 {
@@ -47,5 +55,7 @@ int flush_threads(struct bpf_iter__task *ctx)
 
 	if (task)
 		flush_task(task, true);
+	else
+		bpf_for_each_map_elem(&sk_owner, claim_socket, NULL, 0);
 	return 0;
 }

@@ -29,6 +29,7 @@ struct thread_counts {
 	u64 tx_spliced_bytes;
 	u64 rx_copy_bytes;
 	u64 rx_calls;
+	u64 zc_tx_bytes;	/* zerocopy bytes of its process's sockets, claimed at its sends */
 	struct sc_stats sc[SC_NR_CLASSES];
 };
 
@@ -89,15 +90,18 @@ struct {
 
 /* Zerocopy sockets: who owns them (skbs leave the host in softirq context where current is
  * anybody), the highest sequence counted (retransmits of a zerocopy skb are not new zerocopy
- * bytes), and the zerocopy bytes that left before the owner was known. A socket's first skbs
- * leave inside its first send, before sock_send_length names the owner: xmit keeps their bytes
- * pending on the socket and the send's end claims them for its process (note_zc_owner). */
+ * bytes), and the zerocopy bytes counted on the socket and not yet given to its owner. xmit
+ * adds to pending, with no lookup of the owner's statistics per skb; the owner's sends claim
+ * it into the sending thread's counts (note_zc_owner; a socket's first skbs leave inside its
+ * first send, before sock_send_length names the owner), and what the last sends left is
+ * claimed for the owner's process when the socket closes and before every snapshot
+ * (claim_zc_bytes). */
 struct sk_info {
 	u32 tgid;		/* 0: not known yet */
 	u32 max_end_seq;
 	u32 seq_valid;
 	u32 pad;
-	u64 pending;		/* bytes counted while tgid was 0, not yet claimed */
+	u64 pending;		/* bytes counted, not yet claimed */
 };
 
 struct {
@@ -263,6 +267,7 @@ static __always_inline void flush_thread_counts(struct task_state *st)
 	NETIO_FLUSH(tx_spliced_bytes);
 	NETIO_FLUSH(rx_copy_bytes);
 	NETIO_FLUSH(rx_calls);
+	NETIO_FLUSH(zc_tx_bytes);
 #undef NETIO_FLUSH
 	c.from = (u64 *)st->counts.sc;
 	c.done = (u64 *)st->flushed.sc;
@@ -422,16 +427,30 @@ static __always_inline struct netns_stats *netns_stats_of(struct net *net)
 /* bit of SOCK_ZEROCOPY in sk->sk_flags on the running kernel */
 #define SOCK_ZEROCOPY_BIT bpf_core_enum_value(enum sock_flags, SOCK_ZEROCOPY)
 
-/* The end of a send of followed process tgid on a zerocopy socket (the caller checked
- * SOCK_ZEROCOPY): name tgid its owner, and give it the bytes xmit counted before (pending). A
- * socket seen with another owner before (its memory reused, or passed to another process)
- * starts again. An xmit racing with this on another CPU may still add to pending after the
- * exchange: the next send claims it. */
-static __always_inline void note_zc_owner(u64 sk, u32 tgid)
+/* The bytes pending on socket si go to its owner's process: where no thread of it is at hand
+ * (the socket closes, a snapshot, another process takes the socket over). */
+static __always_inline void claim_zc_bytes(struct sk_info *si)
 {
-	struct sk_info *si, n = { .tgid = tgid };
 	struct proc_stats *ps;
 	u64 pending;
+
+	if (!si->tgid || !si->pending)
+		return;
+	pending = __sync_lock_test_and_set(&si->pending, 0);
+	ps = proc_get(si->tgid);
+	if (ps)
+		ps->zc_tx_bytes += pending;
+}
+
+/* The end of a send of process tgid on a zerocopy socket (the caller checked SOCK_ZEROCOPY,
+ * or io_uring sent on it): name tgid its owner, and give the bytes xmit counted on the socket
+ * (pending) to the sending thread's counts (st, on the tracepoint rung; else NULL: to the
+ * process). A socket seen with another owner before (passed to another process) gives that
+ * one its bytes and starts again. An xmit racing with this on another CPU may still add to
+ * pending after the exchange: a later claim takes it. */
+static __always_inline void note_zc_owner(u64 sk, u32 tgid, struct task_state *st)
+{
+	struct sk_info *si, n = { .tgid = tgid };
 
 	si = bpf_map_lookup_elem(&sk_owner, &sk);
 	if (!si) {
@@ -440,6 +459,7 @@ static __always_inline void note_zc_owner(u64 sk, u32 tgid)
 	}
 	if (si->tgid != tgid) {
 		if (si->tgid) {
+			claim_zc_bytes(si);
 			count_update_error(bpf_map_update_elem(&sk_owner, &sk, &n, BPF_ANY));
 			return;
 		}
@@ -447,10 +467,10 @@ static __always_inline void note_zc_owner(u64 sk, u32 tgid)
 	}
 	if (!si->pending)
 		return;
-	pending = __sync_lock_test_and_set(&si->pending, 0);
-	ps = proc_get(tgid);
-	if (ps)
-		ps->zc_tx_bytes += pending;
+	if (st)
+		st->counts.zc_tx_bytes += __sync_lock_test_and_set(&si->pending, 0);
+	else
+		claim_zc_bytes(si);
 }
 
 #endif

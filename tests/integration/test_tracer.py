@@ -544,6 +544,58 @@ for _ in range(5):
 """
 
 
+# Zero-copy sends that fill the receive window, then a drain: the skbs TCP held back leave
+# on the ACKs, after the last send returned. The sockets stay open until stdin closes.
+LATE_ZC_SENDER = """
+import socket, sys
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen()
+c = socket.create_connection(srv.getsockname()); a, _ = srv.accept()
+c.setsockopt(socket.SOL_SOCKET, 60, 1)                  # SO_ZEROCOPY
+c.setblocking(False)
+buf, sent = b"x" * 65536, 0
+while True:
+    try:
+        sent += c.send(buf, 0x4000000)                  # MSG_ZEROCOPY
+    except BlockingIOError:
+        break
+got = 0
+while got < sent:
+    got += len(a.recv(1 << 20))
+print(sent, flush=True)
+sys.stdin.read()
+"""
+
+
+@host_only
+def test_zerocopy_bytes_that_leave_after_the_last_send_reach_the_owner(tracer, topologies,
+                                                                       tmp_path):
+    """xmit counts zero-copy bytes on their socket; the owner's sends claim them, and what
+    left after its last send is claimed for its process before the snapshot (the flush
+    iterator) and when the socket closes: per process exactly what left the followed netns."""
+    ns = topologies["loopback"].sender_ns
+    p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", LATE_ZC_SENDER],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        tracer.ok("clear")
+        tracer.ok(f"netns add {ns}")
+        tracer.ok(f"pid add {p.pid}")
+        tracer.ok("reset")
+        sent = int(p.stdout.readline())
+        for name in ("open", "again"):     # sockets open: claimed by the flush, once
+            snap = tracer.snapshot(str(tmp_path / f"{name}.json"))
+            mine = snap["processes"][str(p.pid)]["zc_tx_bytes"]
+            (left,) = [n["zc_tx_bytes"] for n in snap["netns"].values()]
+            assert 0.9 * sent <= left <= sent and mine == left, (mine, left, sent)
+        p.stdin.close()
+        assert p.wait(10) == 0
+        snap = tracer.snapshot(str(tmp_path / "closed.json"))
+        assert snap["processes"][str(p.pid)]["zc_tx_bytes"] == left
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 @host_only
 def test_socket_layer_ends_calls_and_sys_exit_on_demand(tmp_path):
     out = tmp_path / "trace.json"
