@@ -996,6 +996,12 @@ def _measure_overhead(b):
 
 
 # ---- sections 1 and 2, verdicts ------------------------------------------------------------
+def _below(s, target):
+    """A median under target: its profile is kept. None (nothing measured, or every pair left
+    out as unsteady) has no run to profile."""
+    return s["median"] is not None and s["median"] < target
+
+
 def _overhead_verdicts(b, c):
     """Records one configuration's overhead and peer verdicts; the profiles of the targets it
     missed (Markdown lines)."""
@@ -1016,11 +1022,11 @@ def _overhead_verdicts(b, c):
     b.record("2. ours counting only (no sampling, no counters) / bpftrace, paired",
              tag, _ratio(res, "programs", "bpftrace"), TARGET_PEER)
     name = f"overhead-{c.transport}-{c.strategy}-{c.size // KiB}k"
-    if full["median"] is None or full["median"] < TARGET_OVERHEAD:
+    if _below(full, TARGET_OVERHEAD):
         return profile_miss(name, res, "full", "untraced",
                             f"{tag}: full/untraced {pairs.fmt(full, 3)} "
                             f"< {TARGET_OVERHEAD}")
-    if (full_vs_peer["median"] or 0) < TARGET_PEER:
+    if _below(full_vs_peer, TARGET_PEER):
         return profile_miss(name, res, "full", "untraced",
                             f"{tag}: ours / bpftrace "
                             f"{pairs.fmt(full_vs_peer, 3)} < {TARGET_PEER:g}")
@@ -1039,7 +1045,7 @@ def _sampling_verdicts(b, c):
     b.record("sampling on the tick (--sample-source tick), / no-sample", tag,
              _ratio(res, "tick", "no-sample"), TARGET_SAMPLING)
     misses = []
-    if (sampling["median"] or 0) < TARGET_SAMPLING:
+    if _below(sampling, TARGET_SAMPLING):
         misses = profile_miss(f"sampling-{c.transport}-{c.size // KiB}k", res,
                               "full", "no-sample",
                               f"{tag}: sampling (full/no-sample) "
@@ -1376,7 +1382,7 @@ def _scale_threads(b, topo):
                     f"{pairs.fmt(tick, 3)} | "
                     f"{pairs.fmt(pairs.summary(_col(res['full'], 'bpf_ns_per_msg')), 0)} | "
                     f"{sum(x or 0 for x in _col(res['full'], 'drops'))} |")
-        if full["median"] is None or full["median"] < TARGET_OVERHEAD:
+        if _below(full, TARGET_OVERHEAD):
             misses += profile_miss(f"scale-{topo.transport}-{n}threads", res, "full",
                                    "untraced", f"{n} threads: full/untraced "
                                    f"{pairs.fmt(full, 3)} < {TARGET_OVERHEAD}")

@@ -50,6 +50,9 @@ def test_pairs_the_machine_ran_unsteadily_around_are_left_out_and_counted():
     assert pairs.steady_speeds([None, (100,), (91,)])
     assert not pairs.steady_speeds([(100, 100), (100, 89)])
     assert pairs.run_interleaved(2, variants).steady("full", "untraced") == [True, True]
+    # a miss is profiled only where a steady pair measured one
+    assert bench._below(s, 0.95) and not bench._below(s, 0.9)
+    assert not bench._below(bench._ratio(res, "full", "untraced") | {"median": None}, 0.95)
 
 
 def test_the_median_interval_widens_to_min_max_below_nine_rounds():
