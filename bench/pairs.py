@@ -96,12 +96,19 @@ def median_interval(vals, level=INTERVAL_LEVEL):
     return xs[best - 1], xs[n - best]
 
 
+# the fewest values whose min to max holds the median with INTERVAL_LEVEL (1 - 2/2^n): a
+# verdict needs at least as many
+MIN_VERDICT_VALUES = 5
+
+
 def classify(s, target):
     """'met' when the median's interval is at or above target, 'missed' when it is below,
-    'undecided' when it straddles the target (or nothing was measured)."""
+    'undecided' when it straddles the target, or when fewer than MIN_VERDICT_VALUES were
+    measured (the unsteady pairs left out, or a quick look's few rounds)."""
     lo = s.get("lo", s.get("min"))
     hi = s.get("hi", s.get("max"))
-    if s.get("median") is None or lo is None:
+    if (s.get("median") is None or lo is None
+            or s.get("n", MIN_VERDICT_VALUES) < MIN_VERDICT_VALUES):
         return "undecided"
     if lo >= target:
         return "met"

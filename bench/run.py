@@ -134,6 +134,8 @@ def verdict(s, target):
         return "met"
     if c == "missed":
         return f"**missed by {target - s['median']:.3f}**"
+    if s["n"] < pairs.MIN_VERDICT_VALUES:
+        return f"undecided ({s['n']} pairs: a verdict needs {pairs.MIN_VERDICT_VALUES})"
     return f"undecided ({s['lo']:.3f}–{s['hi']:.3f} spans {target:g})"
 
 

@@ -72,15 +72,19 @@ def test_verdicts_are_met_missed_or_undecided_by_the_interval():
     close = pairs.summary([0.80, 0.87, 0.879, 0.95, 0.99])   # median 0.879, just below 0.88
     assert bench.verdict(close, 0.88) == "undecided (0.800–0.990 spans 0.88)"
     assert bench.verdict(pairs.summary([]), 0.97) == "n/a"
+    # fewer than 5 pairs (unsteady ones left out): no verdict, however far from the target
+    few = pairs.summary([0.5, 0.6, 0.55, 0.52])
+    assert pairs.classify(few, 0.97) == "undecided"
+    assert bench.verdict(few, 0.97) == "undecided (4 pairs: a verdict needs 5)"
     assert bench.verdict(None, 0.97) == "n/a"
 
 
 def test_summary_counts_met_undecided_and_missed_and_names_the_worst():
     b = bench.Bench.__new__(bench.Bench)     # no cgroup or temp dir: only the verdicts
     b.verdicts = []
-    b.record("overhead", "a", pairs.summary([0.98, 0.99, 1.0]), 0.97)
-    b.record("overhead", "b", pairs.summary([0.85, 0.90, 0.92]), 0.97)
-    b.record("overhead", "c", pairs.summary([0.90, 0.96, 1.1]), 0.97)
+    b.record("overhead", "a", pairs.summary([0.98, 0.99, 1.0, 0.99, 0.98]), 0.97)
+    b.record("overhead", "b", pairs.summary([0.85, 0.90, 0.92, 0.88, 0.91]), 0.97)
+    b.record("overhead", "c", pairs.summary([0.90, 0.96, 1.1, 0.95, 1.0]), 0.97)
     b.record("overhead", "d", pairs.summary([]), 0.97)
     md = b.summary_md()
     assert "| overhead (≥ 0.97) | 1/4 | 2/4 | 1/4 | 0.900 vs 0.97 (b) |" in md
