@@ -4,9 +4,9 @@ Runs on this machine differ by up to 2x from one to the next (DESIGN.md, measure
 so a comparison is never one run against another: every round runs each variant once, the
 order flips every other round (A B C, C B A, ...) so slow drift hits all variants alike, and
 results are compared within a round (paired ratios) and summarized as median, min and max.
-The machine's own speed changes too (other tenants of the host: a busy loop runs at half its
-rate for minutes): a probe measures it before and after every run, and a pair whose runs saw
-different speeds is left out of the ratios, and counted as left out.
+The machine's own speed changes too, with the host's other tenants (bench/NOTES.md, "The
+machine's own speed"): a probe measures it before and after every run, and a pair whose runs
+saw different speeds is left out of the ratios, and counted as left out.
 """
 import math
 import statistics
@@ -126,8 +126,7 @@ def ratio_summary(ours, ref, keep=None):
     """summary() of the paired ratios of the rounds keep allows, with left_out: how many
     pairs an unsteady machine took out."""
     s = summary(paired_ratios(ours, ref, keep))
-    s["left_out"] = sum(1 for a, b, k in zip(ours, ref, keep or []) if not k and a is not None
-                        and b)
+    s["left_out"] = len(paired_ratios(ours, ref)) - s["n"]
     return s
 
 

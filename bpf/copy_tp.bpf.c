@@ -122,7 +122,7 @@ static __always_inline int tcp_seq(struct sk_buff *skb, const bool cast, u32 *se
 
 /* An io_uring zero-copy send leaves SOCK_ZEROCOPY unset: the bytes xmit kept pending on a
  * socket it saw zerocopy skbs of go to the process whose io_uring sends on it. */
-static __always_inline void claim_zc_pending(struct sock *sk, struct task_state *st)
+static __always_inline void claim_io_uring_zc(struct sock *sk, struct task_state *st)
 {
 	u64 key = (u64)sk;
 
@@ -139,14 +139,14 @@ static __always_inline void other_send(struct sock *sk, int ret, struct task_sta
 	long nr;
 
 	if (task->flags & NETIO_PF_IO_WORKER) {
-		claim_zc_pending(sk, st);
+		claim_io_uring_zc(sk, st);
 		return;
 	}
 	nr = current_syscall_nr();
 	if (nr == NR_SENDFILE || nr == NR_SPLICE)
 		st->counts.tx_spliced_bytes += ret;
 	else if (nr == NR_IO_URING_ENTER)
-		claim_zc_pending(sk, st);
+		claim_io_uring_zc(sk, st);
 }
 
 /* A send returns at the socket layer: bytes and calls of the followed thread, counted in its

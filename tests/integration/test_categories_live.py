@@ -55,12 +55,12 @@ def _check(rows, capsys, title):
         print(f"\n{title} (other's 95% interval in brackets):")
         for row in rows:
             print("  " + _line(*row))
-    over = [_line(*r) for r in rows if r[3]["share"]["other"] > OTHER_TARGET[r[2]]]
+    over = [r for r in rows if r[3]["share"]["other"] > OTHER_TARGET[r[2]]]
     with capsys.disabled():     # a run over its target: what its "other" was
-        for r in rows:
-            if r[3]["share"]["other"] > OTHER_TARGET[r[2]] and r[3].get("folded"):
+        for r in over:
+            if r[3].get("folded"):
                 print("\n".join([f"  other of {_line(*r)}:"] + _other_stacks(r[3]["folded"])))
-    assert not over, "\n".join(over)
+    assert not over, "\n".join(_line(*r) for r in over)
     few = [_line(*r) for r in rows if r[3]["samples"] < MIN_SAMPLES]
     assert not few, "too few samples:\n" + "\n".join(few)
 

@@ -571,7 +571,8 @@ def test_zerocopy_bytes_that_leave_after_the_last_send_reach_the_owner(tracer, t
                                                                        tmp_path):
     """xmit counts zero-copy bytes on their socket; the owner's sends claim them, and what
     left after its last send is claimed for its process before the snapshot (the flush
-    iterator) and when the socket closes: per process exactly what left the followed netns."""
+    iterator): per process exactly what left the followed netns, once, and still after the
+    process exited and its sockets closed."""
     ns = topologies["loopback"].sender_ns
     p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", LATE_ZC_SENDER],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
