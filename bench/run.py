@@ -28,7 +28,7 @@ from netio_trace.system import cgroup
 from netio_trace.system.netns import LOOPBACK_ADDR, Topology, VETH_RECEIVER_ADDR
 from netio_trace.system.procs import READY_ARGS, GatedProcess, wait_for_exit, wait_listening
 from netio_trace.tracer import ControlTracer
-from bench import pairs
+from bench import pairs, windows
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(os.environ.get("NETIO_BUILD", os.path.join(REPO, "build")))
@@ -534,6 +534,8 @@ class Bench:
             if not listening:
                 raise RuntimeError(f"netio-server did not listen: {_tail(files['s.err'])}")
             cli.release()
+            if hasattr(observer, "during"):     # an observer that acts while it runs
+                observer.during(cli.pid, time.monotonic() + duration)
             cpu = _reap_all(procs, time.monotonic() + duration + 30 + threads * 0.1)
             if srv.returncode != 0 or cli.returncode != 0:
                 raise RuntimeError(f"netio {strategy}: server {srv.returncode} "
@@ -680,11 +682,12 @@ def speed_md():
     per_cpu = ", ".join(f"CPU {i} {pairs.fmt(pairs.summary(list(r)), 0)}"
                         for i, r in enumerate(zip(*probes)))
     unsteady = sum(1 for run in SPEEDS if not pairs.steady_speeds(run))
-    return (f"Ratios come only from pairs whose runs saw one machine speed: `netio-busy-loop` "
-            f"runs {PROBE_S * 1000:.0f} ms on each CPU at once before and after every run (no "
-            f"tracer loaded), and a pair is left out (counted in its cell as \"unsteady left "
-            f"out\") when any of those rates on a CPU is below "
-            f"{1 - pairs.STEADY_TOLERANCE:.0%} of that CPU's fastest. Busy loop blocks/s in "
+    return (f"Ratios of whole runs come only from pairs whose runs saw one machine speed: "
+            f"`netio-busy-loop` runs {PROBE_S * 1000:.0f} ms on each CPU at once before and "
+            f"after every run (no tracer loaded), and a pair is left out (counted in its cell "
+            f"as \"unsteady left out\") when any of those rates on a CPU is below "
+            f"{1 - pairs.STEADY_TOLERANCE:.0%} of that CPU's fastest (section 1w pairs "
+            f"adjacent windows of one run instead, and leaves none out). Busy loop blocks/s in "
             f"this bench: {per_cpu}; {unsteady} of {len(SPEEDS)} runs saw the speed change "
             f"between their start and end.")
 
@@ -1700,8 +1703,79 @@ def section_zerocopy(b):
     return "\n".join(lines) + "\n"
 
 
+# ---- section 1w: the levels' cost in windows of one run ------------------------------------
+# (level, its tracer, target in every case, target at the headline case)
+WINDOW_LEVELS = (("full", lambda: OurTracer(), TARGET_OVERHEAD, TARGET_OVERHEAD_HEADLINE),
+                 ("counting", counting_level, TARGET_COUNTING, TARGET_COUNTING_HEADLINE))
+WindowCase = collections.namedtuple("WindowCase", "tag level windows speeds")
+
+
+def section_windows(b):
+    """Each level / untraced in alternating windows of one run per configuration
+    (bench/windows.py): the same targets as section 1, measured where the machine's drift
+    between runs cannot reach the pairs."""
+    cases = []
+    for transport in b.args.transports:
+        with Topology(transport) as topo:
+            for strategy in OVERHEAD_STRATEGIES:
+                for size in OVERHEAD_SIZES:
+                    tag = f"{transport} {strategy} {size_name(size)}"
+                    for level, mk, target, headline in WINDOW_LEVELS:
+                        c = _window_case(b, topo, (strategy, size), tag, level, mk)
+                        s = windows.summary(c.windows)
+                        b.record(f"1w. {level} / untraced, in windows of one run", tag, s,
+                                 target)
+                        if (transport, strategy, size) == HEADLINE_CASE:
+                            b.record(f"1w. headline one-copy 16K loopback, {level} / untraced, "
+                                     f"in windows", tag, s, headline)
+                        cases.append(c)
+    return _md_windows(b, cases)
+
+
+def _window_case(b, topo, config, tag, level, mk):
+    """One run of config, level's tracer toggled in windows; the machine speed around it."""
+    strategy, size = config
+    n = b.args.window_pairs
+    before = machine_speed()
+    run = b.netio(topo, strategy, size, 1, windows.run_seconds(n), windows.Windows(mk(), n))
+    speeds = (before, machine_speed())
+    SPEEDS.append(speeds)
+    log(f"[windows {tag} {level}] {pairs.fmt(windows.summary(run['windows']), 3)}")
+    return WindowCase(tag, level, run["windows"], speeds)
+
+
+def _md_windows(b, cases):
+    lines = ["## 1w. The levels' cost in windows of one run", "",
+             f"One workload run per configuration and level, 1 thread, cubic; the tracer "
+             f"loaded once, then attached and detached in turn (its `attach` and `detach` "
+             f"commands: detached, no program of ours is attached and no sampling event is "
+             f"open). After each toggle {windows.SETTLE_S * 1000:.0f} ms pass, then the "
+             f"receiver's namespace's device counters are read over a "
+             f"{windows.WINDOW_S * 1000:.0f} ms window. Two adjacent windows, one in each "
+             f"state, form a pair (order flipped every pair); ratio = traced / untraced "
+             f"throughput, up to {b.args.window_pairs} pairs per cell, median (interval as in "
+             f"section 1). Section 1 pairs whole runs a few seconds apart, which a host "
+             f"changing this VM's speed from second to second (bench/NOTES.md) spreads; a "
+             f"window cannot hold what a run pays once (loading, a thread's first events), "
+             f"which section 1 keeps. **full** is the default tracer (as section 1), "
+             f"**counting** `{' '.join(COUNTING_ARGS)}`. Machine speed: `netio-busy-loop` "
+             f"blocks/s per CPU before and after the run.", "",
+             "| configuration | level | untraced Gbit/s | traced Gbit/s | **traced / untraced** "
+             "| verdict | machine speed |", "|---|---|---|---|---|---|---|"]
+    targets = {lv: t for lv, _, t, _ in WINDOW_LEVELS}
+    for c in cases:
+        s = windows.summary(c.windows)
+        speed = " → ".join("/".join(f"{x:.0f}" for x in p) if p else "n/a" for p in c.speeds)
+        lines.append(f"| {c.tag} | {c.level} | "
+                     f"{pairs.fmt(windows.rates(c.windows, False))} | "
+                     f"{pairs.fmt(windows.rates(c.windows, True))} | "
+                     f"**{pairs.fmt(s, 3)}** | {verdict(s, targets[c.level])} | {speed} |")
+    return "\n".join(lines) + "\n"
+
+
 SECTIONS = [
     ("overhead", section_overhead),
+    ("windows", section_windows),
     ("iperf3", section_iperf3),
     ("scale", section_scale),
     ("sweep", section_sweep),
@@ -1719,6 +1793,8 @@ def _parse_args(argv):
                          "the tracer's parts are effects of a few percent)")
     ap.add_argument("--duration", type=float, default=1.0,
                     help="seconds per run of sections 1 and 2")
+    ap.add_argument("--window-pairs", type=int, default=100,
+                    help="pairs of windows per configuration and level in section 1w")
     ap.add_argument("--iperf3-duration", type=int, default=1,
                     help="whole seconds per run of section 3 (iperf3 -t takes whole seconds)")
     ap.add_argument("--scale-duration", type=float, default=0.5,
@@ -1734,7 +1810,7 @@ def _parse_args(argv):
                          "NETIO_BENCH_FULL=0)")
     ap.add_argument("--out", default=RESULTS, help="markdown file to write")
     args = ap.parse_args(argv)
-    if args.rounds < 1 or args.duration <= 0 or args.iperf3_duration <= 0 \
+    if args.rounds < 1 or args.window_pairs < 1 or args.duration <= 0 or args.iperf3_duration <= 0 \
             or args.scale_duration <= 0:
         ap.error("--rounds and the durations must be positive")
     if args.rounds < 5:

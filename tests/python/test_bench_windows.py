@@ -1,0 +1,94 @@
+"""bench/windows.py: the tracer attached and detached in turn within one run, and throughput
+read per window (section 1w). A fake tracer and a fake device counter whose rate depends on
+whether the fake is attached: the pairs must be in the flipped order, their ratios exact."""
+import time
+import types
+
+import pytest
+
+from bench import windows
+
+TRACED_GBPS, UNTRACED_GBPS = 8.0, 10.0
+
+
+class FakeCounter:
+    """Bytes a receiver got: TRACED_GBPS while attached, UNTRACED_GBPS while detached."""
+
+    def __init__(self):
+        self.attached = True
+        self.total = 0.0
+        self.last = time.monotonic()
+
+    def read(self, pid):
+        now = time.monotonic()
+        rate = TRACED_GBPS if self.attached else UNTRACED_GBPS
+        self.total += rate * 1e9 / 8 * (now - self.last)
+        self.last = now
+        return int(self.total)
+
+
+class FakeTracer:
+    name = "fake"
+
+    def __init__(self, counter):
+        self.counter, self.commands, self.aborted = counter, [], False
+
+    def start(self, bench, topo, pids):
+        self.tr = types.SimpleNamespace(
+            attach_probes=lambda: self._do("attach"),
+            detach_probes=lambda: self._do("detach"),
+            netns_add=lambda ns: self.commands.append(f"netns {ns}"),
+            pid_add=lambda pid: self.commands.append(f"pid {pid}"))
+
+    def _do(self, what):
+        self.counter.read(0)        # what was received so far, at the old rate
+        self.counter.attached = what == "attach"
+        self.commands.append(what)
+
+    def abort(self):
+        self.aborted = True
+
+
+@pytest.fixture
+def fast(monkeypatch):
+    counter = FakeCounter()
+    monkeypatch.setattr(windows, "rx_bytes", counter.read)
+    for name, value in (("WARMUP_S", 0.0), ("SETTLE_S", 0.002), ("WINDOW_S", 0.02),
+                        ("TOGGLE_S", 0.002)):
+        monkeypatch.setattr(windows, name, value)
+    return counter
+
+
+def run_windows(counter, npairs, seconds):
+    tracer = FakeTracer(counter)
+    w = windows.Windows(tracer, npairs)
+    w.start(None, types.SimpleNamespace(namespaces=["ns-a", "ns-b"]), [11, 12])
+    w.during(receiver=12, end=time.monotonic() + seconds)
+    run = {}
+    w.stop(run)
+    return tracer, run
+
+
+def test_windows_alternate_in_flipped_order_and_measure_each_state(fast):
+    tracer, run = run_windows(fast, 4, windows.run_seconds(4))
+    # detached before the workload starts, then T U | U T | T U | U T, detached at the end
+    follow = ["netns ns-a", "netns ns-b", "pid 11", "pid 12"]
+    assert tracer.commands == (["detach", "attach", *follow, "detach", "attach", *follow,
+                                "detach", "attach", *follow, "detach"])
+    assert len(run["windows"]) == 4 and tracer.aborted
+    for traced, untraced in run["windows"]:
+        assert traced == pytest.approx(TRACED_GBPS, rel=0.05)
+        assert untraced == pytest.approx(UNTRACED_GBPS, rel=0.05)
+    s = windows.summary(run["windows"])
+    assert s["n"] == 4 and s["median"] == pytest.approx(TRACED_GBPS / UNTRACED_GBPS, rel=0.05)
+
+
+def test_windows_stop_when_the_workload_stops_sending(fast):
+    tracer, run = run_windows(fast, 50, 3 * windows.pair_seconds())
+    assert 1 <= len(run["windows"]) <= 3
+    assert tracer.commands[-1] == "detach"
+
+
+def test_run_seconds_hold_every_pair():
+    assert windows.run_seconds(10) >= windows.WARMUP_S + 10 * 2 * (windows.SETTLE_S
+                                                                  + windows.WINDOW_S)
