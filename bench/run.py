@@ -135,7 +135,7 @@ def verdict(s, target):
     if c == "missed":
         return f"**missed by {target - s['median']:.3f}**"
     if s["n"] < pairs.MIN_VERDICT_VALUES:
-        return f"undecided ({s['n']} pairs: a verdict needs {pairs.MIN_VERDICT_VALUES})"
+        return f"undecided (n={s['n']}: a verdict needs {pairs.MIN_VERDICT_VALUES})"
     return f"undecided ({s['lo']:.3f}–{s['hi']:.3f} spans {target:g})"
 
 
@@ -1707,22 +1707,25 @@ def section_zerocopy(b):
 # (level, its tracer, target in every case, target at the headline case)
 WINDOW_LEVELS = (("full", lambda: OurTracer(), TARGET_OVERHEAD, TARGET_OVERHEAD_HEADLINE),
                  ("counting", counting_level, TARGET_COUNTING, TARGET_COUNTING_HEADLINE))
-WindowCase = collections.namedtuple("WindowCase", "tag level windows speeds")
+WindowCase = collections.namedtuple("WindowCase", "tag level runs speeds")
 
 
 def section_windows(b):
-    """Each level / untraced in alternating windows of one run per configuration
-    (bench/windows.py): the same targets as section 1, measured where the machine's drift
-    between runs cannot reach the pairs."""
+    """Each level / untraced in alternating windows of one run (bench/windows.py), several
+    runs per configuration with the levels in turn: the same targets as section 1, measured
+    where the machine's drift between runs cannot reach the pairs. A run is the unit a verdict
+    counts (its windows share the run's placement of threads on the two vCPUs, which the host
+    slows unequally): the verdict is on the median of the runs' medians."""
     cases = []
     for transport in b.args.transports:
         with Topology(transport) as topo:
             for strategy in OVERHEAD_STRATEGIES:
                 for size in OVERHEAD_SIZES:
                     tag = f"{transport} {strategy} {size_name(size)}"
-                    for level, mk, target, headline in WINDOW_LEVELS:
-                        c = _window_case(b, topo, (strategy, size), tag, level, mk)
-                        s = windows.summary(c.windows)
+                    found = _window_runs(b, topo, (strategy, size), tag)
+                    for level, _, target, headline in WINDOW_LEVELS:
+                        c = found[level]
+                        s = _window_verdict_summary(c)
                         b.record(f"1w. {level} / untraced, in windows of one run", tag, s,
                                  target)
                         if (transport, strategy, size) == HEADLINE_CASE:
@@ -1732,45 +1735,70 @@ def section_windows(b):
     return _md_windows(b, cases)
 
 
-def _window_case(b, topo, config, tag, level, mk):
-    """One run of config, level's tracer toggled in windows; the machine speed around it."""
+def _window_runs(b, topo, config, tag):
+    """b.args.window_runs runs of config per level, the levels in turn: {level: WindowCase}."""
     strategy, size = config
     n = b.args.window_pairs
-    before = machine_speed()
-    run = b.netio(topo, strategy, size, 1, windows.run_seconds(n), windows.Windows(mk(), n))
-    speeds = (before, machine_speed())
-    SPEEDS.append(speeds)
-    log(f"[windows {tag} {level}] {pairs.fmt(windows.summary(run['windows']), 3)}")
-    return WindowCase(tag, level, run["windows"], speeds)
+    found = {lv: WindowCase(tag, lv, [], []) for lv, *_ in WINDOW_LEVELS}
+    for r in range(b.args.window_runs):
+        for level, mk, *_ in WINDOW_LEVELS:
+            before = machine_speed()
+            run = b.netio(topo, strategy, size, 1, windows.run_seconds(n),
+                          windows.Windows(mk(), n))
+            speeds = (before, machine_speed())
+            SPEEDS.append(speeds)
+            found[level].runs.append(run["windows"])
+            found[level].speeds.append(speeds)
+            log(f"[windows {tag} {level} run {r + 1}/{b.args.window_runs}] "
+                f"{pairs.fmt(windows.summary(run['windows']), 3)}")
+    return found
+
+
+def _window_verdict_summary(c):
+    """pairs.summary of the runs' medians of traced / untraced."""
+    return pairs.summary([windows.summary(w)["median"] for w in c.runs])
 
 
 def _md_windows(b, cases):
     lines = ["## 1w. The levels' cost in windows of one run", "",
-             f"One workload run per configuration and level, 1 thread, cubic; the tracer "
-             f"loaded once, then attached and detached in turn (its `attach` and `detach` "
-             f"commands: detached, no program of ours is attached and no sampling event is "
-             f"open). After each toggle {windows.SETTLE_S * 1000:.0f} ms pass, then the "
-             f"receiver's namespace's device counters are read over a "
-             f"{windows.WINDOW_S * 1000:.0f} ms window. Two adjacent windows, one in each "
-             f"state, form a pair (order flipped every pair); ratio = traced / untraced "
-             f"throughput, up to {b.args.window_pairs} pairs per cell, median (interval as in "
-             f"section 1). Section 1 pairs whole runs a few seconds apart, which a host "
-             f"changing this VM's speed from second to second (bench/NOTES.md) spreads; a "
-             f"window cannot hold what a run pays once (loading, a thread's first events), "
-             f"which section 1 keeps. **full** is the default tracer (as section 1), "
-             f"**counting** `{' '.join(COUNTING_ARGS)}`. Machine speed: `netio-busy-loop` "
-             f"blocks/s per CPU before and after the run.", "",
-             "| configuration | level | untraced Gbit/s | traced Gbit/s | **traced / untraced** "
-             "| verdict | machine speed |", "|---|---|---|---|---|---|---|"]
+             f"{b.args.window_runs} workload runs per configuration and level (the levels in "
+             f"turn), 1 thread, cubic; in each, the tracer loaded once, then attached and "
+             f"detached in turn (its `attach` and `detach` commands: detached, no program of "
+             f"ours is attached and no sampling event is open). After each toggle "
+             f"{windows.SETTLE_S * 1000:.0f} ms pass, then the receiver's namespace's device "
+             f"counters are read over a {windows.WINDOW_S * 1000:.0f} ms window. Two adjacent "
+             f"windows, one in each state, form a pair (order flipped every pair); ratio = "
+             f"traced / untraced throughput, {b.args.window_pairs} pairs per run. Section 1 "
+             f"pairs whole runs a few seconds apart, which a host changing this VM's speed from "
+             f"second to second (bench/NOTES.md) spreads; a window cannot hold what a run pays "
+             f"once (loading, a thread's first events), which section 1 keeps. The runs of one "
+             f"configuration differ more than their windows do (each run places the sender and "
+             f"the receiver on the two vCPUs, which the host slows unequally), so the verdict "
+             f"is on the median of the runs' medians (interval as in section 1: min to max "
+             f"below 9 runs); the pooled pairs are shown beside it. **full** is the default "
+             f"tracer (as section 1), **counting** `{' '.join(COUNTING_ARGS)}`. Machine speed: "
+             f"`netio-busy-loop` blocks/s per CPU, lowest and highest probe before and after "
+             f"the runs.", "",
+             "| configuration | level | untraced Gbit/s | **traced / untraced, median of runs** "
+             "| each run's median | verdict | all pairs pooled | machine speed |",
+             "|---|---|---|---|---|---|---|---|"]
     targets = {lv: t for lv, _, t, _ in WINDOW_LEVELS}
     for c in cases:
-        s = windows.summary(c.windows)
-        speed = " → ".join("/".join(f"{x:.0f}" for x in p) if p else "n/a" for p in c.speeds)
-        lines.append(f"| {c.tag} | {c.level} | "
-                     f"{pairs.fmt(windows.rates(c.windows, False))} | "
-                     f"{pairs.fmt(windows.rates(c.windows, True))} | "
-                     f"**{pairs.fmt(s, 3)}** | {verdict(s, targets[c.level])} | {speed} |")
+        s = _window_verdict_summary(c)
+        pooled = [p for w in c.runs for p in w]
+        each = ", ".join(f"{windows.summary(w)['median']:.3f}" for w in c.runs
+                         if windows.summary(w)["median"] is not None)
+        lines.append(f"| {c.tag} | {c.level} | {pairs.fmt(windows.rates(pooled, False))} | "
+                     f"**{pairs.fmt(s, 3)}** | {each} | {verdict(s, targets[c.level])} | "
+                     f"{pairs.fmt(windows.summary(pooled), 3)} | {_speed_range(c.speeds)} |")
     return "\n".join(lines) + "\n"
+
+
+def _speed_range(speeds):
+    probes = [p for run in speeds for p in run if p is not None]
+    if not probes:
+        return "n/a"
+    return " / ".join(f"{min(r):.0f}–{max(r):.0f}" for r in zip(*probes))
 
 
 SECTIONS = [
@@ -1793,8 +1821,10 @@ def _parse_args(argv):
                          "the tracer's parts are effects of a few percent)")
     ap.add_argument("--duration", type=float, default=1.0,
                     help="seconds per run of sections 1 and 2")
-    ap.add_argument("--window-pairs", type=int, default=100,
-                    help="pairs of windows per configuration and level in section 1w")
+    ap.add_argument("--window-runs", type=int, default=5,
+                    help="runs per configuration and level in section 1w (a verdict needs 5)")
+    ap.add_argument("--window-pairs", type=int, default=20,
+                    help="pairs of windows per run in section 1w")
     ap.add_argument("--iperf3-duration", type=int, default=1,
                     help="whole seconds per run of section 3 (iperf3 -t takes whole seconds)")
     ap.add_argument("--scale-duration", type=float, default=0.5,
@@ -1810,7 +1840,7 @@ def _parse_args(argv):
                          "NETIO_BENCH_FULL=0)")
     ap.add_argument("--out", default=RESULTS, help="markdown file to write")
     args = ap.parse_args(argv)
-    if args.rounds < 1 or args.window_pairs < 1 or args.duration <= 0 or args.iperf3_duration <= 0 \
+    if args.rounds < 1 or args.window_pairs < 1 or args.window_runs < 1 or args.duration <= 0 or args.iperf3_duration <= 0 \
             or args.scale_duration <= 0:
         ap.error("--rounds and the durations must be positive")
     if args.rounds < 5:

@@ -75,7 +75,7 @@ def test_verdicts_are_met_missed_or_undecided_by_the_interval():
     # fewer than 5 pairs (unsteady ones left out): no verdict, however far from the target
     few = pairs.summary([0.5, 0.6, 0.55, 0.52])
     assert pairs.classify(few, 0.97) == "undecided"
-    assert bench.verdict(few, 0.97) == "undecided (4 pairs: a verdict needs 5)"
+    assert bench.verdict(few, 0.97) == "undecided (n=4: a verdict needs 5)"
     assert bench.verdict(None, 0.97) == "n/a"
 
 

@@ -92,3 +92,12 @@ def test_windows_stop_when_the_workload_stops_sending(fast):
 def test_run_seconds_hold_every_pair():
     assert windows.run_seconds(10) >= windows.WARMUP_S + 10 * 2 * (windows.SETTLE_S
                                                                   + windows.WINDOW_S)
+
+
+def test_a_verdict_counts_runs_not_windows():
+    from bench import run as bench
+    runs = [[(9.0, 10.0)] * 5, [(8.0, 10.0)] * 5, [(9.5, 10.0)] * 5]
+    c = bench.WindowCase("loopback one-copy 16 KiB", "counting", runs, [])
+    s = bench._window_verdict_summary(c)
+    assert s["n"] == 3 and s["median"] == pytest.approx(0.9)
+    assert bench.verdict(s, 0.85) == "undecided (n=3: a verdict needs 5)"
