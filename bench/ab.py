@@ -7,11 +7,16 @@ full: the default) with the old build's tracer and the new one's, in the same in
 rounds beside an untraced run. Prints each variant / untraced, new / old paired within the
 rounds, the workloads' CPU per GB, and the BPF time per message of the costliest programs
 (the tracer's own, sampled BPF stats). The workloads are the new build's.
+
+With `--windows RUNS`: instead of whole runs, RUNS runs per level in which the new tracer and
+the old one take turns in alternating windows of the same run (bench/windows.py: the host's
+changes of speed between runs do not reach the pairs); prints new / old as the median of the
+runs' medians, each run's median, and all pairs pooled.
 """
 import argparse
 import sys
 
-from bench import pairs
+from bench import pairs, windows
 from bench import run as R
 
 LEVELS = {"counting": list(R.COUNTING_ARGS), "full": []}
@@ -28,13 +33,17 @@ def _args(argv):
     ap.add_argument("--duration", type=float, default=0.5, help="seconds per run")
     ap.add_argument("--new-args", default="", help="extra netio-tracer arguments of the new "
                     "side only, space separated")
+    ap.add_argument("--windows", type=int, metavar="RUNS",
+                    help="compare in alternating windows of RUNS runs per level")
+    ap.add_argument("--window-pairs", type=int, default=20, help="pairs of windows per run")
     ap.add_argument("--levels", default="counting,full", help="comma separated: " +
                     ", ".join(LEVELS))
     a = ap.parse_args(argv)
     a.levels = a.levels.split(",")
     a.new_args = a.new_args.split()
-    if any(lv not in LEVELS for lv in a.levels) or a.rounds < 1:
-        ap.error(f"--levels: of {', '.join(LEVELS)}; --rounds >= 1")
+    if any(lv not in LEVELS for lv in a.levels) or a.rounds < 1 or a.window_pairs < 1 \
+            or (a.windows is not None and a.windows < 1):
+        ap.error(f"--levels: of {', '.join(LEVELS)}; --rounds, --windows, --window-pairs >= 1")
     return a
 
 
@@ -48,8 +57,40 @@ def _top_programs(runs, n=6):
     return ", ".join(f"{k} {v:.0f}" for k, v in sorted(med.items(), key=lambda kv: -kv[1])[:n])
 
 
+def _windows_ab(a):
+    """New against old in windows of a.windows runs per level, the levels in turn."""
+    b = R.Bench(argparse.Namespace(duration=a.duration, rounds=a.rounds))
+    found = {lv: [] for lv in a.levels}
+    try:
+        with R.Topology(a.transport) as topo:
+            for r in range(a.windows):
+                for lv in a.levels:
+                    new = R.OurTracer(LEVELS[lv] + a.new_args, label=f"{lv}-new", build=a.new)
+                    old = R.OurTracer(LEVELS[lv], label=f"{lv}-old", build=a.old)
+                    run = b.netio(topo, a.strategy, a.size, 1,
+                                  windows.run_seconds(a.window_pairs),
+                                  windows.Windows(new, a.window_pairs, reference=old))
+                    found[lv].append(run["windows"])
+                    print(f"run {r + 1}/{a.windows} {lv}: new / old "
+                          f"{pairs.fmt(windows.summary(run['windows']), 3)}", file=sys.stderr)
+    finally:
+        b.cleanup()
+    print(f"{a.transport} {a.strategy} {R.size_name(a.size)}, {a.windows} runs of "
+          f"{a.window_pairs} pairs of windows per level; old {a.old}, new {a.new} "
+          f"{' '.join(a.new_args)}")
+    for lv in a.levels:
+        meds = [windows.summary(w)["median"] for w in found[lv]]
+        pooled = [p for w in found[lv] for p in w]
+        print(f"  {lv}: new / old, median of the runs' medians {pairs.fmt(pairs.summary(meds), 3)}"
+              f"; each run: {', '.join(f'{m:.3f}' for m in meds if m is not None)}; all pairs "
+              f"{pairs.fmt(windows.summary(pooled), 3)}")
+    return 0
+
+
 def main(argv=None):
     a = _args(argv)
+    if a.windows:
+        return _windows_ab(a)
     b = R.Bench(argparse.Namespace(duration=a.duration, rounds=a.rounds))
     try:
         with R.Topology(a.transport) as topo:

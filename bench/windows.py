@@ -44,25 +44,33 @@ def run_seconds(npairs):
 class Windows:
     """An observer for Bench.netio: a tracer (bench.run.OurTracer, which loads and starts it)
     toggled while the workload runs. stop() puts into the run `windows`: [(traced Gbit/s,
-    untraced Gbit/s)] per pair."""
+    other Gbit/s)] per pair. The other windows are untraced, or, given a reference tracer
+    (another build: bench.ab --windows), traced by the reference; the two are never attached
+    at once."""
 
-    def __init__(self, tracer, npairs):
+    def __init__(self, tracer, npairs, reference=None):
         self.tracer = tracer        # an OurTracer: its start() loads and follows
+        self.reference = reference
         self.name = f"windows-{tracer.name}"
         self.npairs = npairs
         self.pairs = []
+        self._on = {}
 
     def start(self, bench, topo, pids):
         self.topo, self.pids = topo, pids
-        self.tracer.start(bench, topo, pids)
-        self._attached = True
+        for t in self._tracers():
+            t.start(bench, topo, pids)
+            self._on[t] = True
         self._set(False)
 
-    def _set(self, traced):
-        tr = self.tracer.tr
-        if traced == self._attached:
+    def _tracers(self):
+        return [self.tracer] + ([self.reference] if self.reference else [])
+
+    def _follow(self, t, on):
+        tr = t.tr
+        if on == self._on[t]:
             return
-        if traced:
+        if on:
             tr.attach_probes()
             for ns in self.topo.namespaces:
                 tr.netns_add(ns)
@@ -70,7 +78,15 @@ class Windows:
                 tr.pid_add(pid)
         else:
             tr.detach_probes()
-        self._attached = traced
+        self._on[t] = on
+
+    def _set(self, traced):
+        """traced: the tracer attached, else the reference (if any); detaching first."""
+        off, on = (self.reference, self.tracer) if traced else (self.tracer, self.reference)
+        if off:
+            self._follow(off, False)
+        if on:
+            self._follow(on, True)
 
     def _window(self, traced, receiver):
         self._set(traced)
@@ -93,10 +109,11 @@ class Windows:
 
     def stop(self, run):
         run["windows"] = self.pairs
-        self.tracer.abort()
+        self.abort()
 
     def abort(self):
-        self.tracer.abort()
+        for t in self._tracers():
+            t.abort()
 
 
 def summary(pairs_list):

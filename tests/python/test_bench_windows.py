@@ -101,3 +101,30 @@ def test_a_verdict_counts_runs_not_windows():
     s = bench._window_verdict_summary(c)
     assert s["n"] == 3 and s["median"] == pytest.approx(0.9)
     assert bench.verdict(s, 0.85) == "undecided (n=3: a verdict needs 5)"
+
+
+def test_with_a_reference_the_two_tracers_take_turns_never_together(fast):
+    log = []
+
+    class Named(FakeTracer):
+        def __init__(self, name, counter):
+            super().__init__(counter)
+            self.name = name
+
+        def _do(self, what):
+            log.append(f"{self.name} {what}")
+            if self.name == "new":
+                super()._do(what)
+
+    new, old = Named("new", fast), Named("old", fast)
+    w = windows.Windows(new, 2, reference=old)
+    w.start(None, types.SimpleNamespace(namespaces=["ns"]), [11])
+    w.during(receiver=11, end=time.monotonic() + windows.run_seconds(2))
+    run = {}
+    w.stop(run)
+    assert log == ["new detach",                    # both followed at start: new off
+                   "old detach", "new attach",      # pair 1: new, then old
+                   "new detach", "old attach",
+                   "old detach", "new attach",      # pair 2: old, then new
+                   "new detach", "old attach"]      # the end: as at the start
+    assert len(run["windows"]) == 2 and new.aborted and old.aborted
