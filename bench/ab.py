@@ -70,7 +70,7 @@ def _windows_ab(a):
                     run = b.netio(topo, a.strategy, a.size, 1,
                                   windows.run_seconds(a.window_pairs),
                                   windows.Windows(new, a.window_pairs, reference=old))
-                    found[lv].append(run["windows"])
+                    found[lv].append(run)
                     print(f"run {r + 1}/{a.windows} {lv}: new / old "
                           f"{pairs.fmt(windows.summary(run['windows']), 3)}", file=sys.stderr)
     finally:
@@ -79,11 +79,15 @@ def _windows_ab(a):
           f"{a.window_pairs} pairs of windows per level; old {a.old}, new {a.new} "
           f"{' '.join(a.new_args)}")
     for lv in a.levels:
-        meds = [windows.summary(w)["median"] for w in found[lv]]
-        pooled = [p for w in found[lv] for p in w]
+        meds = [windows.summary(r["windows"])["median"] for r in found[lv]]
+        pooled = [p for r in found[lv] for p in r["windows"]]
         print(f"  {lv}: new / old, median of the runs' medians {pairs.fmt(pairs.summary(meds), 3)}"
               f"; each run: {', '.join(f'{m:.3f}' for m in meds if m is not None)}; all pairs "
               f"{pairs.fmt(windows.summary(pooled), 3)}")
+        new, old = (windows.ns_per_run(found[lv], f"{lv}-{side}") for side in ("new", "old"))
+        print(f"    ns per program run, new / old (medians over runs): " + ", ".join(
+            f"{p} {new[p]:.0f} / {old[p]:.0f}" for p in sorted(new, key=lambda p: -new[p])
+            if p in old and old[p]))
     return 0
 
 

@@ -108,8 +108,19 @@ class Windows:
         self._set(False)
 
     def stop(self, run):
+        """The pairs, and each tracer's BPF time per program run over its windows
+        (run["window_programs"][tracer name][program] = (ns, runs), its own sampled BPF
+        statistics): two builds' programs, measured in turn under the same host."""
         run["windows"] = self.pairs
-        self.abort()
+        run["window_programs"] = {}
+        try:
+            for t in self._tracers():
+                snap = t.tr.snapshot(os.path.join(t.dir, "windows.json"))
+                progs = (snap.get("self") or {}).get("programs") or {}
+                run["window_programs"][t.name] = {k: (v.get("ns", 0), v.get("runs", 0))
+                                                  for k, v in progs.items()}
+        finally:
+            self.abort()
 
     def abort(self):
         for t in self._tracers():
@@ -119,6 +130,16 @@ class Windows:
 def summary(pairs_list):
     """pairs.summary of traced / untraced over every pair of windows."""
     return pairs.summary([t / u for t, u in pairs_list if u])
+
+
+def ns_per_run(runs, name):
+    """{program: median over runs of ns per program run} of tracer `name` (Windows.stop)."""
+    per = {}
+    for run in runs:
+        for prog, (ns, n) in run.get("window_programs", {}).get(name, {}).items():
+            if n:
+                per.setdefault(prog, []).append(ns / n)
+    return {k: pairs.summary(v)["median"] for k, v in per.items()}
 
 
 def rates(pairs_list, traced):

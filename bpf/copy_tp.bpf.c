@@ -120,6 +120,30 @@ static __always_inline int tcp_seq(struct sk_buff *skb, const bool cast, u32 *se
 	return 0;
 }
 
+/* The number of the syscall the followed thread st (current) is in, with one load: the
+ * address of its saved user registers is fixed for its life (the top of its kernel stack) and
+ * kept in its storage, where current_syscall_nr() makes two helper calls per event (what a
+ * helper call costs here: bench/NOTES.md). The socket tracepoints are 6.3+, where
+ * bpf_rdonly_cast exists (the rows of these programs require it: user/attach.c). */
+static __always_inline long thread_syscall_nr(struct task_state *st)
+{
+	struct pt_regs *regs;
+
+	if (!st->regs)
+		st->regs = (u64)bpf_task_pt_regs(bpf_get_current_task_btf());
+	regs = bpf_rdonly_cast((void *)st->regs, bpf_core_type_id_kernel(struct pt_regs));
+	return SYSCALL_NR(regs);
+}
+
+/* Whether a socket event of direction `send` ends the thread's traced call: one is open, of
+ * that direction, and the syscall the thread is really in (not a stale call). */
+static __always_inline bool socket_call_ending(struct task_state *st, bool send)
+{
+	if (!st->ts || !(send ? sc_is_send(st->cls) : sc_is_recv(st->cls)))
+		return false;
+	return thread_syscall_nr(st) == st->nr;
+}
+
 /* An io_uring zero-copy send leaves SOCK_ZEROCOPY unset: the bytes xmit kept pending on a
  * socket it saw zerocopy skbs of go to the process whose io_uring sends on it. */
 static __always_inline void claim_io_uring_zc(struct sock *sk, struct task_state *st)
@@ -132,7 +156,7 @@ static __always_inline void claim_io_uring_zc(struct sock *sk, struct task_state
 
 /* A send that is not the thread's own send, sendmsg or write: inside sendfile or splice
  * (spliced pages), or made by io_uring (inside io_uring_enter, or on one of its workers).
- * Costs a register read, paid by such sends only. */
+ * Costs a load from the thread's saved registers (thread_syscall_nr). */
 static __always_inline void other_send(struct sock *sk, int ret, struct task_state *st)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -142,7 +166,7 @@ static __always_inline void other_send(struct sock *sk, int ret, struct task_sta
 		claim_io_uring_zc(sk, st);
 		return;
 	}
-	nr = current_syscall_nr();
+	nr = thread_syscall_nr(st);
 	if (nr == NR_SENDFILE || nr == NR_SPLICE)
 		st->counts.tx_spliced_bytes += ret;
 	else if (nr == NR_IO_URING_ENTER)

@@ -52,6 +52,7 @@ struct task_state {
 	u32 calls;		/* traced calls opened, for --latency-sample */
 	u32 kfollowed;		/* kbase is being counted for tgid (flush_kernel_counts) */
 	u32 active;		/* the thread had an event: it has counts to flush */
+	u64 regs;		/* its saved user registers (copy_tp.bpf.c, thread_syscall_nr) */
 	struct thread_counts counts;
 	struct thread_counts flushed;
 	struct kernel_counts kbase;	/* the kernel's counters already added (or left out) */
@@ -354,15 +355,6 @@ static __always_inline bool sc_is_recv(u32 cls)
 static __always_inline bool sc_counted_at_enter(u32 cls)
 {
 	return cls == SC_SENDFILE || cls == SC_POLL || cls == SC_EPOLL_WAIT;
-}
-
-/* Whether a socket event of direction `send` ends the thread's traced call: one is open, of
- * that direction, and the syscall the thread is really in (not a stale call). */
-static __always_inline bool socket_call_ending(struct task_state *st, bool send)
-{
-	if (!st->ts || !(send ? sc_is_send(st->cls) : sc_is_recv(st->cls)))
-		return false;
-	return current_syscall_nr() == st->nr;
 }
 
 static __always_inline u32 log2_slot(u64 v)

@@ -238,7 +238,7 @@ static const struct row rows[] = {
 	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_rx_copy_in, H_KPROBE, "skb_copy_datagram_iter"), .required = true },
 	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_rx_copy_out, H_KRETPROBE, "skb_copy_datagram_iter"), .required = true },
 	/* BTF-typed tracepoints */
-	{ ROW(RUNG_TP_BTF, PP_TX_BYTES, copy_tp, tp_send_length, H_TP_BTF, "sock_send_length"), .required = true },
+	{ ROW(RUNG_TP_BTF, PP_TX_BYTES, copy_tp, tp_send_length, H_TP_BTF, "sock_send_length"), .required = true, .kfunc = CAST },
 	/* the per-skb programs: reading through bpf_rdonly_cast (6.2+), else probe reads */
 	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_xmit, H_TP_BTF, "net_dev_start_xmit"), .group = 1, .kfunc = CAST },
 	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_xmit_pre62, H_TP_BTF, "net_dev_start_xmit"), .group = 1, .fallback = true },
@@ -249,7 +249,7 @@ static const struct row rows[] = {
 	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_tcp_probe_pre62, H_TP_BTF, "tcp_probe"), .group = 2, .lazy = true, .fallback = true },
 	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_kfree_skb, H_TP_BTF, "kfree_skb"), .group = 3, .kfunc = CAST },
 	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_kfree_skb_pre62, H_TP_BTF, "kfree_skb"), .group = 3, .fallback = true },
-	{ ROW(RUNG_TP_BTF, PP_RX_COPY, copy_tp, tp_recv_length, H_TP_BTF, "sock_recv_length"), .group = 1 },
+	{ ROW(RUNG_TP_BTF, PP_RX_COPY, copy_tp, tp_recv_length, H_TP_BTF, "sock_recv_length"), .group = 1, .kfunc = CAST },
 	{ ROW(RUNG_TP_BTF, PP_RX_COPY, copy_tp, tp_rx_copy, H_TP_BTF, "skb_copy_datagram_iovec"), .group = 1, .fallback = true },
 	/* syscalls on fentry/fexit of the syscall functions (issue 15); sys_enter/sys_exit below */
 	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_sendto_in, H_FENTRY, "__x64_sys_sendto", "__arm64_sys_sendto"), .required = true },

@@ -38,7 +38,10 @@ class FakeTracer:
             attach_probes=lambda: self._do("attach"),
             detach_probes=lambda: self._do("detach"),
             netns_add=lambda ns: self.commands.append(f"netns {ns}"),
-            pid_add=lambda pid: self.commands.append(f"pid {pid}"))
+            pid_add=lambda pid: self.commands.append(f"pid {pid}"),
+            snapshot=lambda path: {"self": {"programs": {"tp_send_length": {"ns": 900,
+                                                                            "runs": 10}}}})
+        self.dir = "/nonexistent"
 
     def _do(self, what):
         self.counter.read(0)        # what was received so far, at the old rate
@@ -79,6 +82,8 @@ def test_windows_alternate_in_flipped_order_and_measure_each_state(fast):
     for traced, untraced in run["windows"]:
         assert traced == pytest.approx(TRACED_GBPS, rel=0.05)
         assert untraced == pytest.approx(UNTRACED_GBPS, rel=0.05)
+    assert run["window_programs"] == {"fake": {"tp_send_length": (900, 10)}}
+    assert windows.ns_per_run([run], "fake") == {"tp_send_length": 90}
     s = windows.summary(run["windows"])
     assert s["n"] == 4 and s["median"] == pytest.approx(TRACED_GBPS / UNTRACED_GBPS, rel=0.05)
 
