@@ -983,21 +983,29 @@ def _overhead_variants(b, topo, strategy, size):
     return variants
 
 
-def _measure_overhead(b):
-    """Every configuration's variants in interleaved rounds: [OverheadCase], in run order."""
-    cases = []
+def each_overhead_config(b, fn):
+    """[fn(topo, transport, strategy, size, tag)] for every configuration of sections 1 and
+    1w, in run order, each inside its transport's namespaces."""
+    out = []
     for transport in b.args.transports:
         with Topology(transport) as topo:
             for strategy in OVERHEAD_STRATEGIES:
                 for size in OVERHEAD_SIZES:
-                    tag = f"{transport} {strategy} {size_name(size)}"
-                    # one-copy carries the small effects (sampling, the parts of the
-                    # tracer): more rounds for a steadier median
-                    n = (max(b.args.rounds, b.args.one_copy_rounds) if strategy == "one-copy"
-                         else b.args.rounds)
-                    res = interleaved(n, _overhead_variants(b, topo, strategy, size), tag)
-                    cases.append(OverheadCase(transport, strategy, size, tag, res))
-    return cases
+                    out.append(fn(topo, transport, strategy, size,
+                                  f"{transport} {strategy} {size_name(size)}"))
+    return out
+
+
+def _measure_overhead(b):
+    """Every configuration's variants in interleaved rounds: [OverheadCase], in run order."""
+    def measure(topo, transport, strategy, size, tag):
+        # one-copy carries the small effects (sampling, the parts of the tracer): more
+        # rounds for a steadier median
+        n = (max(b.args.rounds, b.args.one_copy_rounds) if strategy == "one-copy"
+             else b.args.rounds)
+        res = interleaved(n, _overhead_variants(b, topo, strategy, size), tag)
+        return OverheadCase(transport, strategy, size, tag, res)
+    return each_overhead_config(b, measure)
 
 
 # ---- sections 1 and 2, verdicts ------------------------------------------------------------
@@ -1705,7 +1713,7 @@ def section_zerocopy(b):
 
 # ---- section 1w: the levels' cost in windows of one run ------------------------------------
 # (level, its tracer, target in every case, target at the headline case)
-WINDOW_LEVELS = (("full", lambda: OurTracer(), TARGET_OVERHEAD, TARGET_OVERHEAD_HEADLINE),
+WINDOW_LEVELS = (("full", OurTracer, TARGET_OVERHEAD, TARGET_OVERHEAD_HEADLINE),
                  ("counting", counting_level, TARGET_COUNTING, TARGET_COUNTING_HEADLINE))
 WindowCase = collections.namedtuple("WindowCase", "tag level runs speeds")
 
@@ -1716,23 +1724,16 @@ def section_windows(b):
     where the machine's drift between runs cannot reach the pairs. A run is the unit a verdict
     counts (its windows share the run's placement of threads on the two vCPUs, which the host
     slows unequally): the verdict is on the median of the runs' medians."""
-    cases = []
-    for transport in b.args.transports:
-        with Topology(transport) as topo:
-            for strategy in OVERHEAD_STRATEGIES:
-                for size in OVERHEAD_SIZES:
-                    tag = f"{transport} {strategy} {size_name(size)}"
-                    found = _window_runs(b, topo, (strategy, size), tag)
-                    for level, _, target, headline in WINDOW_LEVELS:
-                        c = found[level]
-                        s = _window_verdict_summary(c)
-                        b.record(f"1w. {level} / untraced, in windows of one run", tag, s,
-                                 target)
-                        if (transport, strategy, size) == HEADLINE_CASE:
-                            b.record(f"1w. headline one-copy 16K loopback, {level} / untraced, "
-                                     f"in windows", tag, s, headline)
-                        cases.append(c)
-    return _md_windows(b, cases)
+    def measure(topo, transport, strategy, size, tag):
+        found = _window_runs(b, topo, (strategy, size), tag)
+        for level, _, target, headline in WINDOW_LEVELS:
+            s = _window_verdict_summary(found[level])
+            b.record(f"1w. {level} / untraced, in windows of one run", tag, s, target)
+            if (transport, strategy, size) == HEADLINE_CASE:
+                b.record(f"1w. headline one-copy 16K loopback, {level} / untraced, in windows",
+                         tag, s, headline)
+        return [found[level] for level, *_ in WINDOW_LEVELS]
+    return _md_windows(b, [c for cs in each_overhead_config(b, measure) for c in cs])
 
 
 def _window_runs(b, topo, config, tag):
@@ -1754,9 +1755,14 @@ def _window_runs(b, topo, config, tag):
     return found
 
 
+def _run_medians(c):
+    """Each run's median of traced / untraced (None for a run without a pair)."""
+    return [windows.summary(w)["median"] for w in c.runs]
+
+
 def _window_verdict_summary(c):
-    """pairs.summary of the runs' medians of traced / untraced."""
-    return pairs.summary([windows.summary(w)["median"] for w in c.runs])
+    """pairs.summary of the runs' medians."""
+    return pairs.summary(_run_medians(c))
 
 
 def _md_windows(b, cases):
@@ -1786,8 +1792,7 @@ def _md_windows(b, cases):
     for c in cases:
         s = _window_verdict_summary(c)
         pooled = [p for w in c.runs for p in w]
-        each = ", ".join(f"{windows.summary(w)['median']:.3f}" for w in c.runs
-                         if windows.summary(w)["median"] is not None)
+        each = ", ".join(f"{m:.3f}" for m in _run_medians(c) if m is not None)
         lines.append(f"| {c.tag} | {c.level} | {pairs.fmt(windows.rates(pooled, False))} | "
                      f"**{pairs.fmt(s, 3)}** | {each} | {verdict(s, targets[c.level])} | "
                      f"{pairs.fmt(windows.summary(pooled), 3)} | {_speed_range(c.speeds)} |")
@@ -1795,6 +1800,7 @@ def _md_windows(b, cases):
 
 
 def _speed_range(speeds):
+    """'lo–hi / lo–hi': each CPU's slowest and fastest probe over (before, after) pairs."""
     probes = [p for run in speeds for p in run if p is not None]
     if not probes:
         return "n/a"
@@ -1840,9 +1846,9 @@ def _parse_args(argv):
                          "NETIO_BENCH_FULL=0)")
     ap.add_argument("--out", default=RESULTS, help="markdown file to write")
     args = ap.parse_args(argv)
-    if args.rounds < 1 or args.window_pairs < 1 or args.window_runs < 1 or args.duration <= 0 or args.iperf3_duration <= 0 \
-            or args.scale_duration <= 0:
-        ap.error("--rounds and the durations must be positive")
+    if min(args.rounds, args.window_runs, args.window_pairs) < 1 or args.duration <= 0 \
+            or args.iperf3_duration <= 0 or args.scale_duration <= 0:
+        ap.error("--rounds, --window-runs, --window-pairs and the durations must be positive")
     if args.rounds < 5:
         log(f"note: {args.rounds} rounds; comparisons on this machine want at least 5")
     if os.geteuid() != 0:

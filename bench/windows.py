@@ -20,7 +20,7 @@ from bench import pairs
 WARMUP_S = 0.5      # the connection's start (slow start, first allocations) before window 1
 SETTLE_S = 0.05     # after a toggle, before a window: the tracer's own attach work done
 WINDOW_S = 0.1      # one window of throughput
-TOGGLE_S = 0.03     # an allowance per toggle when sizing the run (measured: 3-10 ms)
+TOGGLE_S = 0.03     # an allowance per toggle when sizing the run (bench/NOTES.md)
 
 
 def rx_bytes(pid):
