@@ -51,7 +51,8 @@ def trace_object(snapshot, server_pid, client_pid):
          "rx_copy_bytes": pick(cli, "rx_copy_bytes"),
          "pinned_pages": pick(srv, "pinned_pages"),
          "syscalls": snapshot.get("syscalls") or {},
-         "drops": snapshot.get("drops")}
+         "drops": snapshot.get("drops"),
+         "drops_by_cause": snapshot.get("drops_by_cause")}
     if t["zc_tx_bytes"] is None:
         t["zc_tx_bytes"] = ns_zc
     t["netns_zc_tx_bytes"] = ns_zc

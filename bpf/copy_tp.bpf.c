@@ -289,6 +289,8 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 	if (si) {
 		if (proto == NETIO_IPPROTO_TCP)
 			fresh = tcp_fresh_bytes(si, skb, data_len, cast);
+		if (fresh < data_len && ns)
+			ns->zc_skbs_again++;
 		if (fresh)
 			__sync_fetch_and_add(&si->pending, fresh);
 	}

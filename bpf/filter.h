@@ -61,8 +61,12 @@ static __always_inline void count_event(u32 which)
 /* A map update that fails for any reason but "already there" loses an event. */
 static __always_inline void count_update_error(long err)
 {
-	if (err && err != -17 /* EEXIST */)
-		count_event(CNT_DROPS);
+	if (!err || err == -17 /* EEXIST */)
+		return;
+	if (err == -16 /* EBUSY */ || err == -35 /* EDEADLK */ || err == -110 /* ETIMEDOUT */)
+		count_event(CNT_DROP_MAP_BUSY);
+	else
+		count_event(CNT_DROP_MAP_FULL);
 }
 
 static __always_inline bool tgid_followed(u32 tgid)

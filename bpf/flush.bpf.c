@@ -25,6 +25,8 @@ static __always_inline void flush_task(struct task_struct *task, bool iterating)
 	if (st) {
 		flush_thread_counts(st);
 		flush_kernel_counts(task, st, !iterating);
+		if (!iterating && st->tgid)
+			name_process(st->tgid);
 		return;
 	}
 	tgid = task->tgid;

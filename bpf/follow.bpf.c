@@ -74,8 +74,10 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 		return 0;
 	if (parent_followed) {
 		err = follow_tgid(ctgid);
-		if (!err)
+		if (!err) {
 			count_event(CNT_FORKS_FOLLOWED);
+			tgid_stats_try(ctgid);	/* a first chance, long before its exit needs them */
+		}
 		count_update_error(err);
 		return 0;
 	}
@@ -84,6 +86,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	err = follow_tgid(ctgid);
 	if (!err) {
 		count_event(CNT_CGROUP_FOLLOWED);
+		tgid_stats_try(ctgid);
 		if (btf)
 			adopt_thread(child, ctgid, false);
 	}

@@ -17,6 +17,17 @@ struct {
 	__type(value, struct tgid_stats);
 } tgid_stats SEC(".maps");
 
+/* A process's statistics where tgid_stats cannot make its entry at once: that map allocates
+ * them from an element cache refilled by an irq_work, which a burst of new processes outruns.
+ * Preallocated, so an entry is there until all are taken; one copy for all CPUs, for the
+ * flushes only (they add atomically). The tracer adds both maps' figures per process. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NETIO_SPILL_PROCS);
+	__type(key, u32);	/* tgid */
+	__type(value, struct tgid_stats);
+} tgid_spill SEC(".maps");
+
 /* What a followed thread counts per call, in its own storage (task_state): added with no map
  * lookup on the send, receive and syscall paths, and flushed into its process's tgid_stats
  * when the thread exits and before every snapshot (flush.bpf.c). Only the thread writes
@@ -137,7 +148,27 @@ static __always_inline struct tgid_stats *tgid_stats_get(u32 tgid)
 	struct tgid_stats *ts = tgid_stats_try(tgid);
 
 	if (!ts)
-		count_event(CNT_DROPS);
+		count_event(CNT_DROP_PROCESS_STATS);
+	return ts;
+}
+
+/* Where a flush adds tgid's figures: its statistics, else its spill entry; NULL (a drop) if
+ * neither can be had. */
+static __always_inline struct tgid_stats *flush_target(u32 tgid)
+{
+	struct tgid_stats *ts = tgid_stats_try(tgid);
+
+	if (ts)
+		return ts;
+	ts = bpf_map_lookup_elem(&tgid_spill, &tgid);
+	if (ts)
+		return ts;
+	bpf_map_update_elem(&tgid_spill, &tgid, &zero_tgid_stats, BPF_NOEXIST);
+	ts = bpf_map_lookup_elem(&tgid_spill, &tgid);
+	if (!ts)
+		count_event(CNT_DROP_PROCESS_STATS);
+	else if ((bpf_get_current_pid_tgid() >> 32) == tgid)
+		bpf_get_current_comm(ts->comm, sizeof(ts->comm));
 	return ts;
 }
 
@@ -168,7 +199,7 @@ static __always_inline struct task_state *adopt_thread(struct task_struct *task,
 	st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
 		if (event)
-			count_event(CNT_DROPS);
+			count_event(CNT_DROP_THREAD_STORAGE);
 		return NULL;
 	}
 	st->gen = current_filter_gen();
@@ -256,7 +287,7 @@ static __always_inline void flush_thread_counts(struct task_state *st)
 
 	if (!st->tgid || !st->active)
 		return;		/* no event yet (adopted ahead of them): nothing to add */
-	ts = tgid_stats_get(st->tgid);
+	ts = flush_target(st->tgid);
 	if (!ts)
 		return;
 #define NETIO_FLUSH(f)							\
@@ -276,6 +307,18 @@ static __always_inline void flush_thread_counts(struct task_state *st)
 	bpf_loop(NETIO_SC_WORDS, flush_sc_word, &c, 0);
 }
 
+/* A followed process's statistics made by the tracer (stats_make_process) or at its fork,
+ * in another's context, have no name: its exiting thread (current) gives them its own. */
+static __always_inline void name_process(u32 tgid)
+{
+	struct tgid_stats *ts = bpf_map_lookup_elem(&tgid_stats, &tgid);
+
+	if (!ts)
+		ts = bpf_map_lookup_elem(&tgid_spill, &tgid);
+	if (ts && !ts->comm[0] && (bpf_get_current_pid_tgid() >> 32) == tgid)
+		bpf_get_current_comm(ts->comm, sizeof(ts->comm));
+}
+
 /* What the kernel counted for the thread since the last flush goes to its process while the
  * process is followed; outside that (before, between `clear` and `pid add`) it is skipped.
  * Exchanged field by field: a racing flush takes the rest (as flush_one). The process's
@@ -291,7 +334,7 @@ static __always_inline void flush_kernel_counts(struct task_struct *task, struct
 	u64 d;
 
 	if (followed && st->kfollowed) {
-		ts = exiting ? tgid_stats_try(tgid) : bpf_map_lookup_elem(&tgid_stats, &tgid);
+		ts = exiting ? flush_target(tgid) : bpf_map_lookup_elem(&tgid_stats, &tgid);
 		if (!ts)
 			return;
 	}

@@ -18,6 +18,7 @@ typedef __u64 u64;
 
 #define NETIO_MAX_PROCS   8192
 #define NETIO_MAX_NETNS   256
+#define NETIO_SPILL_PROCS 512	/* tgid_spill (bpf/maps.h): ~1.9 MiB, preallocated */
 #define NETIO_MAX_THREADS 16384
 #define NETIO_MAX_SOCKS   4096
 /* --cgroup: directories followed, and how deep below the root the filter looks for them */
@@ -75,6 +76,8 @@ struct netns_stats {
 	u64 zc_rx_kept_bytes;	/* of fallback_copy_bytes: zerocopy skbs received here and freed
 				 * with their user pages, never copied (forwarded, dropped) */
 	u64 zc_rx_kept_skbs;
+	u64 zc_skbs_again;	/* TCP zerocopy skbs leaving with bytes that had left before
+				 * (retransmits): those bytes are counted once */
 };
 
 /* One class of syscalls of one process. count: calls (send and receive classes: counted when
@@ -109,8 +112,14 @@ struct tgid_stats {
 
 /* Per-CPU counters of the tracer itself (array indices). */
 enum netio_counter {
-	CNT_DROPS = 0,		/* a map update failed (map full): an event was not counted */
-	CNT_FORKS_FOLLOWED,	/* children added to the filter by the fork handler */
+	/* an event was not counted, by cause (their sum is the snapshot's "drops") */
+	CNT_DROP_THREAD_STORAGE = 0,	/* a thread's storage could not be created */
+	CNT_DROP_PROCESS_STATS,	/* a process's statistics could not be created */
+	CNT_DROP_MAP_BUSY,	/* a hash map update found its bucket locked (EBUSY, EDEADLK,
+				 * ETIMEDOUT) */
+	CNT_DROP_MAP_FULL,	/* any other failed map update (map full, no memory) */
+	CNT_DROPS_NR,
+	CNT_FORKS_FOLLOWED = CNT_DROPS_NR,	/* children added to the filter by the fork handler */
 	CNT_CGROUP_FOLLOWED,	/* processes the filter added because they started in or moved
 				 * into a followed cgroup (--cgroup) */
 	CNT_NR,

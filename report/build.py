@@ -784,7 +784,18 @@ def _tracer_section(d, c):
                 for r in few[:8]) + (" …" if len(few) > 8 else ""), "note")
     drops = sum(_num((r.get("trace") or {}).get("drops")) or 0 for r in ok)
     if drops:
-        d.p(f"The tracer dropped {drops} event(s) over the sweep.", "bad")
+        causes = _drop_causes(ok)
+        d.p(f"The tracer dropped {drops} event(s) over the sweep"
+            + (f" ({causes})" if causes else "") + ".", "bad")
+
+
+def _drop_causes(runs):
+    """"thread_storage 2, process_stats 1": the causes of the runs' drops, summed."""
+    total = {}
+    for r in runs:
+        for cause, n in ((r.get("trace") or {}).get("drops_by_cause") or {}).items():
+            total[cause] = total.get(cause, 0) + (_num(n) or 0)
+    return ", ".join(f"{c} {n}" for c, n in total.items() if n)
 
 
 def _summary_section(d, c):

@@ -896,6 +896,7 @@ static void find_shared_maps(struct tracer_bpf *t)
 	t->filter_gen = shared_map_fd(t, "filter_gen");
 	t->counters = shared_map_fd(t, "netio_counters");
 	t->tgid_stats = shared_map_fd(t, "tgid_stats");
+	t->tgid_spill = shared_map_fd(t, "tgid_spill");
 	t->netns_stats = shared_map_fd(t, "netns_stats");
 	t->in_send = shared_map_fd(t, "in_send");
 	t->sk_owner = shared_map_fd(t, "sk_owner");

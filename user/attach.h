@@ -83,7 +83,7 @@ struct tracer_bpf {
 	int nshared;
 	/* fds of the shared maps the rest of the tracer uses (-1: none) */
 	int followed_tgids, followed_netns, followed_cgroups, filter_gen, counters, tgid_stats,
-	    netns_stats, in_send, sk_owner, zc_state, exit_wanted, latency_sample;
+	    tgid_spill, netns_stats, in_send, sk_owner, zc_state, exit_wanted, latency_sample;
 	/* send and receive calls end at the socket layer; sys_exit is attached on demand */
 	bool sc_end_at_socket;
 	bool detached;		/* tracer_bpf_detach(): loaded, nothing attached */

@@ -4,7 +4,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "json.h"
@@ -90,7 +92,10 @@ static void reset_netns(struct tracer_bpf *t)
 	free(zero);
 }
 
-static int prog_stats(int fd, unsigned long long *ns, unsigned long long *runs)
+/* A program's run time and runs (while run-time stats are on), and the runs the kernel
+ * skipped because it was already running on that CPU (always counted: events lost). */
+static int prog_stats(int fd, unsigned long long *ns, unsigned long long *runs,
+		      unsigned long long *skipped)
 {
 	struct bpf_prog_info info = {};
 	__u32 len = sizeof(info);
@@ -99,7 +104,42 @@ static int prog_stats(int fd, unsigned long long *ns, unsigned long long *runs)
 		return -1;
 	*ns = info.run_time_ns;
 	*runs = info.run_cnt;
+	*skipped = info.recursion_misses;
 	return 0;
+}
+
+/* tgid's statistics, made here where a failure can be waited out: the map allocates its
+ * entries on demand, and a BPF program making one fails while the map's element cache is
+ * being refilled (many followed processes starting or ending at once: a drop). The name is
+ * left to the process's exit flush (bpf/maps.h) and to the snapshot (read_comm). */
+int stats_make_process(const struct tracer_bpf *t, u32 tgid)
+{
+	const size_t stride = (sizeof(struct tgid_stats) + 7) & ~7UL;
+	void *zero = calloc(ncpus(), stride);
+	int err = -ENOMEM;
+
+	for (int i = 0; zero && t->tgid_stats >= 0 && i < 100; i++) {
+		err = bpf_map_update_elem(t->tgid_stats, &tgid, zero, BPF_NOEXIST) ? -errno : 0;
+		if (err != -ENOMEM && err != -EBUSY)
+			break;
+		usleep(1000);	/* the cache refills from an irq_work */
+	}
+	free(zero);
+	return err == -EEXIST ? 0 : err;
+}
+
+/* The statistics of every followed process still there (after a reset emptied them). */
+static void make_followed_processes(const struct tracer_bpf *t)
+{
+	u32 key, next;
+	void *prev = NULL;
+
+	while (t->followed_tgids >= 0 && bpf_map_get_next_key(t->followed_tgids, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (kill((pid_t)key, 0) == 0)
+			stats_make_process(t, key);
+	}
 }
 
 int stats_reset(struct tracer_bpf *t, struct stats_baseline *base)
@@ -109,14 +149,17 @@ int stats_reset(struct tracer_bpf *t, struct stats_baseline *base)
 
 	tracer_bpf_flush_threads(t);	/* what threads counted so far goes, too */
 	delete_all(t->tgid_stats, sizeof(u32));
+	delete_all(t->tgid_spill, sizeof(u32));
+	make_followed_processes(t);
 	reset_netns(t);
 	if (zero && t->counters >= 0)
 		for (u32 i = 0; i < CNT_NR; i++)
 			bpf_map_update_elem(t->counters, &i, zero, BPF_ANY);
 	free(zero);
 	for (int i = 0; i < t->nprogs && i < MAX_ATTACHED; i++)
-		if (prog_stats(t->progs[i].prog_fd, &base->ns[i], &base->runs[i]))
-			base->ns[i] = base->runs[i] = 0;
+		if (prog_stats(t->progs[i].prog_fd, &base->ns[i], &base->runs[i],
+			       &base->skipped[i]))
+			base->ns[i] = base->runs[i] = base->skipped[i] = 0;
 	base->t0 = monotonic_s();
 	return 0;
 }
@@ -173,8 +216,32 @@ static int cmp_proc(const void *a, const void *b)
 	return x->tgid < y->tgid ? -1 : x->tgid > y->tgid;
 }
 
+static void add_words(void *to, const void *from, size_t size)
+{
+	u64 *t = to;
+	const u64 *f = from;
+
+	for (size_t w = 0; w < size / 8; w++)
+		t[w] += f[w];
+}
+
+/* One map entry's figures added to its process's (a process may have one in each map). */
+static void add_figures(struct proc_snap *p, const struct tgid_stats *v)
+{
+	add_words(&p->st, &v->p, sizeof(v->p));
+	add_words(&p->k, &v->k, sizeof(v->k));
+	for (int c = 0; c < SC_NR_CLASSES; c++) {
+		add_words(&p->sc[c], &v->sc[c], sizeof(v->sc[c]));
+		p->has_sc[c] = p->sc[c].count > 0;
+	}
+	if (!p->comm[0]) {
+		memcpy(p->comm, v->comm, sizeof(p->comm));
+		p->comm[sizeof(p->comm) - 1] = 0;
+	}
+}
+
 /* Per process: copy counters and syscalls, summed over the CPUs (buf holds one value per
- * CPU, stride bytes apart). */
+ * CPU, stride bytes apart), the comm from the first CPU copy that has one. */
 static int read_procs(const struct tracer_bpf *t, void *buf, size_t stride, struct snapshot *s)
 {
 	struct tgid_stats *sum = malloc(sizeof(*sum));
@@ -192,21 +259,30 @@ static int read_procs(const struct tracer_bpf *t, void *buf, size_t stride, stru
 		if (!p)
 			continue;
 		sum_percpu(buf, sizeof(struct tgid_stats), offsetof(struct tgid_stats, comm) / 8, sum);
-		p->st = sum->p;
-		p->k = sum->k;
-		for (int c = 0; c < SC_NR_CLASSES; c++) {
-			p->sc[c] = sum->sc[c];
-			p->has_sc[c] = sum->sc[c].count > 0;
-		}
-		/* comm: the first CPU copy that has one */
-		for (int c = 0; c < ncpus() && !p->comm[0]; c++) {
-			const struct tgid_stats *v = (const void *)((char *)buf + c * stride);
-			memcpy(p->comm, v->comm, sizeof(p->comm));
-			p->comm[sizeof(p->comm) - 1] = 0;
-		}
+		for (int c = 0; c < ncpus() && !sum->comm[0]; c++)
+			memcpy(sum->comm, ((struct tgid_stats *)((char *)buf + c * stride))->comm,
+			       sizeof(sum->comm));
+		add_figures(p, sum);
 	}
 	free(sum);
 	return 0;
+}
+
+/* Per process with figures in the spill map (bpf/maps.h, tgid_spill): added to the others. */
+static void read_spill(const struct tracer_bpf *t, struct snapshot *s)
+{
+	struct tgid_stats *v = malloc(sizeof(*v));
+	u32 key, next;
+	void *prev;
+
+	for (prev = NULL; v && t->tgid_spill >= 0 &&
+	     bpf_map_get_next_key(t->tgid_spill, prev, &next) == 0; prev = &key) {
+		key = next;
+		struct proc_snap *p;
+		if (!bpf_map_lookup_elem(t->tgid_spill, &key, v) && (p = find_proc(s, key, true)))
+			add_figures(p, v);
+	}
+	free(v);
 }
 
 /* Per network namespace with a slot: the softirq side's counters, summed over the CPUs. */
@@ -225,7 +301,7 @@ static void read_netns(const struct tracer_bpf *t, void *buf, struct snapshot *s
 	}
 }
 
-/* The global counters: ring-buffer drops and forks followed. */
+/* The global counters: events lost (by cause) and forks followed. */
 static void read_counters(const struct tracer_bpf *t, struct snapshot *s)
 {
 	u64 *vals;
@@ -239,9 +315,10 @@ static void read_counters(const struct tracer_bpf *t, struct snapshot *s)
 			continue;
 		for (int c = 0; c < ncpus(); c++)
 			sum += vals[c];
-		if (i == CNT_DROPS)
-			s->drops = sum;
-		else if (i == CNT_FORKS_FOLLOWED)
+		if (i < CNT_DROPS_NR) {
+			s->drops_by_cause[i] = sum;
+			s->drops += sum;
+		} else if (i == CNT_FORKS_FOLLOWED)
 			s->forks_followed = sum;
 		else if (i == CNT_CGROUP_FOLLOWED)
 			s->cgroup_followed = sum;
@@ -262,6 +339,7 @@ static int read_maps(const struct tracer_bpf *t, const unsigned int *extra, int 
 		free(buf);
 		return -ENOMEM;
 	}
+	read_spill(t, s);
 	for (int i = 0; i < nextra; i++)
 		find_proc(s, extra[i], true);
 	read_netns(t, buf, s);
@@ -323,6 +401,7 @@ static unsigned long long total_netns(struct snapshot *s, struct netns_stats *n)
 	s->fallback_copy_skbs += n->fallback_copy_skbs;
 	s->zc_tx_skbs += n->zc_tx_skbs;
 	s->zc_skbs_at_tcp += n->zc_skbs_at_tcp;
+	s->zc_skbs_again += n->zc_skbs_again;
 	s->zc_completions += n->zc_completions;
 	s->zc_completed_sends += n->zc_completed_sends;
 	s->zc_copied_sends += n->zc_copied_sends;
@@ -361,12 +440,14 @@ static void read_self_cost(const struct tracer_bpf *t, const struct stats_baseli
 {
 	for (int i = 0; i < t->nprogs && i < MAX_ATTACHED; i++) {
 		struct prog_snap *ps = &s->progs[s->nprogs++];
-		unsigned long long ns = 0, runs = 0;
-		prog_stats(t->progs[i].prog_fd, &ns, &runs);
+		unsigned long long ns = 0, runs = 0, skipped = 0;
+		prog_stats(t->progs[i].prog_fd, &ns, &runs, &skipped);
 		snprintf(ps->name, sizeof(ps->name), "%s", t->progs[i].name);
 		snprintf(ps->target, sizeof(ps->target), "%s", t->progs[i].target);
 		ps->ns = ns >= base->ns[i] ? ns - base->ns[i] : ns;
 		ps->runs = runs >= base->runs[i] ? runs - base->runs[i] : runs;
+		ps->skipped = skipped >= base->skipped[i] ? skipped - base->skipped[i] : skipped;
+		s->programs_skipped += ps->skipped;
 		if (base->share > 0 && base->share < 1) {
 			/* measured during the sampling windows only */
 			ps->ns = (unsigned long long)(ps->ns / base->share + 0.5);
@@ -389,6 +470,7 @@ int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 		return -ENOMEM;
 	total(t, s);
 	read_self_cost(t, base, s);
+	s->drops += s->programs_skipped;
 	s->duration_s = monotonic_s() - base->t0;
 	return 0;
 }
@@ -503,6 +585,7 @@ static void write_zerocopy(const struct tracer_bpf *t, const struct snapshot *s,
 	json_kv_uint(j, "zc_skbs_sent", s->zc_tx_skbs);
 	json_kv_uint(j, "fallback_copy_skbs", s->fallback_copy_skbs);
 	json_kv_uint(j, "zc_skbs_at_tcp", s->zc_skbs_at_tcp);
+	json_kv_uint(j, "zc_skbs_again", s->zc_skbs_again);
 	kv_counted(j, "completions", completions, s->zc_completions);
 	kv_counted(j, "completed_sends", completions, s->zc_completed_sends);
 	kv_counted(j, "copied_sends", completions, s->zc_copied_sends);
@@ -562,6 +645,7 @@ static void write_netns(const struct netns_snap *ns, struct json *j)
 	json_kv_uint(j, "fallback_copy_bytes", n->fallback_copy_bytes);
 	json_kv_uint(j, "fallback_copy_skbs", n->fallback_copy_skbs);
 	json_kv_uint(j, "zc_skbs_at_tcp", n->zc_skbs_at_tcp);
+	json_kv_uint(j, "zc_skbs_again", n->zc_skbs_again);
 	json_kv_uint(j, "zc_completions", n->zc_completions);
 	json_kv_uint(j, "zc_completed_sends", n->zc_completed_sends);
 	json_kv_uint(j, "zc_copied_sends", n->zc_copied_sends);
@@ -594,10 +678,26 @@ static void write_self(const struct snapshot *s, struct json *j)
 		json_begin_object(j);
 		json_kv_uint(j, "ns", s->progs[i].ns);
 		json_kv_uint(j, "runs", s->progs[i].runs);
+		json_kv_uint(j, "skipped", s->progs[i].skipped);
 		json_kv_string(j, "target", s->progs[i].target);
 		json_end(j);
 	}
 	json_end(j);
+	json_end(j);
+}
+
+/* Names of enum netio_counter's drop causes, in its order. */
+const char *const drop_cause_names[CNT_DROPS_NR] = {
+	"thread_storage", "process_stats", "map_busy", "map_full",
+};
+
+static void write_drops_by_cause(const struct snapshot *s, struct json *j)
+{
+	json_key(j, "drops_by_cause");
+	json_begin_object(j);
+	for (int i = 0; i < CNT_DROPS_NR; i++)
+		json_kv_uint(j, drop_cause_names[i], s->drops_by_cause[i]);
+	json_kv_uint(j, "program_skipped", s->programs_skipped);
 	json_end(j);
 }
 
@@ -608,6 +708,7 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 	write_zerocopy(t, s, j);
 	write_latency(t, s, j);
 	json_kv_uint(j, "drops", s->drops);
+	write_drops_by_cause(s, j);
 	json_kv_uint(j, "forks_followed", s->forks_followed);
 	json_kv_uint(j, "cgroup_followed", s->cgroup_followed);
 	json_kv_double(j, "duration_s", s->duration_s);

@@ -28,7 +28,7 @@ struct netns_snap {
 struct prog_snap {
 	char name[64];
 	char target[96];
-	unsigned long long ns, runs;
+	unsigned long long ns, runs, skipped;
 };
 
 struct snapshot {
@@ -37,6 +37,7 @@ struct snapshot {
 	struct netns_snap *netns;
 	int nnetns;
 	unsigned long long drops, forks_followed, cgroup_followed;
+	unsigned long long drops_by_cause[CNT_DROPS_NR];	/* enum netio_counter */
 	/* totals (DESIGN.md trace object) */
 	unsigned long long tx_bytes, tx_calls, tx_copy_bytes, tx_spliced_bytes, zc_tx_bytes,
 			   fallback_copy_bytes, rx_copy_bytes, pinned_pages;
@@ -45,11 +46,12 @@ struct snapshot {
 	bool has_sc[SC_NR_CLASSES];
 	struct kernel_counts k;	/* the kernel's per-thread counters, summed (perf_counters) */
 	unsigned long long zc_completions, zc_completed_sends, zc_copied_sends, zc_skbs_at_tcp,
-			   fallback_copy_skbs, zc_tx_skbs;
+			   zc_skbs_again, fallback_copy_skbs, zc_tx_skbs;
 	/* self cost since the last reset */
 	struct prog_snap progs[MAX_ATTACHED];
 	int nprogs;
 	unsigned long long bpf_ns, bpf_runs;
+	unsigned long long programs_skipped;	/* runs the kernel skipped (recursion): drops */
 	bool stats_enabled;
 	const char *stats_how;
 	double stats_share;	/* measured run times are scaled by 1/share */
@@ -57,13 +59,14 @@ struct snapshot {
 };
 
 struct stats_baseline {
-	unsigned long long ns[MAX_ATTACHED], runs[MAX_ATTACHED];
+	unsigned long long ns[MAX_ATTACHED], runs[MAX_ATTACHED], skipped[MAX_ATTACHED];
 	double t0;		/* CLOCK_MONOTONIC seconds at reset */
 	const char *stats_how;	/* how run-time stats are on: "BPF_ENABLE_STATS", "sysctl", NULL */
 	double share;		/* share of the time they were on since the reset (0..1) */
 };
 
 extern const char *sc_class_names[SC_NR_CLASSES];
+extern const char *const drop_cause_names[CNT_DROPS_NR];
 const char *sc_class_name(int cls);
 /* Copies the latency histogram of sc into h and returns its sum: the timed calls (poll,
  * epoll_wait and sendfile are counted from their start, timed once sys_exit is attached). */
@@ -71,6 +74,7 @@ unsigned long long sc_hist(const struct sc_stats *sc, unsigned long long h[NETIO
 
 double monotonic_s(void);
 /* Zero every counter and histogram (not the filter), remember the program run-time baseline. */
+int stats_make_process(const struct tracer_bpf *t, u32 tgid);
 int stats_reset(struct tracer_bpf *t, struct stats_baseline *base);
 /* Read everything. extra_pids: processes to list even if nothing was counted for them. */
 int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,

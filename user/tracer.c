@@ -339,6 +339,8 @@ static int follow_pid(struct tracer *tr, unsigned int pid, char *err, size_t err
 		snprintf(err, errlen, "cannot follow %u: %s", tgid, strerror(errno));
 		return -1;
 	}
+	if (stats_make_process(&tr->bpf, tgid) && tr->verbose)
+		fprintf(stderr, "netio-tracer: statistics of %u left to its threads\n", tgid);
 	tracer_bpf_filter_changed(&tr->bpf);
 	tracer_bpf_flush_threads(&tr->bpf);	/* its threads' kernel counters start now */
 	bool known = false;

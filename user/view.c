@@ -94,5 +94,11 @@ void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s)
 		fprintf(f, " (BPF run-time stats were off)");
 	else if (s->stats_share < 1)
 		fprintf(f, " (measured %.0f%% of the time, scaled)", 100 * s->stats_share);
-	fprintf(f, "; %llu drops\n", s->drops);
+	fprintf(f, "; %llu drops", s->drops);
+	for (int i = 0; i < CNT_DROPS_NR; i++)
+		if (s->drops_by_cause[i])
+			fprintf(f, " (%s %llu)", drop_cause_names[i], s->drops_by_cause[i]);
+	if (s->programs_skipped)
+		fprintf(f, " (program_skipped %llu)", s->programs_skipped);
+	fputc('\n', f);
 }

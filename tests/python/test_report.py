@@ -176,3 +176,20 @@ def test_two_pass_sweep_answers_from_the_untraced_pass(fixture_dir):
     assert not answers_traced and all(r["traced"] is False for r in answers)
     row = summary.rows(answers, traced=traced)[0]
     assert row["cpb_total"] is not None
+
+
+def test_report_names_the_causes_of_drops(fixture_dir):
+    """Drops over the sweep are summed per cause (the snapshot's drops_by_cause); a sweep
+    without any says nothing of them."""
+    import json
+    path = fixture_dir / "runs.jsonl"
+    report.build(str(fixture_dir))
+    assert "dropped" not in (fixture_dir / "report.md").read_text()
+    runs = [json.loads(line) for line in path.read_text().splitlines()]
+    for r, cause in zip(runs[:2], ("thread_storage", "process_stats")):
+        r["trace"]["drops"] = 2
+        r["trace"]["drops_by_cause"] = {"thread_storage": 0, "process_stats": 0, cause: 2}
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    report.build(str(fixture_dir))
+    md = (fixture_dir / "report.md").read_text()
+    assert "dropped 4 event(s) over the sweep (thread_storage 2, process_stats 2)" in md
