@@ -99,8 +99,9 @@ struct {
  * BPF_CORE_READ; its inode number is read only on a cache miss. The generation is read before
  * the map lookup: a change racing with it leaves an entry that is already stale. A softirq's
  * program may interrupt a program refilling or reading the same way on this CPU: a way is
- * written net cleared first and set last, and read tag first and net last, so one net is
- * never paired with another's slot. */
+ * written net cleared first and set last, and its tag is trusted only if the way held net both
+ * before and after the tag was read (a refill between a tag read first and a net read last
+ * could pair the new net with the old net's slot). */
 static __always_inline s32 netns_slot(struct net *net)
 {
 	u32 zero = 0, gen = current_filter_gen(), inum, w, *slot;
@@ -112,6 +113,9 @@ static __always_inline s32 netns_slot(struct net *net)
 		return -1;
 #pragma unroll
 	for (w = 0; w < NETNS_CACHE_WAYS; w++) {
+		if (c->net[w] != (u64)net)
+			continue;
+		netio_barrier();
 		tag = c->tag[w];
 		netio_barrier();
 		if (c->net[w] == (u64)net && (u32)(tag >> 32) == gen)
