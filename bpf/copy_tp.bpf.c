@@ -154,6 +154,20 @@ static __always_inline void claim_io_uring_zc(struct sock *sk, struct task_state
 		note_zc_owner(key, st->tgid, st);
 }
 
+/* A zerocopy send of the thread: its process is named the socket's owner at the thread's
+ * first send on it, and again only after an owner of any socket changed (zc_owner_gen in
+ * bpf/maps.h); what xmit keeps pending in between is claimed at the close or the snapshot. */
+static __always_inline void note_zc_send(struct sock *sk, struct task_state *st)
+{
+	u32 *gen = zc_owner_gen_slot(), now = gen ? *gen : 0;
+
+	if (st->zc_sk == (u64)sk && st->zc_gen == now && gen)
+		return;
+	note_zc_owner((u64)sk, st->tgid, st);
+	st->zc_sk = (u64)sk;
+	st->zc_gen = now;
+}
+
 /* A send that is not the thread's own send, sendmsg or write: inside sendfile or splice
  * (spliced pages), or made by io_uring (inside io_uring_enter, or on one of its workers).
  * Costs a load from the thread's saved registers (thread_syscall_nr). */
@@ -190,7 +204,7 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 		if (!ends)
 			other_send(sk, ret, st);
 		if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1)
-			note_zc_owner((u64)sk, st->tgid, st);
+			note_zc_send(sk, st);
 	}
 	if (ends)
 		sc_finish(st, ret);
@@ -283,6 +297,7 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 			struct sk_info n = {};
 
 			count_update_error(bpf_map_update_elem(&sk_owner, &key, &n, BPF_NOEXIST));
+			zc_owners_changed();
 			si = bpf_map_lookup_elem(&sk_owner, &key);
 		}
 	}
@@ -415,6 +430,7 @@ int BPF_PROG(tp_sock_state, const struct sock *sk, const int oldstate, const int
 	if (si) {
 		claim_zc_bytes(si);
 		bpf_map_delete_elem(&sk_owner, &key);
+		zc_owners_changed();
 	}
 	return 0;
 }

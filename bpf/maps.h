@@ -64,6 +64,9 @@ struct task_state {
 	u32 kfollowed;		/* kbase is being counted for tgid (flush_kernel_counts) */
 	u32 active;		/* the thread had an event: it has counts to flush */
 	u64 regs;		/* its saved user registers (copy_tp.bpf.c, thread_syscall_nr) */
+	u64 zc_sk;		/* the zerocopy socket it last named its process's (note_zc_send) */
+	u32 zc_gen;		/* zc_owner_gen then */
+	u32 zc_pad;
 	struct thread_counts counts;
 	struct thread_counts flushed;
 	struct kernel_counts kbase;	/* the kernel's counters already added (or left out) */
@@ -103,11 +106,13 @@ struct {
 /* Zerocopy sockets: who owns them (skbs leave the host in softirq context where current is
  * anybody), the highest sequence counted (retransmits of a zerocopy skb are not new zerocopy
  * bytes), and the zerocopy bytes counted on the socket and not yet given to its owner. xmit
- * adds to pending, with no lookup of the owner's statistics per skb; the owner's sends claim
- * it into the sending thread's counts (note_zc_owner; a socket's first skbs leave inside its
- * first send, before sock_send_length names the owner), and what the last sends left is
- * claimed for the owner's process when the socket closes and before every snapshot
- * (claim_zc_bytes). */
+ * adds to pending, with no lookup of the owner's statistics per skb; a thread's first send on
+ * the socket names the owner and claims what is pending into the thread's counts
+ * (note_zc_owner; a socket's first skbs leave inside its first send, before sock_send_length
+ * names the owner), and the rest is claimed for the owner's process when the socket closes
+ * and before every snapshot (claim_zc_bytes). A thread remembers the socket it named
+ * (task_state.zc_sk) and names it again only after any socket's entry was made, deleted or
+ * given another owner (zc_owner_gen). */
 struct sk_info {
 	u32 tgid;		/* 0: not known yet */
 	u32 max_end_seq;
@@ -122,6 +127,29 @@ struct {
 	__type(key, u64);	/* struct sock * */
 	__type(value, struct sk_info);
 } sk_owner SEC(".maps");
+
+/* [0]: bumped whenever an entry of sk_owner is made, deleted or changes owner. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} zc_owner_gen SEC(".maps");
+
+static __always_inline u32 *zc_owner_gen_slot(void)
+{
+	u32 zero = 0;
+
+	return bpf_map_lookup_elem(&zc_owner_gen, &zero);
+}
+
+static __always_inline void zc_owners_changed(void)
+{
+	u32 *gen = zc_owner_gen_slot();
+
+	if (gen)
+		__sync_fetch_and_add(gen, 1);
+}
 
 static const struct tgid_stats zero_tgid_stats;
 
@@ -473,8 +501,8 @@ static __always_inline void claim_zc_bytes(struct sk_info *si)
 		return;
 	pending = __sync_lock_test_and_set(&si->pending, 0);
 	ps = proc_get(si->tgid);
-	if (ps)
-		ps->zc_tx_bytes += pending;
+	if (ps)	/* a socket's close (softirq) may interrupt a snapshot's claim here */
+		__sync_fetch_and_add(&ps->zc_tx_bytes, pending);
 }
 
 /* The end of a send of process tgid on a zerocopy socket (the caller checked SOCK_ZEROCOPY,
@@ -490,12 +518,14 @@ static __always_inline void note_zc_owner(u64 sk, u32 tgid, struct task_state *s
 	si = bpf_map_lookup_elem(&sk_owner, &sk);
 	if (!si) {
 		count_update_error(bpf_map_update_elem(&sk_owner, &sk, &n, BPF_NOEXIST));
+		zc_owners_changed();
 		return;
 	}
 	if (si->tgid != tgid) {
 		if (si->tgid) {
 			claim_zc_bytes(si);
 			count_update_error(bpf_map_update_elem(&sk_owner, &sk, &n, BPF_ANY));
+			zc_owners_changed();
 			return;
 		}
 		si->tgid = tgid;
