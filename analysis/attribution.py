@@ -138,7 +138,7 @@ RX_COPY = ("_copy_to_iter", "copy_to_user_iter", "copy_page_to_iter", "simple_co
 COPY_FRAMES = FALLBACK + COMPLETION + PINNING + TX_COPY + RX_COPY + GENERIC_KERNEL_COPY
 
 # The send and receive path (issue 17).
-SYSCALL = own("entry_SYSCALL_64*", "do_syscall_64", "syscall_exit_to_user_mode*",
+SYSCALL = own("entry_SYSCALL_64*", "do_syscall_64", "x64_sys_call", "syscall_exit_to_user_mode*",
               "exit_to_user_mode_prepare", "exit_to_user_mode_loop", "syscall_enter_from_user_mode*",
               "__x64_sys_*", "__do_sys_*", "__se_sys_*", "__sys_*", "___sys_*", "____sys_*",
               "sock_sendmsg", "__sock_sendmsg", "sock_sendmsg_nosec", "sock_recvmsg",
@@ -284,7 +284,10 @@ LOCKS = ("_raw_spin_lock*", "_raw_spin_unlock*", "_raw_spin_trylock*", "_raw_rea
          "__pv_queued_spin_lock_slowpath", "pv_queued_spin_*",
          "__raw_callee_save___pv_queued_spin_unlock*", "lock_sock_nested", "__lock_sock",
          "lock_sock_fast", "mutex_lock*", "mutex_unlock*", "__mutex_lock*", "down_read*",
-         "up_read", "down_write*", "up_write", "rwsem_*", "native_queued_spin_unlock")
+         "up_read", "down_write*", "up_write", "rwsem_*", "native_queued_spin_unlock",
+         # user-space locks, condition variables and joins waiting or waking in the kernel
+         "do_futex", "futex_wait*", "__futex_wait", "futex_wake*", "__futex_queue",
+         "futex_q_lock", "futex_hash")
 # Where a timer interrupt's sample lands when interrupts come back on (see the module doc):
 # the time of the irqs-off section before, so "locks, irqs-off" when nothing else claims it.
 IRQS_ON = own("handle_softirqs", "__do_softirq", "do_softirq", "__local_bh_enable_ip",
@@ -322,6 +325,7 @@ STARTUP_USER = ("[ld-linux*", "_dl_*", "dl_main", "_start", "__libc_start_main*"
                 "__pthread_clockjoin_ex", "pthread_join*", "__GI___nptl_free_tcb",
                 "pthread_create*", "__pthread_create*", "__clone*", "clone*", "alloc_new_heap",
                 "_int_malloc", "_int_free", "malloc", "free", "calloc", "__libc_calloc",
+                "tcache_init", "ptmalloc_init", "=__libc_start_call_main",
                 "__libc_malloc", "__libc_free", "sysmalloc", "wl_options_parse", "wl_parse_*",
                 "wl_resolve", "print_json", "wl_gbps", "__strcasecmp*", "strcmp", "__strcmp*",
                 "pthread_getattr_default_np*", "__GI___pthread_attr_copy")

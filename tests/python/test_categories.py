@@ -288,3 +288,20 @@ def test_categories_order_and_labels():
     assert len(set(A.LABELS.values())) == len(A.CATEGORIES)
     used = {r[0] for r in A.RULES}
     assert used == set(A.CATEGORIES) - {"other"}
+
+
+@pytest.mark.parametrize("stack,category", [
+    # 6.1's syscall dispatcher (x64_sys_call) under a send wrapper: the entry's own time
+    ("netio-server;__send;entry_SYSCALL_64_after_hwframe_[k];do_syscall_64_[k];x64_sys_call_[k]",
+     "syscall"),
+    # malloc's first call in a thread, and a tick in libc's call of main
+    ("netio-server;tcache_init.part.0", "startup"),
+    ("netio-client;__libc_start_call_main", "startup"),
+    # a join or a condition variable waiting in the kernel
+    ("do_futex_[k];futex_wait_[k];futex_wait_queue_[k];__futex_queue_[k];plist_add_[k]", "locks"),
+    # main's own code is not start-up by name alone
+    ("netio-server;__libc_start_call_main;main", "other"),
+])
+def test_rule_on_a_guest_live_stack(stack, category):
+    """Stacks the live test in the 6.1 guest left in "other" (make vmtest, 2026-11-26)."""
+    assert A.classify(stack.split(";")) == category
