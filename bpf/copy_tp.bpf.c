@@ -161,7 +161,7 @@ static __always_inline void note_zc_send(struct sock *sk, struct task_state *st)
 {
 	u32 *gen = zc_owner_gen_slot(), now = gen ? *gen : 0;
 
-	if (st->zc_sk == (u64)sk && st->zc_gen == now && gen)
+	if (gen && st->zc_sk == (u64)sk && st->zc_gen == now)
 		return;
 	note_zc_owner((u64)sk, st->tgid, st);
 	st->zc_sk = (u64)sk;

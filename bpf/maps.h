@@ -153,21 +153,31 @@ static __always_inline void zc_owners_changed(void)
 
 static const struct tgid_stats zero_tgid_stats;
 
-/* tgid's statistics, made if missing (named after the process when it is current); NULL if
- * they cannot be made now (the map full, or its element cache empty for a moment: entries
- * are allocated on demand). */
-static __always_inline struct tgid_stats *tgid_stats_try(u32 tgid)
+/* Statistics ts of process tgid, unnamed, get the name of current if current is of that
+ * process (not whoever runs a softirq, nor the tracer). */
+static __always_inline void name_if_own(struct tgid_stats *ts, u32 tgid)
 {
-	struct tgid_stats *ts = bpf_map_lookup_elem(&tgid_stats, &tgid);
+	if (ts && !ts->comm[0] && (bpf_get_current_pid_tgid() >> 32) == tgid)
+		bpf_get_current_comm(ts->comm, sizeof(ts->comm));
+}
+
+/* tgid's entry in map (tgid_stats or tgid_spill), made if missing; NULL if it cannot be made
+ * now (the map full, or tgid_stats's element cache empty for a moment). */
+static __always_inline struct tgid_stats *stats_entry_try(void *map, u32 tgid)
+{
+	struct tgid_stats *ts = bpf_map_lookup_elem(map, &tgid);
 
 	if (ts)
 		return ts;
-	bpf_map_update_elem(&tgid_stats, &tgid, &zero_tgid_stats, BPF_NOEXIST);
-	ts = bpf_map_lookup_elem(&tgid_stats, &tgid);
-	/* the comm of the process itself, not of whoever runs a softirq */
-	if (ts && (bpf_get_current_pid_tgid() >> 32) == tgid)
-		bpf_get_current_comm(ts->comm, sizeof(ts->comm));
+	bpf_map_update_elem(map, &tgid, &zero_tgid_stats, BPF_NOEXIST);
+	ts = bpf_map_lookup_elem(map, &tgid);
+	name_if_own(ts, tgid);
 	return ts;
+}
+
+static __always_inline struct tgid_stats *tgid_stats_try(u32 tgid)
+{
+	return stats_entry_try(&tgid_stats, tgid);
 }
 
 /* The same where a NULL loses what the caller was adding: a drop. */
@@ -186,17 +196,10 @@ static __always_inline struct tgid_stats *flush_target(u32 tgid)
 {
 	struct tgid_stats *ts = tgid_stats_try(tgid);
 
-	if (ts)
-		return ts;
-	ts = bpf_map_lookup_elem(&tgid_spill, &tgid);
-	if (ts)
-		return ts;
-	bpf_map_update_elem(&tgid_spill, &tgid, &zero_tgid_stats, BPF_NOEXIST);
-	ts = bpf_map_lookup_elem(&tgid_spill, &tgid);
+	if (!ts)
+		ts = stats_entry_try(&tgid_spill, tgid);
 	if (!ts)
 		count_event(CNT_DROP_PROCESS_STATS);
-	else if ((bpf_get_current_pid_tgid() >> 32) == tgid)
-		bpf_get_current_comm(ts->comm, sizeof(ts->comm));
 	return ts;
 }
 
@@ -343,8 +346,7 @@ static __always_inline void name_process(u32 tgid)
 
 	if (!ts)
 		ts = bpf_map_lookup_elem(&tgid_spill, &tgid);
-	if (ts && !ts->comm[0] && (bpf_get_current_pid_tgid() >> 32) == tgid)
-		bpf_get_current_comm(ts->comm, sizeof(ts->comm));
+	name_if_own(ts, tgid);
 }
 
 /* What the kernel counted for the thread since the last flush goes to its process while the

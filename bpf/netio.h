@@ -18,7 +18,7 @@ typedef __u64 u64;
 
 #define NETIO_MAX_PROCS   8192
 #define NETIO_MAX_NETNS   256
-#define NETIO_SPILL_PROCS 512	/* tgid_spill (bpf/maps.h): ~1.9 MiB, preallocated */
+#define NETIO_SPILL_PROCS 512	/* tgid_spill (bpf/maps.h), preallocated */
 #define NETIO_MAX_THREADS 16384
 #define NETIO_MAX_SOCKS   4096
 /* --cgroup: directories followed, and how deep below the root the filter looks for them */
