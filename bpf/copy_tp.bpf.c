@@ -120,28 +120,29 @@ static __always_inline int tcp_seq(struct sk_buff *skb, const bool cast, u32 *se
 	return 0;
 }
 
-/* The number of the syscall the followed thread st (current) is in, with one load: the
+/* The number of the syscall the followed thread st (task, current) is in, with one load: the
  * address of its saved user registers is fixed for its life (the top of its kernel stack) and
  * kept in its storage, where current_syscall_nr() makes two helper calls per event (what a
  * helper call costs here: bench/NOTES.md). The socket tracepoints are 6.3+, where
  * bpf_rdonly_cast exists (the rows of these programs require it: user/attach.c). */
-static __always_inline long thread_syscall_nr(struct task_state *st)
+static __always_inline long thread_syscall_nr(struct task_state *st, struct task_struct *task)
 {
 	struct pt_regs *regs;
 
 	if (!st->regs)
-		st->regs = (u64)bpf_task_pt_regs(bpf_get_current_task_btf());
+		st->regs = (u64)bpf_task_pt_regs(task);
 	regs = bpf_rdonly_cast((void *)st->regs, bpf_core_type_id_kernel(struct pt_regs));
 	return SYSCALL_NR(regs);
 }
 
 /* Whether a socket event of direction `send` ends the thread's traced call: one is open, of
  * that direction, and the syscall the thread is really in (not a stale call). */
-static __always_inline bool socket_call_ending(struct task_state *st, bool send)
+static __always_inline bool socket_call_ending(struct task_state *st, struct task_struct *task,
+					       bool send)
 {
 	if (!st->ts || !(send ? sc_is_send(st->cls) : sc_is_recv(st->cls)))
 		return false;
-	return thread_syscall_nr(st) == st->nr;
+	return thread_syscall_nr(st, task) == st->nr;
 }
 
 /* An io_uring zero-copy send leaves SOCK_ZEROCOPY unset: the bytes xmit kept pending on a
@@ -171,16 +172,16 @@ static __always_inline void note_zc_send(struct sock *sk, struct task_state *st)
 /* A send that is not the thread's own send, sendmsg or write: inside sendfile or splice
  * (spliced pages), or made by io_uring (inside io_uring_enter, or on one of its workers).
  * Costs a load from the thread's saved registers (thread_syscall_nr). */
-static __always_inline void other_send(struct sock *sk, int ret, struct task_state *st)
+static __always_inline void other_send(struct sock *sk, int ret, struct task_state *st,
+				       struct task_struct *task)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	long nr;
 
 	if (task->flags & NETIO_PF_IO_WORKER) {
 		claim_io_uring_zc(sk, st);
 		return;
 	}
-	nr = thread_syscall_nr(st);
+	nr = thread_syscall_nr(st, task);
 	if (nr == NR_SENDFILE || nr == NR_SPLICE)
 		st->counts.tx_spliced_bytes += ret;
 	else if (nr == NR_IO_URING_ENTER)
@@ -192,23 +193,24 @@ static __always_inline void other_send(struct sock *sk, int ret, struct task_sta
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 {
-	struct task_state *st = followed_thread();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_state *st = followed_thread(task);
 	bool ends;
 
 	if (!st)
 		return 0;
-	ends = socket_call_ending(st, true);
+	ends = socket_call_ending(st, task, true);
 	if (ret > 0 && counted_proto(sk->sk_protocol)) {
 		st->counts.tx_bytes += ret;
 		st->counts.tx_calls++;
 		if (!ends)
-			other_send(sk, ret, st);
+			other_send(sk, ret, st, task);
 		if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1)
 			note_zc_send(sk, st);
 	}
 	if (ends)
 		sc_finish(st, ret);
-	thread_counted(st);
+	thread_counted(st, task);
 	return 0;
 }
 
@@ -220,7 +222,8 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 {
-	struct task_state *st = followed_thread();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_state *st = followed_thread(task);
 
 	if (!st)
 		return 0;
@@ -228,9 +231,9 @@ int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 		st->counts.rx_copy_bytes += ret;
 		st->counts.rx_calls++;
 	}
-	if (socket_call_ending(st, false))
+	if (socket_call_ending(st, task, false))
 		sc_finish(st, ret);
-	thread_counted(st);
+	thread_counted(st, task);
 	return 0;
 }
 
@@ -238,13 +241,14 @@ int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 SEC("tp_btf/skb_copy_datagram_iovec")
 int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 {
-	struct task_state *st = followed_thread();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_state *st = followed_thread(task);
 
 	if (len <= 0 || !st)
 		return 0;
 	st->counts.rx_copy_bytes += len;
 	st->counts.rx_calls++;
-	thread_counted(st);
+	thread_counted(st, task);
 	return 0;
 }
 

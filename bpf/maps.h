@@ -241,13 +241,14 @@ static __always_inline struct task_state *adopt_thread(struct task_struct *task,
 	return st;
 }
 
-/* The thread's state if its process is followed, else NULL. "Followed" is cached in the
+/* The state of thread `task` (current, from the event's one bpf_get_current_task_btf(): a
+ * helper call each, passed on rather than asked again) if its process is followed, else
+ * NULL. "Followed" is cached in the
  * task's storage and decided again when the filter generation changed. The storage is
  * created on a followed thread's first event, with its process's statistics (named after the
  * process, which is current here). */
-static __always_inline struct task_state *followed_thread(void)
+static __always_inline struct task_state *followed_thread(struct task_struct *task)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct task_state *st = bpf_task_storage_get(&task_state, task, 0, 0);
 	u32 gen = current_filter_gen(), tgid;
 
@@ -381,12 +382,10 @@ static __always_inline void flush_kernel_counts(struct task_struct *task, struct
 	st->kfollowed = followed;
 }
 
-/* After a thread added to its counts: an exiting thread's exit flush may have run already
+/* After thread `task` (current) added to its counts: an exiting thread's exit flush may have run already
  * (io_uring's task work can still send after it), so its counts go to its process now. */
-static __always_inline void thread_counted(struct task_state *st)
+static __always_inline void thread_counted(struct task_state *st, struct task_struct *task)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-
 	if (task->flags & NETIO_PF_EXITING)
 		flush_thread_counts(st);
 }

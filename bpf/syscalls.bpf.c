@@ -88,7 +88,8 @@ static __always_inline u64 call_start(struct task_state *st)
  * probe read), else 0 */
 static __always_inline int on_enter(int cls, long id, u64 flags)
 {
-	struct task_state *st = followed_thread();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_state *st = followed_thread(task);
 
 	if (!st)
 		return 0;
@@ -98,7 +99,7 @@ static __always_inline int on_enter(int cls, long id, u64 flags)
 		u32 key = EXIT_WANTED, *wanted = bpf_map_lookup_elem(&exit_wanted, &key);
 
 		st->counts.sc[cls].count++;
-		thread_counted(st);
+		thread_counted(st, task);
 		if (wanted && !*wanted)
 			*wanted = 1;
 	}
@@ -114,6 +115,7 @@ static __always_inline int on_enter(int cls, long id, u64 flags)
  * call's sys_enter starts afresh, and a socket event checks the syscall it is in). */
 static __always_inline int on_exit(int cls, long ret)
 {
+	struct task_struct *task;
 	struct task_state *st;
 
 	if (cls < 0)
@@ -125,11 +127,12 @@ static __always_inline int on_exit(int cls, long ret)
 			return 0;
 	}
 	/* no storage: a thread never followed; ts 0: not in a traced call */
-	st = bpf_task_storage_get(&task_state, bpf_get_current_task_btf(), 0, 0);
+	task = bpf_get_current_task_btf();
+	st = bpf_task_storage_get(&task_state, task, 0, 0);
 	if (!st || !st->ts)
 		return 0;
 	sc_finish(st, ret);
-	thread_counted(st);
+	thread_counted(st, task);
 	return 0;
 }
 
