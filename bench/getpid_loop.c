@@ -1,6 +1,9 @@
 /* netio-getpid-loop: getpid(2) in a loop for --seconds S (default 1), then how many calls it
  * made, as JSON. A process making only syscalls the tracer does not follow: what a syscall hook
- * on every syscall of the machine costs it, the tracer's syscall rung shows (issue 15). */
+ * on every syscall of the machine costs it, the tracer's syscall rung shows (issue 15).
+ * --reference: each batch of calls is followed by a block of pure computation, timed apart:
+ * "blocks_per_s" is the machine's speed over the same period, so that a comparison can leave
+ * out runs the host slowed (bench/unrelated.py); "calls_per_s" counts the calls' time only. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +13,7 @@
 #include <unistd.h>
 
 #define BATCH 1000	/* calls between two clock reads */
+#define BLOCK 20000	/* additions in a reference block */
 
 static double now(void)
 {
@@ -19,30 +23,65 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+static uint64_t getpid_batch(void)
+{
+	for (int i = 0; i < BATCH; i++)
+		syscall(SYS_getpid);	/* the raw call: no libc caching */
+	return BATCH;
+}
+
+static void reference_block(void)
+{
+	volatile uint64_t sink = 0;
+
+	for (int i = 0; i < BLOCK; i++)
+		sink += (uint64_t)i;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: netio-getpid-loop [--seconds S] [--reference]\n");
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
-	double seconds = 1.0, start, end, t;
-	uint64_t calls = 0;
+	double seconds = 1.0, end, t, t0, in_calls = 0, in_blocks = 0;
+	uint64_t calls = 0, blocks = 0;
+	int reference = 0;
 
-	if (argc == 3 && !strcmp(argv[1], "--seconds"))
-		seconds = strtod(argv[2], NULL);
-	else if (argc != 1) {
-		fprintf(stderr, "usage: netio-getpid-loop [--seconds S]\n");
-		return 2;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			seconds = strtod(argv[++i], NULL);
+		else if (!strcmp(argv[i], "--reference"))
+			reference = 1;
+		else
+			return usage();
 	}
 	if (!(seconds > 0 && seconds <= 3600)) {
 		fprintf(stderr, "netio-getpid-loop: --seconds must be in (0, 3600]\n");
 		return 2;
 	}
-	start = now();
-	end = start + seconds;
+	t = now();
+	end = t + seconds;
 	do {
-		for (int i = 0; i < BATCH; i++)
-			syscall(SYS_getpid);	/* the raw call: no libc caching */
-		calls += BATCH;
+		t0 = t;
+		calls += getpid_batch();
 		t = now();
+		in_calls += t - t0;
+		if (reference) {
+			t0 = t;
+			reference_block();
+			blocks++;
+			t = now();
+			in_blocks += t - t0;
+		}
 	} while (t < end);
-	printf("{\"calls\": %llu, \"seconds\": %.6f, \"calls_per_s\": %.1f}\n",
-	       (unsigned long long)calls, t - start, (double)calls / (t - start));
+	printf("{\"calls\": %llu, \"seconds\": %.6f, \"calls_per_s\": %.1f",
+	       (unsigned long long)calls, in_calls, (double)calls / in_calls);
+	if (reference)
+		printf(", \"blocks\": %llu, \"blocks_per_s\": %.1f", (unsigned long long)blocks,
+		       (double)blocks / in_blocks);
+	printf("}\n");
 	return 0;
 }

@@ -28,7 +28,7 @@ from netio_trace.system import cgroup
 from netio_trace.system.netns import LOOPBACK_ADDR, Topology, VETH_RECEIVER_ADDR
 from netio_trace.system.procs import READY_ARGS, GatedProcess, wait_for_exit, wait_listening
 from netio_trace.tracer import ControlTracer
-from bench import pairs, windows
+from bench import pairs, unrelated, windows
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(os.environ.get("NETIO_BUILD", os.path.join(REPO, "build")))
@@ -1807,6 +1807,58 @@ def _speed_range(speeds):
     return " / ".join(f"{min(r):.0f}–{max(r):.0f}" for r in zip(*probes))
 
 
+def section_unrelated(b):
+    """Issue 15: a process making only syscalls the tracer does not hook keeps its rate where
+    the latency hooks sit on the send and receive syscall functions (fentry), in the 6.1 guest;
+    the sys_enter rung measured beside it (bench/unrelated.py)."""
+    title = "## 8. Unrelated syscalls, in the 6.1 guest"
+    try:
+        res = unrelated.measure(BUILD, b.args.guest_rounds, b.args.guest_seconds, log=log)
+    except unrelated.GuestError as e:
+        log(f"unrelated: {e}")
+        b.record("8. unrelated syscalls (getpid loop), fentry rung / untraced, in the guest",
+                 "not measured", {}, unrelated.TARGET)
+        return f"{title}\n\nNot measured: {e}\n"
+    (fentry_r, fentry_out), (sys_r, sys_out) = (unrelated.ratios(res, st)
+                                                for st in ("fentry", "sys_enter"))
+    fentry, sys_enter = pairs.summary(fentry_r), pairs.summary(sys_r)
+    b.record("8. unrelated syscalls (getpid loop), fentry rung / untraced, in the guest",
+             "6.1 guest", fentry, unrelated.TARGET)
+    fentry_n, sys_n = (pairs.summary(unrelated.normalized_ratios(res, st))
+                       for st in ("fentry", "sys_enter"))
+    untraced = pairs.summary([r["untraced"]["calls_per_s"] / 1e3 for r in res["rounds"]])
+    speed = pairs.summary([r[st]["blocks_per_s"] for r in res["rounds"] for st in r])
+    return "\n".join([
+        title, "",
+        f"Guest kernel {res['kernel']} under QEMU/TCG (absolute rates mean nothing there; "
+        f"ratios within one boot do). `netio-getpid-loop` makes only getpid(2) calls, which no "
+        f"program of ours hooks; each of {len(res['rounds'])} rounds runs it for "
+        f"{res['seconds']:g} s untraced, under the full default tracer with its latency hooks "
+        f"on the syscall functions (fentry rung: {res['attach']['fentry']}) and under the "
+        f"same tracer on the sys_enter rung ({res['attach']['sys_enter']}: every syscall of the "
+        f"machine passes its hook), in turn, the order rotated every round, "
+        f"{unrelated.SETTLE_S:g} s after each toggle; both tracers are loaded once and "
+        f"attached in turn. Ratio = the round's traced rate / its untraced rate. The loop "
+        f"times a block of computation after each batch of calls (`--reference`: the "
+        f"machine's speed during the run); a pair whose two speeds differ by more than "
+        f"{pairs.STEADY_TOLERANCE:.0%} is left out, as in the sections above. Sampling: "
+        f"{res.get('samples') or 'none'}; BPF statistics off (TCG can livelock on their code "
+        f"patching).", "",
+        "| rung | traced / untraced | pairs left out (unsteady) | target | verdict | per "
+        "reference block, every pair (estimate) |",
+        "|---|---|---|---|---|---|",
+        f"| fentry (the default where allowed) | {pairs.fmt(fentry, 3)} | {fentry_out} | ≥ "
+        f"{unrelated.TARGET} | {verdict(fentry, unrelated.TARGET)} | {pairs.fmt(fentry_n, 3)} |",
+        f"| sys_enter (beside it, to show the difference) | {pairs.fmt(sys_enter, 3)} | "
+        f"{sys_out} | — | — | {pairs.fmt(sys_n, 3)} |",
+        "", "The last column divides each run's call rate by its reference rate and keeps "
+        "every pair: the host's speed divided out, an estimate (it would also divide out a "
+        "cost that slowed computation as much as the calls); the verdict is on the steady "
+        "pairs' plain ratios.",
+        "", f"Untraced rate: {pairs.fmt(untraced)} thousand calls/s; reference blocks/s in "
+        f"every run: {pairs.fmt(speed, 0)}.", ""])
+
+
 SECTIONS = [
     ("overhead", section_overhead),
     ("windows", section_windows),
@@ -1815,6 +1867,7 @@ SECTIONS = [
     ("sweep", section_sweep),
     ("passes", section_passes),
     ("zerocopy", section_zerocopy),
+    ("unrelated", section_unrelated),
 ]
 
 
@@ -1831,6 +1884,10 @@ def _parse_args(argv):
                     help="runs per configuration and level in section 1w (a verdict needs 5)")
     ap.add_argument("--window-pairs", type=int, default=20,
                     help="pairs of windows per run in section 1w")
+    ap.add_argument("--guest-rounds", type=int, default=25,
+                    help="rounds of section 8 (unrelated syscalls in the 6.1 guest)")
+    ap.add_argument("--guest-seconds", type=float, default=0.3,
+                    help="seconds per getpid loop run in section 8")
     ap.add_argument("--iperf3-duration", type=int, default=1,
                     help="whole seconds per run of section 3 (iperf3 -t takes whole seconds)")
     ap.add_argument("--scale-duration", type=float, default=0.5,
@@ -1846,14 +1903,17 @@ def _parse_args(argv):
                          "NETIO_BENCH_FULL=0)")
     ap.add_argument("--out", default=RESULTS, help="markdown file to write")
     args = ap.parse_args(argv)
-    if min(args.rounds, args.window_runs, args.window_pairs) < 1 or args.duration <= 0 \
-            or args.iperf3_duration <= 0 or args.scale_duration <= 0:
-        ap.error("--rounds, --window-runs, --window-pairs and the durations must be positive")
+    if min(args.rounds, args.window_runs, args.window_pairs, args.guest_rounds) < 1 \
+            or min(args.duration, args.iperf3_duration, args.scale_duration,
+                   args.guest_seconds) <= 0:
+        ap.error("--rounds, --window-runs, --window-pairs, --guest-rounds and the durations "
+                 "must be positive")
     if args.rounds < 5:
         log(f"note: {args.rounds} rounds; comparisons on this machine want at least 5")
     if os.geteuid() != 0:
         ap.error("needs root (network namespaces, BPF)")
-    for exe in ("netio-server", "netio-client", "netio-tracer", "netio-busy-loop"):
+    for exe in ("netio-server", "netio-client", "netio-tracer", "netio-busy-loop",
+                "netio-getpid-loop"):
         if not os.access(os.path.join(BUILD, exe), os.X_OK):
             ap.error(f"{BUILD}/{exe} is not built (make, or set NETIO_BUILD)")
     for tool in ("bpftrace", "bpftool", "iperf3"):

@@ -10,15 +10,7 @@
 # tests/integration/test_categories_live.py (issue 17: "other" under its target on live runs,
 # the shares printed), prints "N passed, N failed" and exits non-zero on any failure.
 #
-# QEMU runs the guest's two vCPUs on one host thread (-accel tcg,thread=single). With a thread
-# per vCPU (multi-threaded TCG, QEMU's default), about one boot in 20 froze: while the tracer
-# attached or detached a program, the kernel patched a jump label, and the other vCPU kept
-# trapping, interrupts off, on the breakpoint of that patch after it was gone (its console
-# backtrace: exc_int3 on a site whose bytes already show the restored nop), so the patching
-# vCPU waited for its IPI forever (soft lockup in smp_call_function_many_cond under
-# bpf_link_release). Our reading: a stale translation of the patched code on the other host
-# thread. On one host thread the tests took as long (~25 s per run) and 20 runs in one guest
-# passed, against a freeze in the 7th with a thread per vCPU.
+# The guest is booted by scripts/vm-exec.sh (QEMU/TCG, the vCPUs on one host thread: why there).
 # A guest that still gives no results is booted once more, and the first attempt's kernel
 # console, last test line and watchdog log are printed. A test that fails is never retried.
 #
@@ -29,10 +21,9 @@ set -uo pipefail
 
 root="$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)"
 build="${NETIO_BUILD:-$root/build}"
-kernel="${NETIO_VM_KERNEL:-$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1)}"
 timeout_s="${NETIO_VM_TIMEOUT:-480}"
+export NETIO_VM_TIMEOUT="$timeout_s"
 python="$root/.venv/bin/python"
-vng="$root/.venv/bin/vng"
 
 fail() {
     echo "vmtest: $*" >&2
@@ -41,14 +32,9 @@ fail() {
 }
 
 [ "$(id -u)" = 0 ] || fail "needs root"
-[ -n "$kernel" ] && [ -r "$kernel" ] || fail "no kernel image (set NETIO_VM_KERNEL; Debian: apt-get install linux-image-amd64)"
-[ -x "$vng" ] || fail "virtme-ng not installed in .venv (make deps)"
-command -v qemu-system-x86_64 >/dev/null || fail "qemu-system-x86_64 not installed (make deps)"
 for b in netio-tracer netio-server netio-client; do
     [ -x "$build/$b" ] || fail "$build/$b not built (make BUILD=...)"
 done
-kver="$(basename "$kernel" | sed 's/^vmlinuz-//')"
-[ -d "/lib/modules/$kver" ] || echo "vmtest: warning: no /lib/modules/$kver (veth may be missing)" >&2
 
 scratch="$(mktemp -d /tmp/netio-vmtest.XXXXXX)"
 if [ -n "${NETIO_VM_KEEP:-}" ]; then
@@ -59,18 +45,11 @@ fi
 
 # VMTEST_K, a pytest -k expression (spaces allowed), quoted for the guest's shell
 k_arg=${VMTEST_K:+"-k '$VMTEST_K'"}
-# What runs inside the guest, into the attempt's directory $out ($1). The root file system is
-# the host's, read-only; /tmp is a writable overlay and $scratch the host directory shared
-# read-write.
+# What runs inside the guest (from the repository's root), into the attempt's directory $out
+# ($1), the directory the guest shares with us.
 cat >"$scratch/inner.sh" <<INNER
 #!/bin/sh
 out="\$1"
-mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
-mountpoint -q /sys/fs/bpf || mount -t bpf bpffs /sys/fs/bpf
-mkdir -p /var/run/netns
-# a task blocked for 30 s is reported on the console (vm.log)
-echo 30 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
-cd "$root"
 echo "guest kernel \$(uname -r)" >"\$out/pytest.log"
 # if the tests hang, leave a trace of why before the host's timeout ends the guest
 ( sleep $((timeout_s - 90)); { ps aux; dmesg | tail -n 50; } >"\$out/hang.log" 2>&1 ) &
@@ -84,16 +63,14 @@ echo \$? >"\$out/rc"
 INNER
 chmod +x "$scratch/inner.sh"
 
-# boot_guest DIR: one boot running the tests into DIR, the kernel console in DIR/vm.log
+# boot_guest DIR: one boot running the tests into DIR, the kernel console in DIR/vm.log; a
+# guest that cannot be booted here at all ends the run
 boot_guest() {
-    local out="$1" start vm_rc
+    local out="$1"
     mkdir -p "$out"
-    echo "vmtest: booting $kernel under QEMU/TCG (slow)" >&2
-    start=$(date +%s)
-    PATH="$root/.venv/bin:$PATH" timeout "$timeout_s" "$vng" --disable-kvm --force-9p --verbose \
-        --qemu-opts="-accel tcg,thread=single" --rwdir "$scratch" --run "$kernel" --exec "$scratch/inner.sh $out" >"$out/vm.log" 2>&1
-    vm_rc=$?
-    echo "vmtest: guest done in $(( $(date +%s) - start )) s (vng status $vm_rc)" >&2
+    cp "$scratch/inner.sh" "$out/inner.sh"
+    "$root/scripts/vm-exec.sh" "$out" "$out/inner.sh"
+    [ $? = 3 ] && fail "the guest cannot be booted here (above)"
 }
 
 # what a guest without results left: its last test line, the console's end, the watchdog's log

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# scripts/vm-exec.sh OUT SCRIPT: boot Debian's stock kernel (6.1: fentry/fexit and kprobes
+# work there) with virtme-ng under QEMU/TCG and run SCRIPT OUT inside it, as root, from the
+# repository's root, with tracefs, bpffs and /var/run/netns ready. The guest's root file
+# system is this machine's, read-only, with a /tmp of its own; OUT (a host directory) is
+# shared read-write, so SCRIPT must be a file in it. The kernel console goes to OUT/vm.log. The one way to boot the guest: `make vmtest`
+# (tests/vm/run-vmtest.sh) and the bench's unrelated-syscall section (bench/unrelated.py).
+#
+# QEMU runs the guest's two vCPUs on one host thread (-accel tcg,thread=single). With a thread
+# per vCPU (multi-threaded TCG, QEMU's default), about one boot in 20 froze: while the tracer
+# attached or detached a program, the kernel patched a jump label, and the other vCPU kept
+# trapping, interrupts off, on the breakpoint of that patch after it was gone (its console
+# backtrace: exc_int3 on a site whose bytes already show the restored nop), so the patching
+# vCPU waited for its IPI forever (soft lockup in smp_call_function_many_cond under
+# bpf_link_release). Our reading: a stale translation of the patched code on the other host
+# thread. On one host thread the tests took as long (~25 s per run) and 20 runs in one guest
+# passed, against a freeze in the 7th with a thread per vCPU. KVM hangs on this machine, so
+# --disable-kvm.
+#
+# Environment: NETIO_VM_KERNEL (default: the newest /boot/vmlinuz-*), NETIO_VM_TIMEOUT
+# (seconds for the whole boot, default 480). Exit status: 3 if the guest cannot be booted
+# here (the reason on stderr), else vng's (124 on timeout).
+set -uo pipefail
+
+root="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
+vng="$root/.venv/bin/vng"
+kernel="${NETIO_VM_KERNEL:-$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1)}"
+timeout_s="${NETIO_VM_TIMEOUT:-480}"
+
+cannot() {
+    echo "vm-exec: $*" >&2
+    exit 3
+}
+
+[ $# = 2 ] || cannot "usage: scripts/vm-exec.sh OUT SCRIPT"
+out="$(readlink -f "$1")"
+script="$(readlink -f "$2")"
+[ "$(id -u)" = 0 ] || cannot "needs root"
+[ -d "$out" ] || cannot "$1 is not a directory"
+[ -x "$script" ] || cannot "$2 is not an executable script"
+case "$script" in "$out"/*) ;; *) cannot "$2 is not in $1 (the guest sees only that)";; esac
+[ -n "$kernel" ] && [ -r "$kernel" ] || cannot "no kernel image (set NETIO_VM_KERNEL; make deps installs Debian's)"
+[ -x "$vng" ] || cannot "virtme-ng not installed in .venv (make deps)"
+command -v qemu-system-x86_64 >/dev/null || cannot "qemu-system-x86_64 not installed (make deps)"
+kver="$(basename "$kernel" | sed 's/^vmlinuz-//')"
+[ -d "/lib/modules/$kver" ] || echo "vm-exec: warning: no /lib/modules/$kver (veth may be missing)" >&2
+
+cat >"$out/prelude.sh" <<PRELUDE
+#!/bin/sh
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+mountpoint -q /sys/fs/bpf || mount -t bpf bpffs /sys/fs/bpf
+mkdir -p /var/run/netns
+# a task blocked for 30 s is reported on the console (vm.log)
+echo 30 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
+cd "$root"
+exec "$script" "$out"
+PRELUDE
+chmod +x "$out/prelude.sh"
+
+echo "vm-exec: booting $kernel under QEMU/TCG (slow)" >&2
+start=$(date +%s)
+PATH="$root/.venv/bin:$PATH" timeout "$timeout_s" "$vng" --disable-kvm --force-9p --verbose \
+    --qemu-opts="-accel tcg,thread=single" --rwdir "$out" --run "$kernel" \
+    --exec "$out/prelude.sh" >"$out/vm.log" 2>&1
+rc=$?
+echo "vm-exec: guest done in $(( $(date +%s) - start )) s (vng status $rc)" >&2
+exit $rc
