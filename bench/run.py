@@ -983,6 +983,10 @@ def _overhead_variants(b, topo, strategy, size):
     return variants
 
 
+def config_tag(transport, strategy, size):
+    return f"{transport} {strategy} {size_name(size)}"
+
+
 def each_overhead_config(b, fn):
     """[fn(topo, transport, strategy, size, tag)] for every configuration of sections 1 and
     1w, in run order, each inside its transport's namespaces."""
@@ -992,7 +996,7 @@ def each_overhead_config(b, fn):
             for strategy in OVERHEAD_STRATEGIES:
                 for size in OVERHEAD_SIZES:
                     out.append(fn(topo, transport, strategy, size,
-                                  f"{transport} {strategy} {size_name(size)}"))
+                                  config_tag(transport, strategy, size)))
     return out
 
 
@@ -1715,7 +1719,9 @@ def section_zerocopy(b):
 # (level, its tracer, target in every case, target at the headline case)
 WINDOW_LEVELS = (("full", OurTracer, TARGET_OVERHEAD, TARGET_OVERHEAD_HEADLINE),
                  ("counting", counting_level, TARGET_COUNTING, TARGET_COUNTING_HEADLINE))
-WindowCase = collections.namedtuple("WindowCase", "tag level runs speeds")
+# programs: per run, the traced windows' BPF statistics ({program: (ns, runs)}, Windows.stop)
+WindowCase = collections.namedtuple("WindowCase", "tag level runs speeds programs",
+                                    defaults=((),))
 
 
 def section_windows(b):
@@ -1740,7 +1746,7 @@ def _window_runs(b, topo, config, tag):
     """b.args.window_runs runs of config per level, the levels in turn: {level: WindowCase}."""
     strategy, size = config
     n = b.args.window_pairs
-    found = {lv: WindowCase(tag, lv, [], []) for lv, *_ in WINDOW_LEVELS}
+    found = {lv: WindowCase(tag, lv, [], [], []) for lv, *_ in WINDOW_LEVELS}
     for r in range(b.args.window_runs):
         for level, mk, *_ in WINDOW_LEVELS:
             before = machine_speed()
@@ -1750,6 +1756,8 @@ def _window_runs(b, topo, config, tag):
             SPEEDS.append(speeds)
             found[level].runs.append(run["windows"])
             found[level].speeds.append(speeds)
+            found[level].programs.append(next(iter(run.get("window_programs", {}).values()),
+                                              {}))
             log(f"[windows {tag} {level} run {r + 1}/{b.args.window_runs}] "
                 f"{pairs.fmt(windows.summary(run['windows']), 3)}")
     return found
@@ -1796,7 +1804,32 @@ def _md_windows(b, cases):
         lines.append(f"| {c.tag} | {c.level} | {pairs.fmt(windows.rates(pooled, False))} | "
                      f"**{pairs.fmt(s, 3)}** | {each} | {verdict(s, targets[c.level])} | "
                      f"{pairs.fmt(windows.summary(pooled), 3)} | {_speed_range(c.speeds)} |")
-    return "\n".join(lines) + "\n"
+    missed = [c for c in cases if any(pairs.classify(_window_verdict_summary(c), t) == "missed"
+                                      for t in _window_targets(c))]
+    return "\n".join(lines + _md_window_misses(missed)) + "\n"
+
+
+def _window_targets(c):
+    """The targets a 1w case is held to: its level's, and the headline's at the headline."""
+    headline = config_tag(*HEADLINE_CASE)
+    return [t for lv, _, target, head in WINDOW_LEVELS if lv == c.level
+            for t in ((target, head) if c.tag == headline else (target,))]
+
+
+def _md_window_misses(missed):
+    """Where a missed case's traced windows spent BPF time: ns per run of each program (the
+    tracer's own sampled statistics, median over the runs), costliest first. The counting
+    level takes no stack samples, so this is its profile."""
+    if not missed:
+        return []
+    lines = ["", "Where the BPF time of each missed case went (traced windows, ns per program "
+             "run, median over its runs; the tracer's own statistics, sampled):", ""]
+    for c in missed:
+        ns = windows.ns_per_run([{"window_programs": {"t": p}} for p in c.programs], "t")
+        top = sorted(ns.items(), key=lambda kv: -kv[1])
+        lines.append(f"- {c.tag}, {c.level}: "
+                     + (", ".join(f"`{k}` {v:.0f}" for k, v in top) or "no statistics"))
+    return lines
 
 
 def _speed_range(speeds):

@@ -133,3 +133,26 @@ def test_with_a_reference_the_two_tracers_take_turns_never_together(fast):
                    "old detach", "new attach",      # pair 2: old, then new
                    "new detach", "old attach"]      # the end: as at the start
     assert len(run["windows"]) == 2 and new.aborted and old.aborted
+
+
+def test_a_missed_case_shows_where_its_bpf_time_went():
+    """Section 1w's profile of a miss: each program's ns per run over the case's runs,
+    costliest first; a case that met its target gets none."""
+    from bench import run as bench
+    runs = [[(9.0, 10.0)] * 5] * 5                     # 0.9 in every run: below 0.95
+    progs = [{"tp_send_length": (1800, 10), "tp_xmit": (900, 10)}] * 5
+    missed = bench.WindowCase("veth two-copy 16 KiB", "counting", runs, [], progs)
+    met = bench.WindowCase("veth two-copy 64 KiB", "counting", [[(10.0, 10.0)] * 5] * 5, [],
+                           progs)
+    b = types.SimpleNamespace(args=types.SimpleNamespace(window_runs=5, window_pairs=5))
+    md = bench._md_windows(b, [missed, met])
+    profile = [line for line in md.splitlines() if line.startswith("- ")]
+    assert profile == ["- veth two-copy 16 KiB, counting: `tp_send_length` 180, `tp_xmit` 90"]
+
+
+def test_the_headline_case_is_also_held_to_its_headline_target():
+    from bench import run as bench
+    c = bench.WindowCase("loopback one-copy 16 KiB", "counting", [], [])
+    assert bench._window_targets(c) == [bench.TARGET_COUNTING, bench.TARGET_COUNTING_HEADLINE]
+    c = bench.WindowCase("veth one-copy 16 KiB", "full", [], [])
+    assert bench._window_targets(c) == [bench.TARGET_OVERHEAD]
