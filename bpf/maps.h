@@ -241,12 +241,11 @@ static __always_inline struct task_state *adopt_thread(struct task_struct *task,
 	return st;
 }
 
-/* The state of thread `task` (current, from the event's one bpf_get_current_task_btf(): a
- * helper call each, passed on rather than asked again) if its process is followed, else
- * NULL. "Followed" is cached in the
- * task's storage and decided again when the filter generation changed. The storage is
- * created on a followed thread's first event, with its process's statistics (named after the
- * process, which is current here). */
+/* The state of thread `task` if its process is followed, else NULL. `task` is current, from
+ * the event's one bpf_get_current_task_btf() (a helper call each: passed on, not asked
+ * again). "Followed" is cached in the task's storage and decided again when the filter
+ * generation changed. The storage is created on a followed thread's first event, with its
+ * process's statistics (named after the process, which is current here). */
 static __always_inline struct task_state *followed_thread(struct task_struct *task)
 {
 	struct task_state *st = bpf_task_storage_get(&task_state, task, 0, 0);
