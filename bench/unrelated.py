@@ -56,12 +56,25 @@ def measure(build, rounds, seconds, log=print):
                     f"--seconds {seconds} \"$1\" >\"$1/guest.log\" 2>&1\n")
         os.chmod(script, 0o755)
         log(f"unrelated: booting the guest ({rounds} rounds of {len(STATES)} x {seconds} s)")
-        env = dict(os.environ, NETIO_VM_TIMEOUT=str(BOOT_TIMEOUT_S))
-        vm = subprocess.run([os.path.join(REPO, "scripts", "vm-exec.sh"), scratch, script],
-                            env=env, capture_output=True, text=True)
-        return _read_result(scratch, vm)
+        return _read_result(scratch, _boot(scratch, script))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _boot(scratch, script):
+    """scripts/vm-exec.sh, which an interrupted bench ends with SIGTERM to the pid it started:
+    the script ends the guest (vng, QEMU) before it exits."""
+    env = dict(os.environ, NETIO_VM_TIMEOUT=str(BOOT_TIMEOUT_S))
+    vm = subprocess.Popen([os.path.join(REPO, "scripts", "vm-exec.sh"), scratch, script],
+                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True)
+    try:
+        _, err = vm.communicate()
+    except BaseException:
+        vm.terminate()
+        vm.wait(timeout=60)
+        raise
+    return subprocess.CompletedProcess(vm.args, vm.returncode, "", err)
 
 
 def _read_result(scratch, vm):

@@ -59,9 +59,15 @@ chmod +x "$out/prelude.sh"
 
 echo "vm-exec: booting $kernel under QEMU/TCG (slow)" >&2
 start=$(date +%s)
+# timeout runs vng and QEMU in a process group of its own, and passes a signal it gets on to
+# that group: SIGINT, SIGTERM or SIGHUP here end the guest through it, so none is left behind
 PATH="$root/.venv/bin:$PATH" timeout "$timeout_s" "$vng" --disable-kvm --force-9p --verbose \
     --qemu-opts="-accel tcg,thread=single" --rwdir "$out" --run "$kernel" \
-    --exec "$out/prelude.sh" >"$out/vm.log" 2>&1
+    --exec "$out/prelude.sh" >"$out/vm.log" 2>&1 </dev/null &
+guest=$!
+trap 'kill -TERM "$guest" 2>/dev/null; wait "$guest"; echo "vm-exec: interrupted" >&2; exit 130' INT TERM HUP
+wait "$guest"
 rc=$?
+trap - INT TERM HUP
 echo "vm-exec: guest done in $(( $(date +%s) - start )) s (vng status $rc)" >&2
 exit $rc
