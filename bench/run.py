@@ -1756,6 +1756,7 @@ def _window_runs(b, topo, config, tag):
             SPEEDS.append(speeds)
             found[level].runs.append(run["windows"])
             found[level].speeds.append(speeds)
+            # the run's one tracer's statistics (Windows.stop keys them by tracer name)
             found[level].programs.append(next(iter(run.get("window_programs", {}).values()),
                                               {}))
             log(f"[windows {tag} {level} run {r + 1}/{b.args.window_runs}] "
@@ -1825,8 +1826,7 @@ def _md_window_misses(missed):
     lines = ["", "Where the BPF time of each missed case went (traced windows, ns per program "
              "run, median over its runs; the tracer's own statistics, sampled):", ""]
     for c in missed:
-        ns = windows.ns_per_run([{"window_programs": {"t": p}} for p in c.programs], "t")
-        top = sorted(ns.items(), key=lambda kv: -kv[1])
+        top = sorted(windows.median_ns_per_run(c.programs).items(), key=lambda kv: -kv[1])
         lines.append(f"- {c.tag}, {c.level}: "
                      + (", ".join(f"`{k}` {v:.0f}" for k, v in top) or "no statistics"))
     return lines
@@ -1840,6 +1840,9 @@ def _speed_range(speeds):
     return " / ".join(f"{min(r):.0f}–{max(r):.0f}" for r in zip(*probes))
 
 
+UNRELATED_TARGET_NAME = "8. unrelated syscalls (getpid loop), fentry rung / untraced, in the guest"
+
+
 def section_unrelated(b):
     """Issue 15: a process making only syscalls the tracer does not hook keeps its rate where
     the latency hooks sit on the send and receive syscall functions (fentry), in the 6.1 guest;
@@ -1849,20 +1852,24 @@ def section_unrelated(b):
         res = unrelated.measure(BUILD, b.args.guest_rounds, b.args.guest_seconds, log=log)
     except unrelated.GuestError as e:
         log(f"unrelated: {e}")
-        b.record("8. unrelated syscalls (getpid loop), fentry rung / untraced, in the guest",
-                 "not measured", {}, unrelated.TARGET)
+        b.record(UNRELATED_TARGET_NAME, "not measured", {}, unrelated.TARGET)
         return f"{title}\n\nNot measured: {e}\n"
-    (fentry_r, fentry_out), (sys_r, sys_out) = (unrelated.ratios(res, st)
-                                                for st in ("fentry", "sys_enter"))
-    fentry, sys_enter = pairs.summary(fentry_r), pairs.summary(sys_r)
-    b.record("8. unrelated syscalls (getpid loop), fentry rung / untraced, in the guest",
-             "6.1 guest", fentry, unrelated.TARGET)
-    fentry_n, sys_n = (pairs.summary(unrelated.normalized_ratios(res, st))
-                       for st in ("fentry", "sys_enter"))
+    rungs = {}
+    for state in ("fentry", "sys_enter"):
+        kept, left_out = unrelated.ratios(res, state)
+        rungs[state] = (pairs.summary(kept), left_out,
+                        pairs.summary(unrelated.normalized_ratios(res, state)))
+    b.record(UNRELATED_TARGET_NAME, "6.1 guest", rungs["fentry"][0], unrelated.TARGET)
+    return title + "\n\n" + _md_unrelated(res, rungs)
+
+
+def _md_unrelated(res, rungs):
+    """Section 8's text and table; rungs: {state: (steady pairs' summary, pairs left out,
+    per-block summary)}."""
+    (fentry, f_out, f_block), (sys_enter, s_out, s_block) = rungs["fentry"], rungs["sys_enter"]
     untraced = pairs.summary([r["untraced"]["calls_per_s"] / 1e3 for r in res["rounds"]])
     speed = pairs.summary([r[st]["blocks_per_s"] for r in res["rounds"] for st in r])
     return "\n".join([
-        title, "",
         f"Guest kernel {res['kernel']} under QEMU/TCG (absolute rates mean nothing there; "
         f"ratios within one boot do). `netio-getpid-loop` makes only getpid(2) calls, which no "
         f"program of ours hooks; each of {len(res['rounds'])} rounds runs it for "
@@ -1880,10 +1887,10 @@ def section_unrelated(b):
         "| rung | traced / untraced | pairs left out (unsteady) | target | verdict | per "
         "reference block, every pair (estimate) |",
         "|---|---|---|---|---|---|",
-        f"| fentry (the default where allowed) | {pairs.fmt(fentry, 3)} | {fentry_out} | ≥ "
-        f"{unrelated.TARGET} | {verdict(fentry, unrelated.TARGET)} | {pairs.fmt(fentry_n, 3)} |",
+        f"| fentry (the default where allowed) | {pairs.fmt(fentry, 3)} | {f_out} | ≥ "
+        f"{unrelated.TARGET} | {verdict(fentry, unrelated.TARGET)} | {pairs.fmt(f_block, 3)} |",
         f"| sys_enter (beside it, to show the difference) | {pairs.fmt(sys_enter, 3)} | "
-        f"{sys_out} | — | — | {pairs.fmt(sys_n, 3)} |",
+        f"{s_out} | — | — | {pairs.fmt(s_block, 3)} |",
         "", "The last column divides each run's call rate by its reference rate and keeps "
         "every pair: the host's speed divided out, an estimate (it would also divide out a "
         "cost that slowed computation as much as the calls); the verdict is on the steady "

@@ -169,7 +169,8 @@ def guest_main(out, rounds, seconds):
             raise SystemExit(f"unrelated: no fentry rung for syscalls here ({attach})")
         rows = []
         for i in range(rounds):
-            order = STATES[i % 3:] + STATES[:i % 3]
+            k = i % len(STATES)
+            order = STATES[k:] + STATES[:k]
             rows.append(_round(build, tracers, seconds, order))
     finally:
         for t in tracers.values():

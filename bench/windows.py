@@ -134,9 +134,14 @@ def summary(pairs_list):
 
 def ns_per_run(runs, name):
     """{program: median over runs of ns per program run} of tracer `name` (Windows.stop)."""
+    return median_ns_per_run(run.get("window_programs", {}).get(name, {}) for run in runs)
+
+
+def median_ns_per_run(per_run):
+    """{program: median of ns per program run}, from one {program: (ns, runs)} per run."""
     per = {}
-    for run in runs:
-        for prog, (ns, n) in run.get("window_programs", {}).get(name, {}).items():
+    for progs in per_run:
+        for prog, (ns, n) in progs.items():
             if n:
                 per.setdefault(prog, []).append(ns / n)
     return {k: pairs.summary(v)["median"] for k, v in per.items()}

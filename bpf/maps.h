@@ -381,8 +381,9 @@ static __always_inline void flush_kernel_counts(struct task_struct *task, struct
 	st->kfollowed = followed;
 }
 
-/* After thread `task` (current) added to its counts: an exiting thread's exit flush may have run already
- * (io_uring's task work can still send after it), so its counts go to its process now. */
+/* After thread `task` (current) added to its counts: an exiting thread's exit flush may have
+ * run already (io_uring's task work can still send after it), so its counts go to its
+ * process now. */
 static __always_inline void thread_counted(struct task_state *st, struct task_struct *task)
 {
 	if (task->flags & NETIO_PF_EXITING)

@@ -3,19 +3,15 @@
 # work there) with virtme-ng under QEMU/TCG and run SCRIPT OUT inside it, as root, from the
 # repository's root, with tracefs, bpffs and /var/run/netns ready. The guest's root file
 # system is this machine's, read-only, with a /tmp of its own; OUT (a host directory) is
-# shared read-write, so SCRIPT must be a file in it. The kernel console goes to OUT/vm.log. The one way to boot the guest: `make vmtest`
-# (tests/vm/run-vmtest.sh) and the bench's unrelated-syscall section (bench/unrelated.py).
+# shared read-write, so SCRIPT must be a file in it. The kernel console goes to OUT/vm.log.
+# The one way to boot the guest: `make vmtest` (tests/vm/run-vmtest.sh) and the bench's
+# unrelated-syscall section (bench/unrelated.py).
 #
-# QEMU runs the guest's two vCPUs on one host thread (-accel tcg,thread=single). With a thread
-# per vCPU (multi-threaded TCG, QEMU's default), about one boot in 20 froze: while the tracer
-# attached or detached a program, the kernel patched a jump label, and the other vCPU kept
-# trapping, interrupts off, on the breakpoint of that patch after it was gone (its console
-# backtrace: exc_int3 on a site whose bytes already show the restored nop), so the patching
-# vCPU waited for its IPI forever (soft lockup in smp_call_function_many_cond under
-# bpf_link_release). Our reading: a stale translation of the patched code on the other host
-# thread. On one host thread the tests took as long (~25 s per run) and 20 runs in one guest
-# passed, against a freeze in the 7th with a thread per vCPU. KVM hangs on this machine, so
-# --disable-kvm.
+# QEMU runs the guest's two vCPUs on one host thread (-accel tcg,thread=single): with a thread
+# per vCPU (multi-threaded TCG, QEMU's default) the guest froze now and then while the tracer
+# attached or detached a program, the kernel patching a jump label while the other vCPU kept
+# trapping on the patch's breakpoint after it was gone (bench/NOTES.md, "The guest"). KVM
+# hangs on this machine, so --disable-kvm.
 #
 # Environment: NETIO_VM_KERNEL (default: the newest /boot/vmlinuz-*), NETIO_VM_TIMEOUT
 # (seconds for the whole boot, default 480). Exit status: 3 if the guest cannot be booted
