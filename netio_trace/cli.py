@@ -607,6 +607,7 @@ def run_tracer(argv, own_command):
 # ---- report / doctor -------------------------------------------------------------------------
 def cmd_report(a):
     from rich.console import Console
+    from netio_trace.system.signals import import_whole
     from report.build import ReportError, build
     d = os.path.abspath(a.dir)
     if not os.path.isdir(d):
@@ -618,6 +619,7 @@ def cmd_report(a):
     console = Console(stderr=True)
     t = time.monotonic()
     try:
+        import_whole("report.plots")
         info = build(d, console=console)
     except ReportError as e:
         raise UsageError(str(e)) from None
@@ -678,7 +680,7 @@ def main(argv=None):
         if a.command is None:
             parser.print_help()
             return 2
-        if a.command in ("run", "doctor"):
+        if a.command in ("run", "doctor", "report"):
             # from the first step: a signal during the checks ends with 128+N, never a traceback
             guard = Guard().__enter__()
         if a.command == "run":

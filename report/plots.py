@@ -6,6 +6,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+# loaded now, not at the first figure, so that importing this module loads every extension
+# the plots use (netio_trace.system.signals.import_whole holds signals over that)
+from matplotlib.backends import backend_agg  # noqa: E402,F401
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 

@@ -17,7 +17,7 @@ from netio_trace.run.instrument import Instrument
 from netio_trace.run.progress import Progress
 from netio_trace.run.runner import run_one
 from netio_trace.system import cgroup, machine, netns, state
-from netio_trace.system.signals import critical, Guard, Interrupted
+from netio_trace.system.signals import critical, Guard, import_whole, Interrupted
 from netio_trace.tracer import TracerError
 
 SWEEP_FILE = "sweep.json"
@@ -194,6 +194,7 @@ def _build_report(out_dir, console, runs_path):
     console.print("building the report …")
     try:
         with Guard():
+            import_whole("report.plots")
             report.build(out_dir, console=console)
         console.print(f"report built in {time.monotonic() - t:.1f} s")
         return 0

@@ -6,6 +6,7 @@ never lands between `ip netns add` and the bookkeeping that removes it. Only the
 counts; later ones are ignored so that the cleanup finishes.
 """
 import contextlib
+import importlib
 import signal
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -45,6 +46,15 @@ def critical():
     if _State.depth == 0 and _State.pending is not None:
         signum, _State.pending = _State.pending, None
         raise Interrupted(signum)
+
+
+def import_whole(name):
+    """Import a module with signals held until it is loaded. An exception raised inside a
+    pybind11 extension's initialisation (matplotlib's ft2font runs Python's enum code there)
+    becomes ImportError("initialization failed") and leaves a half-made module that aborts the
+    interpreter at exit."""
+    with critical():
+        return importlib.import_module(name)
 
 
 class Guard:
