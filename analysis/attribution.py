@@ -329,9 +329,11 @@ STARTUP_USER = ("[ld-linux*", "_dl_*", "dl_main", "_start", "__libc_start_main*"
                 "__libc_malloc", "__libc_free", "sysmalloc", "wl_options_parse", "wl_parse_*",
                 "wl_resolve", "print_json", "wl_gbps", "__strcasecmp*", "strcmp", "__strcmp*",
                 "pthread_getattr_default_np*", "__GI___pthread_attr_copy")
+# The idle loop. Not the halt instruction's functions (pv_native_safe_halt): a vCPU also
+# halts waiting for a contended paravirtual spinlock (kvm_wait), and that is the lock's time.
 IDLE = ("do_idle", "cpu_startup_entry", "default_idle*", "cpu_idle_poll", "arch_cpu_idle*",
         "acpi_idle*", "intel_idle*", "mwait_idle*", "cpuidle_enter*", "poll_idle",
-        "pv_native_safe_halt", "native_safe_halt", "default_idle_call", "cpuidle_idle_call")
+        "default_idle_call", "cpuidle_idle_call")
 
 # (category, side, frames, under, not_under). side: "k" kernel frames, "u" user frames.
 # Frame patterns are fnmatch globs on the name without the "_[k]" suffix and without

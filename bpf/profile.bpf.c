@@ -11,9 +11,9 @@
  * `followed_tgids`, shared by fd), or when it is a ksoftirqd thread (softirq work that left
  * the context of the process that raised it) while anything is followed.
  *
- * Stacks are aggregated in the kernel: one stack trace map for kernel and user stacks, and a
- * hash of (tgid, kernel stack id, user stack id, comm) -> count, read by user/profile.c at
- * snapshot time. A tick sample's kernel stack starts with the interrupt's own frames; user
+ * Stacks are aggregated in the kernel: one stack trace map for kernel and user stacks (and a
+ * second for the stacks whose bucket in the first holds another one), and a hash of (tgid,
+ * kernel stack id, user stack id, comm) -> count, read by user/profile.c at snapshot time. A tick sample's kernel stack starts with the interrupt's own frames; user
  * space strips them (user/irqframes.c). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -23,6 +23,8 @@
 /* Shared with user/profile.c, which checks the key size against the map at load. */
 #define PROFILE_MAX_DEPTH 127 /* PERF_MAX_STACK_DEPTH */
 #define PROFILE_MAX_STACKS 16384
+#define PROFILE_OVERFLOW_STACKS 4096
+#define PROFILE_OVERFLOW_ID (1 << 24) /* added to the ids of stacks_overflow */
 #define PROFILE_MAX_KEYS 16384
 enum {
 	PROFILE_STAT_SEEN,    /* samples the program ran for (ticks: those kept) */
@@ -44,6 +46,7 @@ struct profile_key {
 char LICENSE[] SEC("license") = "GPL";
 
 #define EFAULT 14
+#define EEXIST 17
 #ifndef PF_KTHREAD
 #define PF_KTHREAD 0x00200000
 #endif
@@ -64,6 +67,18 @@ struct {
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, PROFILE_MAX_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
+
+/* A stack trace map keeps one stack per bucket of its hash and refuses (-EEXIST) a stack whose
+ * bucket holds another: a tick sample's kernel stack ends at the interrupted instruction, so
+ * nearly every sample is a new stack and some meet a taken bucket, and a hot stack that does
+ * (a lock spinning in one place) loses every one of its samples. Those go here; a stack that
+ * collides in both is lost and counted as such (bench/NOTES.md, "Lost stacks"). */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, PROFILE_OVERFLOW_STACKS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, PROFILE_MAX_DEPTH * sizeof(__u64));
+} stacks_overflow SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -135,6 +150,18 @@ static __always_inline int is_ksoftirqd(void)
 	       comm[8] == 'd' && comm[9] == '/';
 }
 
+/* The stack's id: in `stacks`, or in `stacks_overflow` plus PROFILE_OVERFLOW_ID when its
+ * bucket in `stacks` holds another stack. */
+static __always_inline __s32 stack_id(void *ctx, __u64 flags)
+{
+	__s32 id = bpf_get_stackid(ctx, &stacks, flags);
+
+	if (id != -EEXIST)
+		return id;
+	id = bpf_get_stackid(ctx, &stacks_overflow, flags);
+	return id < 0 ? id : id + PROFILE_OVERFLOW_ID;
+}
+
 /* The body of every sample. ctx goes to bpf_get_stackid (perf_event or tracing context);
  * irq_sp is the stack pointer the interrupt saved (perf_event: the sampled registers; 0 when
  * the caller has none, as in the tick's tracepoint), used for the frameless-leaf word. */
@@ -168,11 +195,11 @@ static __always_inline int do_sample(void *ctx, __u64 irq_sp)
 
 	key.tgid = tgid;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	key.kstack = bpf_get_stackid(ctx, &stacks, 0);
-	key.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	key.kstack = stack_id(ctx, 0);
+	key.ustack = stack_id(ctx, BPF_F_USER_STACK);
 
 	/* -EFAULT is "no such stack" (a user-mode sample has no kernel part, a kernel thread
-	 * has no user part); anything else (-EEXIST hash collision, -ENOMEM) is a lost stack. */
+	 * has no user part); anything else (-EEXIST in both maps, -ENOMEM) is a lost stack. */
 	if (key.kstack < 0 && key.kstack != -EFAULT)
 		err = 1;
 	if (key.ustack < 0 && key.ustack != -EFAULT && !(flags & PROFILE_F_SOFTIRQ))

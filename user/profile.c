@@ -34,6 +34,7 @@
 
 /* Must match bpf/profile.bpf.c (checked against the map's key size at load). */
 #define PROFILE_MAX_DEPTH 127
+#define PROFILE_OVERFLOW_ID (1 << 24)
 enum {
 	PROFILE_STAT_SEEN,
 	PROFILE_STAT_COUNTED,
@@ -706,6 +707,9 @@ static int load_sampler(struct profiler *p, int filter_map_fd, char *err, size_t
 		if (e)
 			return fail(err, errlen, "%s: %s", "reuse followed_tgids map fd", -e);
 	}
+	/* Tests: a small `stacks` map, whose buckets collide (NETIO_PROFILE_STACKS entries) */
+	if (getenv("NETIO_PROFILE_STACKS") && atoi(getenv("NETIO_PROFILE_STACKS")) > 0)
+		bpf_map__set_max_entries(p->skel->maps.stacks, atoi(getenv("NETIO_PROFILE_STACKS")));
 	bpf_program__set_autoload(p->skel->progs.tick_sample, p->tick);
 	bpf_program__set_autoload(p->skel->progs.sample, !p->tick);
 	if (p->tick && tick_setup(p, err, errlen))
@@ -959,6 +963,7 @@ void profiler_reset(struct profiler *p)
 	}
 	clear_map(bpf_map__fd(p->skel->maps.counts), sizeof(struct profile_key));
 	clear_map(bpf_map__fd(p->skel->maps.stacks), sizeof(uint32_t));
+	clear_map(bpf_map__fd(p->skel->maps.stacks_overflow), sizeof(uint32_t));
 	clear_map(bpf_map__fd(p->skel->maps.leaf_ret), sizeof(uint32_t));
 	zero = ncpu > 0 ? calloc(ncpu, sizeof(uint64_t)) : NULL;
 	if (zero) {
@@ -1147,12 +1152,18 @@ static void add_kernel_frames(struct profiler *p, struct sbuf *b, const uint64_t
 		sb_frame(b, names[i] ? names[i] : "[unknown]", "_[k]");
 }
 
-static int stack_ips(int fd, int32_t id, uint64_t *ips)
+/* The stack of a sample key's id (bpf/profile.bpf.c's stack_id): its frames, 0 for no stack,
+ * -1 when it is gone. */
+static int stack_ips(const struct profiler *p, int32_t id, uint64_t *ips)
 {
-	int n;
+	int fd = bpf_map__fd(p->skel->maps.stacks), n;
 
 	if (id < 0)
 		return 0;
+	if (id >= PROFILE_OVERFLOW_ID) {
+		fd = bpf_map__fd(p->skel->maps.stacks_overflow);
+		id -= PROFILE_OVERFLOW_ID;
+	}
 	memset(ips, 0, PROFILE_MAX_DEPTH * sizeof(*ips));
 	if (bpf_map_lookup_elem(fd, &id, ips))
 		return -1;
@@ -1171,7 +1182,6 @@ struct refreshed {
 static void fold_stack(struct profiler *p, const struct profile_key *key, struct refreshed *r,
 		       struct sbuf *b)
 {
-	int stacks_fd = bpf_map__fd(p->skel->maps.stacks);
 	uint64_t kips[PROFILE_MAX_DEPTH], uips[PROFILE_MAX_DEPTH], ret = 0;
 	char comm[17], key_comm[17];
 	char *slash;
@@ -1185,8 +1195,8 @@ static void fold_stack(struct profiler *p, const struct profile_key *key, struct
 		*slash = 0;
 	sb_frame(b, comm[0] ? comm : "[unknown]", "");
 
-	nu = stack_ips(stacks_fd, key->ustack, uips);
-	nk = stack_ips(stacks_fd, key->kstack, kips);
+	nu = stack_ips(p, key->ustack, uips);
+	nk = stack_ips(p, key->kstack, kips);
 
 	if (key->ustack < 0 && key->ustack != -EFAULT && !(key->flags & PROFILE_F_SOFTIRQ))
 		sb_frame(b, "[user stack lost]", "");

@@ -240,6 +240,30 @@ def test_perf_counters(busy_snapshot):
     assert perf["tsc_hz"] is None or perf["tsc_hz"] > 1e8
 
 
+def test_a_stack_whose_bucket_is_taken_is_kept(busy_bin, tmp_path):
+    """A stack whose bucket in the stack map holds another goes to the overflow map: with a
+    first map of one bucket every stack but one collides there, and still every sample keeps
+    its stacks, named (one map alone keeps one stack; the busy program has two hot ones)."""
+    t = ControlTracer(freq=FREQ, log_path=str(tmp_path / "tracer.log"), binary=TRACER,
+                      sample_source=TIMER, env={"NETIO_PROFILE_STACKS": "1"})
+    t.start()
+    try:
+        p = run_followed(t, [busy_bin, "1"], str(tmp_path))
+        t.snapshot(str(tmp_path / "s.json"), str(tmp_path / "s.folded"))
+    finally:
+        t.close()
+    assert p.returncode == 0
+    busy = [(frames, n) for frames, n in read_folded(str(tmp_path / "s.folded"))
+            if frames[0] == "netio-busy"]
+    total = sum(n for _, n in busy)
+    lost = sum(n for frames, n in busy if any("stack lost" in f for f in frames))
+    spin = sum(n for frames, n in busy if "busy_spin" in frames)
+    copy = sum(n for frames, n in busy if "copy_loop" in frames)
+    assert total >= 200 and min(spin, copy) >= 0.1 * total, (spin, copy, total)
+    assert lost <= 0.02 * total, (lost, total, busy)
+    assert spin + copy >= 0.9 * total, (spin, copy, total)
+
+
 def test_reset_forgets_samples(tracer, busy_bin, tmp_path):
     tracer.clear()
     tracer.reset()

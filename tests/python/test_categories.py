@@ -280,6 +280,15 @@ def test_idle_is_never_counted():
     assert with_idle["idle_samples"] == 500 and base["idle_samples"] == 0
 
 
+def test_a_vcpu_halted_on_a_contended_lock_is_the_locks():
+    """kvm_wait halts a vCPU until the lock's holder kicks it: the same halt as the idle
+    loop's, but time the task spent waiting for the lock."""
+    rx = real_stack("host-6.18", "tcp_v4_rcv")
+    st = rx[:rx.index("tcp_v4_rcv_[k]") + 1] + [f + "_[k]" for f in (
+        "_raw_spin_lock", "__pv_queued_spin_lock_slowpath", "kvm_wait", "pv_native_safe_halt")]
+    assert A.classify(st) == "locks"
+
+
 def test_categories_order_and_labels():
     assert A.CATEGORIES[:6] == ("user_copy", "kernel_tx_copy", "pinning", "fallback_copy",
                                 "completion", "kernel_rx_copy")
