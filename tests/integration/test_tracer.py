@@ -299,7 +299,10 @@ def test_software_counters_are_the_kernels_own(tracer, tmp_path):
     why = {"switches": switches, "faults": faults, "run_ns": run_ns}
     assert faults[0] == faults[1], why
     assert switches[0] - 10 * processes <= switches[1] <= switches[0], why
-    lag = processes * (1e9 / (kernel_hz() or 100) + 5e6)
+    # the exit path after sched_process_exit; in the guest it runs emulated on QEMU's one
+    # thread, which the host may preempt there (bench/NOTES.md, "The guest")
+    exit_path = 15e6 if VMTEST else 5e6
+    lag = processes * (1e9 / (kernel_hz() or 100) + exit_path)
     assert run_ns[0] - lag <= run_ns[1] <= run_ns[0] + 1e3 * processes, why
     assert perf["task-clock"] > 0.5e9     # two busy loops of 0.5 s each, on 2 CPUs or one
 
