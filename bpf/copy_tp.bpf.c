@@ -241,10 +241,14 @@ int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 SEC("tp_btf/skb_copy_datagram_iovec")
 int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct task_state *st = followed_thread(task);
+	struct task_struct *task;
+	struct task_state *st;
 
-	if (len <= 0 || !st)
+	if (len <= 0)
+		return 0;
+	task = bpf_get_current_task_btf();
+	st = followed_thread(task);
+	if (!st)
 		return 0;
 	st->counts.rx_copy_bytes += len;
 	st->counts.rx_calls++;

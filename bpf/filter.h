@@ -27,10 +27,12 @@ struct {
 
 /* [0]: generation of the filter, bumped by the tracer whenever followed_tgids or
  * followed_netns changes, so that a thread's cached "followed" (task_state in maps.h) and a
- * CPU's cached namespace slots (netns_slot) are checked again. */
+ * CPU's cached namespace slots (netns_slot) are checked again. [1]: tests only
+ * (NETIO_TEST_NO_THREAD_STORAGE): 1 makes every thread's storage fail (maps.h,
+ * adopt_thread). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, u32);
 	__type(value, u32);
 } filter_gen SEC(".maps");

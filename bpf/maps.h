@@ -67,6 +67,8 @@ struct task_state {
 	u64 zc_sk;		/* the zerocopy socket it last named its process's (note_zc_send) */
 	u32 zc_gen;		/* zc_owner_gen then */
 	u32 zc_pad;
+	u64 spill;		/* this is a CPU's thread_spill slot, held by the event (u64:
+				 * exchanged atomically) */
 	struct thread_counts counts;
 	struct thread_counts flushed;
 	struct kernel_counts kbase;	/* the kernel's counters already added (or left out) */
@@ -78,6 +80,27 @@ struct {
 	__type(key, int);
 	__type(value, struct task_state);
 } task_state SEC(".maps");
+
+/* A CPU's stand-in for the storage of a thread that could not get one: the kernel allocates
+ * task storage from a per-CPU element cache that an irq_work refills, and an event that finds
+ * it empty would be lost. The event counts here instead, and thread_counted() adds it to the
+ * process at once and frees the slot (spill_thread). Preallocated; counts == flushed between
+ * events, as after any flush. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct task_state);
+} thread_spill SEC(".maps");
+
+/* Where a spilled event's flush goes when its process has no statistics (a drop, counted):
+ * never read, so that the slot leaves clean. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct tgid_stats);
+} spill_discard SEC(".maps");
 
 /* One slot per followed namespace (followed_netns holds the slot; the tracer gives them out
  * and knows each slot's inode number): an array lookup, inlined, instead of a hash lookup. */
@@ -218,21 +241,48 @@ static __always_inline void read_kernel_counts(struct task_struct *task, struct 
 	k->run_ns = task->se.sum_exec_runtime;
 }
 
+static __always_inline bool thread_storage_refused(void)
+{
+	u32 key = 1, *v = bpf_map_lookup_elem(&filter_gen, &key);
+
+	return v && *v;
+}
+
+/* This CPU's thread_spill slot for an event of a thread of tgid without storage, or NULL
+ * (a drop) while another event holds it (one preempted on this CPU). Its calls are not
+ * timed and its kernel counters not read: the slot lasts one event. */
+static __always_inline struct task_state *spill_thread(u32 tgid)
+{
+	u32 zero = 0;
+	struct task_state *st = bpf_map_lookup_elem(&thread_spill, &zero);
+
+	if (!st || __sync_lock_test_and_set(&st->spill, 1)) {
+		count_event(CNT_DROP_THREAD_STORAGE);
+		return NULL;
+	}
+	st->tgid = tgid;
+	st->followed = 1;
+	st->active = 1;
+	st->ts = 0;
+	st->zc_sk = 0;
+	count_event(CNT_THREAD_SPILLED);
+	return st;
+}
+
 /* task's storage for a thread of followed process tgid that had none: its kernel counters
- * are counted from now on (from zero for a thread just forked). Without storage an event is
- * lost (a drop); a thread adopted ahead of its events (fork, `pid add`) that cannot get it
- * then gets it at its first event, and only its kernel counters start later. */
+ * are counted from now on (from zero for a thread just forked). Without storage an event
+ * counts in the CPU's spill slot; a thread adopted ahead of its events (fork, `pid add`)
+ * that cannot get it then gets it at its first event, and only its kernel counters start
+ * later. */
 static __always_inline struct task_state *adopt_thread(struct task_struct *task, u32 tgid,
 						       bool event)
 {
-	struct task_state *st;
+	struct task_state *st = NULL;
 
-	st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!st) {
-		if (event)
-			count_event(CNT_DROP_THREAD_STORAGE);
-		return NULL;
-	}
+	if (!thread_storage_refused())
+		st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		return event ? spill_thread(tgid) : NULL;
 	st->gen = current_filter_gen();
 	st->followed = 1;
 	st->tgid = tgid;
@@ -271,6 +321,8 @@ static __always_inline struct task_state *followed_thread(struct task_struct *ta
 		if (!st)
 			return NULL;
 		tgid_stats_try(tgid);	/* named now; made by the flush if not now */
+		if (st->spill)
+			return st;
 	}
 	st->gen = gen;
 	st->followed = 1;
@@ -319,6 +371,11 @@ static __always_inline void flush_thread_counts(struct task_state *st)
 	if (!st->tgid || !st->active)
 		return;		/* no event yet (adopted ahead of them): nothing to add */
 	ts = flush_target(st->tgid);
+	if (!ts && st->spill) {
+		u32 zero = 0;
+
+		ts = bpf_map_lookup_elem(&spill_discard, &zero);
+	}
 	if (!ts)
 		return;
 #define NETIO_FLUSH(f)							\
@@ -381,11 +438,18 @@ static __always_inline void flush_kernel_counts(struct task_struct *task, struct
 	st->kfollowed = followed;
 }
 
-/* After thread `task` (current) added to its counts: an exiting thread's exit flush may have
- * run already (io_uring's task work can still send after it), so its counts go to its
- * process now. */
+/* After thread `task` (current) added to its counts, at the end of every event that got st
+ * from followed_thread(): an exiting thread's exit flush may have run already (io_uring's
+ * task work can still send after it), so its counts go to its process now; a spill slot's
+ * go at once, and the slot is freed. */
 static __always_inline void thread_counted(struct task_state *st, struct task_struct *task)
 {
+	if (st->spill) {
+		flush_thread_counts(st);
+		netio_barrier();
+		st->spill = 0;
+		return;
+	}
 	if (task->flags & NETIO_PF_EXITING)
 		flush_thread_counts(st);
 }

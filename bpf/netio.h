@@ -122,6 +122,8 @@ enum netio_counter {
 	CNT_FORKS_FOLLOWED = CNT_DROPS_NR,	/* children added to the filter by the fork handler */
 	CNT_CGROUP_FOLLOWED,	/* processes the filter added because they started in or moved
 				 * into a followed cgroup (--cgroup) */
+	CNT_THREAD_SPILLED,	/* events of a thread without storage, counted in the CPU's
+				 * thread_spill (maps.h) instead of lost */
 	CNT_NR,
 };
 

@@ -90,22 +90,27 @@ static __always_inline int on_enter(int cls, long id, u64 flags)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct task_state *st = followed_thread(task);
+	bool counted;
 
 	if (!st)
 		return 0;
 	if (cls == SC_RECVMSG && (flags & NETIO_MSG_ERRQUEUE))
 		cls = SC_RECVMSG_ERRQUEUE;
-	if (sc_counted_at_enter(cls) && cls < SC_NR_CLASSES) {
+	counted = sc_counted_at_enter(cls) && cls < SC_NR_CLASSES;
+	if (counted) {
 		u32 key = EXIT_WANTED, *wanted = bpf_map_lookup_elem(&exit_wanted, &key);
 
 		st->counts.sc[cls].count++;
-		thread_counted(st, task);
 		if (wanted && !*wanted)
 			*wanted = 1;
 	}
-	st->cls = cls;
-	st->nr = id;
-	st->ts = call_start(st);
+	if (!st->spill) {	/* a spill slot lasts one event: its calls are not timed */
+		st->cls = cls;
+		st->nr = id;
+		st->ts = call_start(st);
+	}
+	if (counted || st->spill)
+		thread_counted(st, task);
 	return 0;
 }
 

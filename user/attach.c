@@ -886,6 +886,17 @@ static int check_forced(struct ladder *l, enum attach_mode mode, enum rung force
 
 static void defer_sys_exit(struct tracer_bpf *t);
 
+/* Tests: NETIO_TEST_NO_THREAD_STORAGE=1 makes every thread's storage fail (filter_gen[1],
+ * bpf/filter.h), so that every event goes through the CPU's spill slot (bpf/maps.h). */
+static void refuse_thread_storage_for_tests(struct tracer_bpf *t)
+{
+	uint32_t key = 1, on = 1;
+	const char *v = getenv("NETIO_TEST_NO_THREAD_STORAGE");
+
+	if (v && !strcmp(v, "1") && t->filter_gen >= 0)
+		bpf_map_update_elem(t->filter_gen, &key, &on, BPF_ANY);
+}
+
 /* The shared maps the rest of the tracer reads and writes, and the on-demand programs'
  * conditions. */
 static void find_shared_maps(struct tracer_bpf *t)
@@ -1006,6 +1017,7 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 	}
 	find_shared_maps(t);
 	defer_sys_exit(t);
+	refuse_thread_storage_for_tests(t);
 	return 0;
 }
 

@@ -322,6 +322,8 @@ static void read_counters(const struct tracer_bpf *t, struct snapshot *s)
 			s->forks_followed = sum;
 		else if (i == CNT_CGROUP_FOLLOWED)
 			s->cgroup_followed = sum;
+		else if (i == CNT_THREAD_SPILLED)
+			s->thread_storage_spilled = sum;
 	}
 	free(vals);
 }
@@ -711,6 +713,7 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 	write_drops_by_cause(s, j);
 	json_kv_uint(j, "forks_followed", s->forks_followed);
 	json_kv_uint(j, "cgroup_followed", s->cgroup_followed);
+	json_kv_uint(j, "thread_storage_spilled", s->thread_storage_spilled);
 	json_kv_double(j, "duration_s", s->duration_s);
 	json_key(j, "processes");
 	json_begin_object(j);

@@ -36,7 +36,7 @@ struct snapshot {
 	int nprocs;
 	struct netns_snap *netns;
 	int nnetns;
-	unsigned long long drops, forks_followed, cgroup_followed;
+	unsigned long long drops, forks_followed, cgroup_followed, thread_storage_spilled;
 	unsigned long long drops_by_cause[CNT_DROPS_NR];	/* enum netio_counter */
 	/* totals (DESIGN.md trace object) */
 	unsigned long long tx_bytes, tx_calls, tx_copy_bytes, tx_spliced_bytes, zc_tx_bytes,

@@ -196,7 +196,8 @@ def check_exact(s, c, snap, spid, cpid, strategy):
         # returns and names the owner, wait on the socket until then
         skipped = {k: v["skipped"] for k, v in snap["self"]["programs"].items() if v["skipped"]}
         assert sp["zc_tx_bytes"] == sent, (sp["zc_tx_bytes"], sent, s.get("tcp"), snap["zerocopy"],
-                                           skipped)
+                                           skipped, snap["zc_tx_bytes"], snap["drops_by_cause"],
+                                           {p: v["zc_tx_bytes"] for p, v in snap["processes"].items()})
         assert sp["tx_copy_bytes"] <= 0.01 * sent, (sp["tx_copy_bytes"], sent)
     else:
         assert snap["zc_tx_bytes"] == 0
@@ -216,6 +217,25 @@ def check_histogram(s, snap, spid):
 
 
 # ---- host suite ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("strategy", ("one-copy", "zero-copy"))
+def test_threads_without_storage_lose_no_byte(topologies, tmp_path, monkeypatch, strategy):
+    """Where the kernel cannot make a thread's storage (its per-CPU element cache empty), the
+    event counts in the CPU's spill slot (bpf/maps.h) and reaches the process at once: with
+    every thread's storage refused, bytes and copies stay exact and nothing is dropped."""
+    monkeypatch.setenv("NETIO_TEST_NO_THREAD_STORAGE", "1")
+    t = Tracer(log=str(tmp_path / "tracer.log"))
+    monkeypatch.delenv("NETIO_TEST_NO_THREAD_STORAGE")
+    try:
+        s, c, snap, spid, cpid = run_workload(t, topologies["loopback"], tmp_path, strategy,
+                                              65536, COUNTS[65536])
+        check_exact(s, c, snap, spid, cpid, strategy)
+        assert snap["thread_storage_spilled"] >= s["send_calls"] + c["recv_calls"], \
+            (snap["thread_storage_spilled"], s["send_calls"], c.get("recv_calls"))
+        assert proc(snap, spid)["tx_calls"] == s["send_calls"]
+    finally:
+        assert t.close() == 0
+
 
 @host_only
 def test_ready_line_names_every_probe_point(tracer):
