@@ -264,6 +264,7 @@ static __always_inline struct task_state *spill_thread(u32 tgid)
 	st->followed = 1;
 	st->active = 1;
 	st->ts = 0;
+	st->regs = 0;		/* the last user's registers, another thread's */
 	st->zc_sk = 0;
 	count_event(CNT_THREAD_SPILLED);
 	return st;

@@ -204,9 +204,21 @@ def test_forward_packet_socket_turns_zerocopy_into_copies(fwd):
 LEVELS = {"full": (), "counting": ("--no-latency",)}
 
 
-@pytest.fixture(scope="module", params=sorted(LEVELS))
+# and the full level with every thread's storage refused: each event counted through its
+# CPU's spill slot (bpf/maps.h), which must not take another thread's state with it
+TRACERS = {**LEVELS, "spilled": ()}
+
+
+@pytest.fixture(scope="module", params=sorted(TRACERS))
 def tracer(request, tmp_path_factory):
-    t = Tracer(*LEVELS[request.param], log=str(tmp_path_factory.mktemp("tracer") / "tracer.log"))
+    if request.param == "spilled":
+        os.environ["NETIO_TEST_NO_THREAD_STORAGE"] = "1"
+    try:
+        t = Tracer(*TRACERS[request.param],
+                   log=str(tmp_path_factory.mktemp("tracer") / "tracer.log"))
+    finally:
+        os.environ.pop("NETIO_TEST_NO_THREAD_STORAGE", None)
+    t.spilled = request.param == "spilled"
     yield t
     assert t.close() == 0
 
@@ -221,6 +233,7 @@ def test_tracer_tcp_counts_match(tracer, tcp_topo, tmp_path, strategy):
     assert sent == c["bytes"] > 0
     assert sp["tx_bytes"] == sent and proc(snap, cpid)["rx_copy_bytes"] == sent
     assert snap["drops"] == 0, snap.get("drops_by_cause")
+    assert (snap["thread_storage_spilled"] > 0) == tracer.spilled
     if strategy == "sendfile":
         # page-cache pages spliced: sent, not copied
         assert sp["tx_spliced_bytes"] == sent
