@@ -25,7 +25,6 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -739,7 +738,7 @@ def test_soak_quick_three_times(soak):
     assert not theirs, f"namespaces appeared: {theirs}"
     quick = P.SweepParams(**P.QUICK)
     expected = {slot.key() for slot in quick.schedule()}
-    attaches, tput = [], {}
+    attaches = []
     for d, out, rc in soak["runs"]:
         assert rc == 0, d.stderr()[-2000:]
         runs = strict_runs(out / "runs.jsonl")
@@ -756,18 +755,12 @@ def test_soak_quick_three_times(soak):
                 zc = r["zerocopy"]
                 assert zc["completions"] == zc["sends"] > 0
                 assert zc["copied"] == zc["completions"], "veth: every completion is COPIED"
-        for r in scheduled:
-            cfg = (r["strategy"], r["msg_size"], r["traced"])
-            tput.setdefault(cfg, []).append(r["throughput_gbps"])
         attaches.append(json.dumps(next(r for r in runs if r["traced"])["trace"]["attach"],
                                    sort_keys=True))
         assert (out / "report.md").exists() and (out / "report.html").exists()
     assert len(set(attaches)) == 1, f"attach rungs differ between soaks: {attaches}"
-    # consistent across the three sweeps: per configuration, the medians of each sweep (3 rounds
-    # each, in order) within a factor of 4 of each other (this machine varies up to 2x)
-    for cfg, values in tput.items():
-        meds = [statistics.median(values[i:i + 3]) for i in range(0, len(values), 3)]
-        assert max(meds) <= 4 * min(meds), f"{cfg}: medians {meds}"
+    # No bound on throughput across the sweeps: it is the host's (bench/NOTES.md, "The
+    # machine's own speed"); the bench compares speeds, beside probes of the machine's speed.
 
 
 def test_resume_gives_the_same_report(tmp_path, soak):
