@@ -13,8 +13,9 @@
  *
  * Stacks are aggregated in the kernel: one stack trace map for kernel and user stacks (and a
  * second for the stacks whose bucket in the first holds another one), and a hash of (tgid,
- * kernel stack id, user stack id, comm) -> count, read by user/profile.c at snapshot time. A tick sample's kernel stack starts with the interrupt's own frames; user
- * space strips them (user/irqframes.c). */
+ * kernel stack id, user stack id, comm) -> count, read by user/profile.c at snapshot time.
+ * A tick sample's kernel stack starts with the interrupt's own frames; user space strips them
+ * (user/irqframes.c). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>

@@ -697,7 +697,8 @@ static bool have_cycles(int freq)
  * map of followed processes. 0, or -1 with err. */
 static int load_sampler(struct profiler *p, int filter_map_fd, char *err, size_t errlen)
 {
-	int e;
+	const char *env = getenv("NETIO_PROFILE_STACKS");
+	int e, small_stacks = env ? atoi(env) : 0;
 
 	p->skel = profile_bpf__open();
 	if (!p->skel)
@@ -708,8 +709,8 @@ static int load_sampler(struct profiler *p, int filter_map_fd, char *err, size_t
 			return fail(err, errlen, "%s: %s", "reuse followed_tgids map fd", -e);
 	}
 	/* Tests: a small `stacks` map, whose buckets collide (NETIO_PROFILE_STACKS entries) */
-	if (getenv("NETIO_PROFILE_STACKS") && atoi(getenv("NETIO_PROFILE_STACKS")) > 0)
-		bpf_map__set_max_entries(p->skel->maps.stacks, atoi(getenv("NETIO_PROFILE_STACKS")));
+	if (small_stacks > 0)
+		bpf_map__set_max_entries(p->skel->maps.stacks, small_stacks);
 	bpf_program__set_autoload(p->skel->progs.tick_sample, p->tick);
 	bpf_program__set_autoload(p->skel->progs.sample, !p->tick);
 	if (p->tick && tick_setup(p, err, errlen))
