@@ -26,6 +26,7 @@
 #include "probe.h"
 #include "profile.h"
 #include "stats.h"
+#include "sysctl.h"
 #include "trace_helpers.h"
 
 #define MAX_PIDS 256
@@ -138,19 +139,6 @@ static void install_signals(void)
 
 /* ---- kernel.bpf_stats_enabled ------------------------------------------------------- */
 
-static int read_sysctl_stats(void)
-{
-	FILE *f = fopen("/proc/sys/kernel/bpf_stats_enabled", "r");
-	int v = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 static void write_sysctl_stats(int v)
 {
 	FILE *f = fopen("/proc/sys/kernel/bpf_stats_enabled", "w");
@@ -207,7 +195,7 @@ static void stats_enable(struct tracer *tr)
 	}
 	/* no BPF_ENABLE_STATS: the sysctl, for the whole run */
 	tr->stats_mode = STATS_ALWAYS;
-	int prev = read_sysctl_stats();
+	int prev = sysctl_read_int("kernel/bpf_stats_enabled");
 	if (prev == 0) {
 		write_sysctl_stats(1);
 		tr->sysctl_prev = prev;

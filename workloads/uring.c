@@ -5,25 +5,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "sysctl.h"
 #include "uring.h"
-
-/* kernel.io_uring_disabled (6.6+): 0 allowed, 1 only for its group, 2 for nobody; -1 absent */
-static int io_uring_disabled_sysctl(void)
-{
-	FILE *f = fopen("/proc/sys/kernel/io_uring_disabled", "r");
-	int v = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
 
 static int ring_error(int r, char *err, size_t errlen)
 {
-	int disabled = io_uring_disabled_sysctl();
+	/* kernel.io_uring_disabled (6.6+): 0 allowed, 1 only for its group, 2 for nobody */
+	int disabled = sysctl_read_int("kernel/io_uring_disabled");
 
 	if (r == -ENOSYS)
 		snprintf(err, errlen, "io_uring is not available in this kernel");

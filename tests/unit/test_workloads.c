@@ -12,6 +12,7 @@
 #include "json.h"
 #include "message.h"
 #include "options.h"
+#include "sysctl.h"
 #include "zerocopy.h"
 
 #include "check.h"
@@ -594,6 +595,17 @@ static void test_json(void)
 	free(out);
 }
 
+/* ---- sysctl_read_int (common/) ------------------------------------------------ */
+
+static void test_sysctl(void)
+{
+	int pid_max = sysctl_read_int("kernel/pid_max");
+
+	CHECK(pid_max >= 301, "kernel/pid_max read as %d", pid_max);	/* the kernel's minimum */
+	CHECK(sysctl_read_int("kernel/no_such_setting") == -1, "an absent setting is -1");
+	CHECK(sysctl_read_int("kernel/ostype") == -1, "a setting that is not a number is -1");
+}
+
 int main(void)
 {
 	test_layout();
@@ -609,5 +621,6 @@ int main(void)
 	test_parse_values();
 	test_parse_argv();
 	test_json();
+	test_sysctl();
 	return check_report("test_workloads");
 }
