@@ -139,20 +139,12 @@ static void install_signals(void)
 
 /* ---- kernel.bpf_stats_enabled ------------------------------------------------------- */
 
-static void write_sysctl_stats(int v)
-{
-	FILE *f = fopen("/proc/sys/kernel/bpf_stats_enabled", "w");
+#define STATS_SYSCTL "kernel/bpf_stats_enabled"
 
-	if (f) {
-		fprintf(f, "%d\n", v);
-		fclose(f);
-	}
-}
-
-/* Run-time stats cost every BPF program run two sched_clock() reads (~40 ns per run on this
- * VM, several runs per message), so by default they are on for 100 ms of every second, from
- * the start of each run (reset), and the program run times are scaled by the share of time
- * they were on (self.sampled_share). --bpf-stats always keeps them on for the whole run.
+/* Run-time stats cost every BPF program run two sched_clock() reads (what that costs here:
+ * bench/NOTES.md), several runs per message, so by default they are on for 100 ms of every
+ * second, from the start of each run (reset), and the program run times are scaled by the
+ * share of time they were on (self.sampled_share). --bpf-stats always keeps them on for the whole run.
  * Each switch patches the kernel's text (a static key in every BPF program run): twice a
  * second is nothing on hardware, but QEMU/TCG guests can livelock on frequent patching of
  * so hot a site, which is why the VM tests use --bpf-stats always.
@@ -195,12 +187,10 @@ static void stats_enable(struct tracer *tr)
 	}
 	/* no BPF_ENABLE_STATS: the sysctl, for the whole run */
 	tr->stats_mode = STATS_ALWAYS;
-	int prev = sysctl_read_int("kernel/bpf_stats_enabled");
-	if (prev == 0) {
-		write_sysctl_stats(1);
+	int prev = sysctl_read_int(STATS_SYSCTL);
+	if (prev == 0 && sysctl_write_int(STATS_SYSCTL, 1) == 0)
 		tr->sysctl_prev = prev;
-	}
-	if (prev >= 0)
+	if (prev > 0 || tr->sysctl_prev == 0)	/* on: already, or by us */
 		tr->base.stats_how = "sysctl";
 }
 
@@ -281,7 +271,7 @@ static void stats_restore(struct tracer *tr)
 	tr->stats_fd = -1;
 	tr->stats_on = false;
 	if (tr->sysctl_prev >= 0)
-		write_sysctl_stats(tr->sysctl_prev);
+		sysctl_write_int(STATS_SYSCTL, tr->sysctl_prev);
 	tr->sysctl_prev = -1;
 }
 

@@ -595,7 +595,7 @@ static void test_json(void)
 	free(out);
 }
 
-/* ---- sysctl_read_int (common/) ------------------------------------------------ */
+/* ---- sysctl_read_int, sysctl_write_int (common/) ------------------------------------------------ */
 
 static void test_sysctl(void)
 {
@@ -604,6 +604,7 @@ static void test_sysctl(void)
 	CHECK(pid_max >= 301, "kernel/pid_max read as %d", pid_max);	/* the kernel's minimum */
 	CHECK(sysctl_read_int("kernel/no_such_setting") == -1, "an absent setting is -1");
 	CHECK(sysctl_read_int("kernel/ostype") == -1, "a setting that is not a number is -1");
+	CHECK(sysctl_write_int("kernel/no_such_setting", 1) == -1, "an absent setting is not written");
 }
 
 int main(void)
