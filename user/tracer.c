@@ -144,10 +144,10 @@ static void install_signals(void)
 /* Run-time stats cost every BPF program run two sched_clock() reads (what that costs here:
  * bench/NOTES.md), several runs per message, so by default they are on for 100 ms of every
  * second, from the start of each run (reset), and the program run times are scaled by the
- * share of time they were on (self.sampled_share). --bpf-stats always keeps them on for the whole run.
- * Each switch patches the kernel's text (a static key in every BPF program run): twice a
- * second is nothing on hardware, but QEMU/TCG guests can livelock on frequent patching of
- * so hot a site, which is why the VM tests use --bpf-stats always.
+ * share of time they were on (self.sampled_share). --bpf-stats always keeps them on for the
+ * whole run. Each switch patches the kernel's text (a static key in every BPF program run):
+ * twice a second is nothing on hardware, but QEMU/TCG guests can livelock on frequent
+ * patching of so hot a site, which is why the VM tests use --bpf-stats always.
  * BPF_ENABLE_STATS keeps them on while its fd is open: the kernel restores the previous state
  * when we close it or exit, however we exit. The sysctl is the fallback (kernels < 5.8). */
 #define STATS_ON_S 0.100

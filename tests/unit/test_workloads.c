@@ -595,7 +595,7 @@ static void test_json(void)
 	free(out);
 }
 
-/* ---- sysctl_read_int, sysctl_write_int (common/) ------------------------------------------------ */
+/* ---- sysctl_read_int, sysctl_write_int (common/) -------------------------------- */
 
 static void test_sysctl(void)
 {
