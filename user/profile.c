@@ -30,7 +30,11 @@
 #include "pmu.h"
 #include "profile.h"
 #include "profile.skel.h"
+#include "profile.compat.skel.h"
+#include "builds.h"
 #include "symbolize.h"
+
+OPEN_IN_BUILD(profile)
 
 /* Must match bpf/profile.bpf.c (checked against the map's key size at load). */
 #define PROFILE_MAX_DEPTH 127
@@ -700,7 +704,7 @@ static int load_sampler(struct profiler *p, int filter_map_fd, char *err, size_t
 	const char *env = getenv("NETIO_PROFILE_STACKS");
 	int e, small_stacks = env ? atoi(env) : 0;
 
-	p->skel = profile_bpf__open();
+	p->skel = profile_open_build();
 	if (!p->skel)
 		return fail(err, errlen, "%s: %s", "open profile BPF object", errno);
 	if (filter_map_fd >= 0) {

@@ -16,8 +16,6 @@ struct proc_snap {
 	struct sc_stats sc[SC_NR_CLASSES];
 	bool has_sc[SC_NR_CLASSES];
 	struct kernel_counts k;
-	/* derived */
-	bool tx_copy_inferred;
 };
 
 struct netns_snap {
@@ -42,6 +40,9 @@ struct snapshot {
 	unsigned long long tx_bytes, tx_calls, tx_copy_bytes, tx_spliced_bytes, zc_tx_bytes,
 			   fallback_copy_bytes, rx_copy_bytes, pinned_pages;
 	bool tx_copy_inferred, pinned_pages_null, tx_from_syscalls;
+	/* each process's zero-copy bytes are known (else null per process: stats.c,
+	 * zc_per_process; the totals come from the namespaces) */
+	bool zc_per_process;
 	struct sc_stats sc[SC_NR_CLASSES];
 	bool has_sc[SC_NR_CLASSES];
 	struct kernel_counts k;	/* the kernel's per-thread counters, summed (perf_counters) */
@@ -85,6 +86,9 @@ void stats_clear_state(const struct tracer_bpf *t);
 
 /* Write the trace object's fields into an open JSON object (the caller adds perf, samples). */
 void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, struct json *j);
+/* The "attach", "probes", "attach_why" and "bpf_build" members (the snapshot's and the ready
+ * line's). */
+void stats_write_attach(const struct tracer_bpf *t, struct json *j);
 
 /* view.c: the human view (copy table, log2 histograms, self cost). */
 void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s);
