@@ -1,4 +1,4 @@
-"""One run's object (DESIGN.md's per-run fields) from what the workloads and the tracer wrote,
+"""One run's object (docs/DESIGN.md's per-run fields) from what the workloads and the tracer wrote,
 and the on-the-spot consistency checks."""
 
 from analysis.contract import ZEROCOPY_STRATEGIES
@@ -27,7 +27,7 @@ def _process(snapshot, pid):
 
 
 def trace_object(snapshot, server_pid, client_pid):
-    """DESIGN.md's trace object for one run: the server's tx fields, the client's rx copy, the
+    """docs/DESIGN.md's trace object for one run: the server's tx fields, the client's rx copy, the
     namespaces' softirq fields summed; the rest as the tracer wrote it."""
     if not isinstance(snapshot, dict):
         return None

@@ -733,7 +733,7 @@ def _has(fr, *prefixes):
 
 
 # What a traced run's samples show of the tracer's cost (first match wins). Samples are on
-# cpu-clock here: time with interrupts off lands elsewhere (DESIGN.md), so these are lower
+# cpu-clock here: time with interrupts off lands elsewhere (docs/DESIGN.md), so these are lower
 # bounds.
 COST_CLASSES = [
     ("in BPF run-time stats clock reads (`sched_clock` under `bpf_trace_run*`)",
@@ -810,7 +810,7 @@ DECOMPOSITION = ("sampling", "xmit-receive", "counting", "programs", "no-sample"
 # (the tracer's worst case)
 DECOMPOSED = ("one-copy", "zero-copy")
 
-# The programs by part, for the experiments' NETIO_TRACER_SKIP (DEVELOPERS.md): the syscall
+# The programs by part, for the experiments' NETIO_TRACER_SKIP (docs/tracer.md): the syscall
 # hooks (per-call latency), the socket-layer events (bytes and calls per process, the end of a
 # traced call), the rest (xmit and receive per skb, socket state). A variant that leaves some
 # out checks in every run what attached, so a new program cannot slip into it.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The attach ladder: see attach.h and DESIGN.md.
+/* The attach ladder: see attach.h and docs/DESIGN.md.
  *
  * Each BPF object is opened through its skeleton. The ladder's table names each program as a
  * field of its object's skeleton (ROW below), so a program that does not exist does not

@@ -1,4 +1,4 @@
-/* The attach ladder (DESIGN.md): for every probe point, the first rung the running kernel
+/* The attach ladder (docs/DESIGN.md): for every probe point, the first rung the running kernel
  * allows, fentry/fexit > kprobe/kretprobe > tp_btf (or raw tracepoint) > inferred. A rung is
  * available when its programs load and attach here, which is what is tried; nothing is
  * decided from a kernel version. */

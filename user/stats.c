@@ -436,7 +436,7 @@ static void write_unavailable(const struct snapshot *s, struct json *j)
 	json_end(j);
 }
 
-/* The DESIGN.md totals over processes and namespaces. */
+/* The docs/DESIGN.md totals over processes and namespaces. */
 static void total(const struct tracer_bpf *t, struct snapshot *s)
 {
 	unsigned long long zc_procs = 0, zc_netns = 0;
@@ -602,7 +602,7 @@ static void kv_counted(struct json *j, const char *key, bool counted, unsigned l
 		json_kv_null(j, key);
 }
 
-/* The bytes of DESIGN.md's trace object, over every followed process and namespace. */
+/* The bytes of docs/DESIGN.md's trace object, over every followed process and namespace. */
 static void write_bytes(const struct tracer_bpf *t, const struct snapshot *s, struct json *j)
 {
 	json_kv_uint(j, "tx_bytes", s->tx_bytes);

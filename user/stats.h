@@ -1,5 +1,5 @@
 /* Reading the tracer's maps into one snapshot (per process, per netns, totals), resetting
- * them, and writing the snapshot as DESIGN.md's `trace` object. */
+ * them, and writing the snapshot as docs/DESIGN.md's `trace` object. */
 #ifndef NETIO_STATS_H
 #define NETIO_STATS_H
 #include <stdbool.h>
@@ -36,7 +36,7 @@ struct snapshot {
 	int nnetns;
 	unsigned long long drops, forks_followed, cgroup_followed, thread_storage_spilled;
 	unsigned long long drops_by_cause[CNT_DROPS_NR];	/* enum netio_counter */
-	/* totals (DESIGN.md trace object) */
+	/* totals (docs/DESIGN.md trace object) */
 	unsigned long long tx_bytes, tx_calls, tx_copy_bytes, tx_spliced_bytes, zc_tx_bytes,
 			   fallback_copy_bytes, rx_copy_bytes, pinned_pages;
 	bool tx_copy_inferred, pinned_pages_null, tx_from_syscalls;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* netio-tracer: where the bytes get copied, and what each copy costs.
- * CLI and --control protocol: DEVELOPERS.md; probe points and the trace object: DESIGN.md. */
+ * CLI and --control protocol: docs/tracer.md; probe points and the trace object:
+ * docs/DESIGN.md. */
 #include <errno.h>
 #include <limits.h>
 #include <getopt.h>
