@@ -21,6 +21,7 @@
 #include "pmu.h"
 #include "probe.h"
 #include "profile.h"
+#include "builds.h"
 #include "trace_helpers.h"
 
 #ifndef SO_ZEROCOPY
@@ -282,12 +283,19 @@ int probe_write_json(FILE *out)
 	const uint64_t ll_miss = PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_READ << 8) |
 				 ((uint64_t)PERF_COUNT_HW_CACHE_RESULT_MISS << 16);
 
+	char missing[256];
+
 	libbpf_set_print(silent);
 	uname(&u);
 	json_init(&j, out);
 	json_begin_object(&j);
 	json_kv_string(&j, "kernel", u.release);
 	json_kv_bool(&j, "btf", vmlinux_btf() != NULL);
+	json_key(&j, "bpf_build");
+	json_begin_object(&j);
+	json_kv_string(&j, "name", bpf_build_name(bpf_build()));
+	json_kv_string(&j, "missing", bpf_build_missing(missing, sizeof(missing)));
+	json_end(&j);
 	json_key(&j, "attach");
 	json_begin_object(&j);
 	json_kv_bool(&j, "fentry", probe_fentry());
