@@ -39,10 +39,10 @@ static __always_inline void on_sendmsg_exit(long ret)
 	if (ret > 0) {
 		ps = proc_get(sc->tgid);
 		if (ps) {
-			ps->tx_bytes += ret;
-			ps->tx_calls++;
+			COUNT_ADD(ps->tx_bytes, ret);
+			COUNT_ADD(ps->tx_calls, 1);
 			if (sc->spliced)
-				ps->tx_spliced_bytes += ret;
+				COUNT_ADD(ps->tx_spliced_bytes, ret);
 		}
 		struct sock *sk = (struct sock *)sc->sk;
 		unsigned long skflags = BPF_CORE_READ(sk, __sk_common.skc_flags);
@@ -77,7 +77,7 @@ static __always_inline void on_copy_from_user(long ret)
 	struct proc_stats *ps = send_scope_stats(ret);
 
 	if (ps)
-		ps->tx_copy_bytes += ret;
+		COUNT_ADD(ps->tx_copy_bytes, ret);
 }
 
 /* skb_zerocopy_iter_stream() returns the bytes it attached as user pages. */
@@ -86,7 +86,7 @@ static __always_inline void on_zerocopy_stream(long ret)
 	struct proc_stats *ps = send_scope_stats(ret);
 
 	if (ps)
-		ps->zc_tx_bytes += ret;
+		COUNT_ADD(ps->zc_tx_bytes, ret);
 }
 
 /* get_user_pages_fast()/pin_user_pages_fast() return the number of user pages they pinned
@@ -96,7 +96,7 @@ static __always_inline void on_pages_pinned(long ret)
 	struct proc_stats *ps = send_scope_stats(ret);
 
 	if (ps)
-		ps->pinned_pages += ret;
+		COUNT_ADD(ps->pinned_pages, ret);
 }
 
 /* __check_object_size(ptr, n, to_user): the hardened-usercopy check that copy_from_iter()
@@ -119,9 +119,9 @@ static __always_inline void on_sendpage_exit(long ret)
 		return;
 	ps = proc_get(tgid);
 	if (ps) {
-		ps->tx_bytes += ret;
-		ps->tx_calls++;
-		ps->tx_spliced_bytes += ret;
+		COUNT_ADD(ps->tx_bytes, ret);
+		COUNT_ADD(ps->tx_calls, 1);
+		COUNT_ADD(ps->tx_spliced_bytes, ret);
 	}
 }
 
@@ -147,8 +147,8 @@ static __always_inline void on_rx_copy(long len)
 		return;
 	ps = proc_get(tgid);
 	if (ps) {
-		ps->rx_copy_bytes += len;
-		ps->rx_calls++;
+		COUNT_ADD(ps->rx_copy_bytes, len);
+		COUNT_ADD(ps->rx_calls, 1);
 	}
 }
 

@@ -17,6 +17,7 @@ typedef __u64 u64;
 #define NETIO_HIST_SLOTS 40
 
 #define NETIO_MAX_PROCS   8192
+#define NETIO_COMPAT_MAX_PROCS 2048	/* the compat build's tgid_stats, preallocated (maps.h) */
 #define NETIO_MAX_NETNS   256
 #define NETIO_SPILL_PROCS 512	/* tgid_spill (bpf/maps.h), preallocated */
 #define NETIO_MAX_THREADS 16384

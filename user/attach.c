@@ -942,6 +942,20 @@ static void refuse_thread_storage_for_tests(struct tracer_bpf *t)
 		bpf_map_update_elem(t->filter_gen, &key, &on, BPF_ANY);
 }
 
+/* How many copies of a value the map holds: one per possible CPU for the per-CPU types. */
+static int map_value_copies(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 1;
+	if (info.type == BPF_MAP_TYPE_PERCPU_HASH || info.type == BPF_MAP_TYPE_PERCPU_ARRAY ||
+	    info.type == BPF_MAP_TYPE_LRU_PERCPU_HASH)
+		return libbpf_num_possible_cpus();
+	return 1;
+}
+
 /* The shared maps the rest of the tracer reads and writes, and the on-demand programs'
  * conditions. */
 static void find_shared_maps(struct tracer_bpf *t)
@@ -959,6 +973,7 @@ static void find_shared_maps(struct tracer_bpf *t)
 	t->zc_state = shared_map_fd(t, "zc_state");
 	t->exit_wanted = shared_map_fd(t, "exit_wanted");
 	t->latency_sample = shared_map_fd(t, "latency_sample");
+	t->tgid_stats_copies = map_value_copies(t->tgid_stats);
 	for (int i = 0; i < t->nprogs; i++)
 		if (t->progs[i].lazy && !strncmp(t->progs[i].name, "tp_tcp_probe",
 							   sizeof("tp_tcp_probe") - 1))

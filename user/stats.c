@@ -46,14 +46,15 @@ static int ncpus(void)
 	return n;
 }
 
-/* Sum the per-CPU copies of a value made of nwords u64 counters (then other bytes). */
-static void sum_percpu(const void *percpu, size_t value_size, size_t nwords, void *out)
+/* Sum the copies (one per CPU) of a value made of nwords u64 counters (then other bytes). */
+static void sum_copies(const void *percpu, int copies, size_t value_size, size_t nwords,
+		       void *out)
 {
 	size_t stride = (value_size + 7) & ~(size_t)7;
 	u64 *o = out;
 
 	memcpy(out, percpu, value_size);	/* cpu 0, including non-counter bytes */
-	for (int c = 1; c < ncpus(); c++) {
+	for (int c = 1; c < copies; c++) {
 		const u64 *v = (const u64 *)((const char *)percpu + c * stride);
 		for (size_t w = 0; w < nwords; w++)
 			o[w] += v[w];
@@ -116,7 +117,7 @@ static int prog_stats(int fd, unsigned long long *ns, unsigned long long *runs,
 int stats_make_process(const struct tracer_bpf *t, u32 tgid)
 {
 	const size_t stride = (sizeof(struct tgid_stats) + 7) & ~7UL;
-	void *zero = calloc(ncpus(), stride);
+	void *zero = calloc(t->tgid_stats_copies, stride);
 	int err = -ENOMEM;
 
 	for (int i = 0; zero && t->tgid_stats >= 0 && i < 100; i++) {
@@ -259,8 +260,9 @@ static int read_procs(const struct tracer_bpf *t, void *buf, size_t stride, stru
 		struct proc_snap *p = find_proc(s, key, true);
 		if (!p)
 			continue;
-		sum_percpu(buf, sizeof(struct tgid_stats), offsetof(struct tgid_stats, comm) / 8, sum);
-		for (int c = 0; c < ncpus() && !sum->comm[0]; c++)
+		sum_copies(buf, t->tgid_stats_copies, sizeof(struct tgid_stats),
+			   offsetof(struct tgid_stats, comm) / 8, sum);
+		for (int c = 0; c < t->tgid_stats_copies && !sum->comm[0]; c++)
 			memcpy(sum->comm, ((struct tgid_stats *)((char *)buf + c * stride))->comm,
 			       sizeof(sum->comm));
 		add_figures(p, sum);
@@ -298,7 +300,8 @@ static void read_netns(const struct tracer_bpf *t, void *buf, struct snapshot *s
 		s->netns = n;
 		n = &s->netns[s->nnetns++];
 		n->inum = t->netns_inum[i];
-		sum_percpu(buf, sizeof(struct netns_stats), sizeof(struct netns_stats) / 8, &n->st);
+		sum_copies(buf, ncpus(), sizeof(struct netns_stats), sizeof(struct netns_stats) / 8,
+			   &n->st);
 	}
 }
 
