@@ -140,6 +140,8 @@ def misses_md(profiles):
     if not profiles:
         return []
     return ["### Missed targets: profiles", "",
+            "_The folded stacks and flame graphs linked below are not committed: `make bench` "
+            "writes them to `bench/profiles/`._", "",
             *[line for p in profiles for line in profile_lines(p)], ""]
 
 

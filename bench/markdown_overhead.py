@@ -264,7 +264,7 @@ def _md_peer(cases):
         "bpftrace 0.17 in the same rounds as section 1, with `tracepoint:syscalls:sys_enter_*` / "
         f"`sys_exit_*` for {', '.join(SYSCALLS)}, filtered by the same two pids (server, "
         "client): a count per pid and syscall, bytes from return values, and a log2 latency "
-        "histogram per syscall (the script is `BPFTRACE_SCRIPT` in bench/run.py). The last "
+        "histogram per syscall (the script is `BPFTRACE_SCRIPT` in bench/observers.py). The last "
         "column checks that both counted every send call of the workloads. bpftrace does less "
         "than our full tracer (no copy accounting, sampling or counters), so ours is shown "
         "twice: **full**, and **counting only** (`--no-sample --no-counters`: the same "

@@ -146,3 +146,7 @@ def test_a_missed_target_links_its_profile_and_says_where_its_samples_went():
     empty = Profile("x", None, None, None, None, None, 0, {}, {})
     assert markdown.profile_lines(empty) == ["- x: no profile (the traced run kept no stacks)"]
     assert markdown.misses_md([]) == []
+    # the files it links are the bench's, rebuilt by every run, not the repository's
+    block = markdown.misses_md([p])
+    assert block[0] == "### Missed targets: profiles" and "not committed" in block[2]
+    assert block[4] == line
