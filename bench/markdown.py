@@ -23,6 +23,11 @@ def verdict(s, target):
     return f"undecided ({s['lo']:.3f}–{s['hi']:.3f} spans {target:g})"
 
 
+def judged(s, target, digits=2):
+    """A ratio's two cells: its summary in bold, and its verdict against target."""
+    return f"**{pairs.fmt(s, digits)}** | {verdict(s, target)}"
+
+
 def fmt_run(r):
     cpu = r.get("cpu_s_per_gb")
     cpu = f", {cpu:.3f} CPU s/GB" if cpu is not None else ""
@@ -179,7 +184,7 @@ def section_iperf3(args, data):
             lines.append(
                 f"| {transport} | {size_name(size)} | {st} | "
                 f"{median_of(res[st], 'recv_gbps')} | {median_of(res['iperf3'], 'recv_gbps')} | "
-                f"**{pairs.fmt(ratio)}** | {verdict(ratio, TARGET_IPERF3)} | "
+                f"{judged(ratio, TARGET_IPERF3)} | "
                 f"{median_of(res[st], 'cpu_s_per_gb', 3)} | "
                 f"{median_of(res['iperf3'], 'cpu_s_per_gb', 3)} |")
     if misses:
@@ -207,14 +212,13 @@ def section_scale(args, transport, by_threads, res8, profiles):
 
 
 def _scale_row(n, res):
-    full = pairs.ratio(res, "full", "untraced")
-    tick = pairs.ratio(res, "tick", "untraced")
+    full = res["full"]
     return (f"| {n} | {median_of(res['untraced'], 'recv_gbps')} | "
-            f"{median_of(res['full'], 'recv_gbps')} | "
-            f"**{pairs.fmt(full, 3)}** | {verdict(full, TARGET_OVERHEAD)} | "
-            f"{pairs.fmt(tick, 3)} | "
-            f"{median_of(res['full'], 'bpf_ns_per_msg', 0)} | "
-            f"{sum(x or 0 for x in pairs.column(res['full'], 'drops'))} |")
+            f"{median_of(full, 'recv_gbps')} | "
+            f"{judged(pairs.ratio(res, 'full', 'untraced'), TARGET_OVERHEAD, 3)} | "
+            f"{pairs.fmt(pairs.ratio(res, 'tick', 'untraced'), 3)} | "
+            f"{median_of(full, 'bpf_ns_per_msg', 0)} | "
+            f"{sum(x or 0 for x in pairs.column(full, 'drops'))} |")
 
 
 def _scale_table(args, transport, by_threads):
@@ -417,7 +421,6 @@ def _sendfile_md(dur, rounds, sendfile):
         "|---|---|---|---|---|---|",
         *[f"| {transport} | {size_name(size)} | {median_of(res['sendfile'], 'recv_gbps')} | "
           f"{median_of(res['iperf3 -Z'], 'recv_gbps')} | "
-          f"**{pairs.fmt(pairs.ratio(res, 'sendfile', 'iperf3 -Z'))}** | "
-          f"{verdict(pairs.ratio(res, 'sendfile', 'iperf3 -Z'), TARGET_SENDFILE)} |"
+          f"{judged(pairs.ratio(res, 'sendfile', 'iperf3 -Z'), TARGET_SENDFILE)} |"
           for transport, size, res in sendfile],
     ]

@@ -5,7 +5,7 @@ from bench import pairs, windows
 from bench.config import (AIM_OVERHEAD, COUNTING_ARGS, DECOMPOSED, DECOMPOSITION,
                           HEADLINE_CASE, TARGET_HEADLINE, TARGET_OVERHEAD, TARGET_PEER,
                           TARGET_SAMPLING, WINDOW_TARGETS, config_tag, size_name)
-from bench.markdown import median_of, misses_md, verdict
+from bench.markdown import judged, median_of, misses_md, verdict
 from bench.observers import SYSCALLS
 from bench import unrelated
 
@@ -105,7 +105,7 @@ def _timer_floor_row(args, res, v, what):
         if rate and v != "tick":    # the untraced loop takes the tick too: nothing to split
             costs.append((1 - run["blocks_per_s"] / base["blocks_per_s"]) * 1e6 / rate)
     return (f"| {what} | {median_of(res[v], 'blocks_per_s', 0)} | "
-            f"**{pairs.fmt(ratio, 3)}** | {verdict(ratio, TARGET_SAMPLING)} | "
+            f"{judged(ratio, TARGET_SAMPLING, 3)} | "
             f"{pairs.fmt(pairs.summary(rates), 0)} | "
             f"{pairs.fmt(pairs.summary(costs), 1)} |")
 
@@ -144,7 +144,7 @@ def _overhead_row(c):
     return (f"| {c.transport} | {c.strategy} | {size_name(c.size)} | "
             f"{median_of(res['untraced'], 'recv_gbps')} | "
             f"{median_of(res['full'], 'recv_gbps')} | "
-            f"**{pairs.fmt(full, 3)}** | {verdict(full, TARGET_OVERHEAD)}"
+            f"{judged(full, TARGET_OVERHEAD, 3)}"
             f" ({aim}) |")
 
 
@@ -290,11 +290,9 @@ def _peer_row(c):
     counting_vs_peer = pairs.ratio(res, "programs", "bpftrace")
     return (f"| {c.transport} | {c.strategy} | {size_name(c.size)} | "
             f"{pairs.fmt(full, 3)} | {pairs.fmt(peer, 3)} | "
-            f"**{pairs.fmt(full_vs_peer, 3)}** | "
-            f"{verdict(full_vs_peer, TARGET_PEER)} | "
+            f"{judged(full_vs_peer, TARGET_PEER, 3)} | "
             f"{pairs.fmt(counting, 3)} | "
-            f"**{pairs.fmt(counting_vs_peer, 3)}** | "
-            f"{verdict(counting_vs_peer, TARGET_PEER)} | "
+            f"{judged(counting_vs_peer, TARGET_PEER, 3)} | "
             f"{_exact(res['bpftrace'], 'bt_send_calls')} / "
             f"{_exact(res['full'], 'sc_send_calls')} |")
 

@@ -35,27 +35,28 @@ SECTIONS = [
 ]
 
 
+# The numeric options: (flag, type, default, help); each must be more than 0.
+NUMBERS = (
+    ("--rounds", int, 5, "interleaved rounds (>= 5)"),
+    ("--one-copy-rounds", int, 9, "rounds of section 1's one-copy configurations (sampling's "
+     "cost and the tracer's parts are effects of a few percent)"),
+    ("--duration", float, 1.0, "seconds per run of sections 1 and 2"),
+    ("--window-runs", int, 5, "runs per configuration and level in section 1w (a verdict "
+     "needs 5)"),
+    ("--window-pairs", int, 20, "pairs of windows per run in section 1w"),
+    ("--guest-rounds", int, 25, "rounds of section 8 (unrelated syscalls in the 6.1 guest)"),
+    ("--guest-seconds", float, 0.3, "seconds per getpid loop run in section 8"),
+    ("--iperf3-duration", int, 1, "whole seconds per run of section 3 (iperf3 -t takes whole "
+     "seconds)"),
+    ("--scale-duration", float, 0.5, "seconds per run of section 4"),
+)
+
+
 def _parse_args(argv):
     """The bench's options, checked: usage errors exit 2 before anything runs."""
     ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (>= 5)")
-    ap.add_argument("--one-copy-rounds", type=int, default=9,
-                    help="rounds of section 1's one-copy configurations (sampling's cost and "
-                         "the tracer's parts are effects of a few percent)")
-    ap.add_argument("--duration", type=float, default=1.0,
-                    help="seconds per run of sections 1 and 2")
-    ap.add_argument("--window-runs", type=int, default=5,
-                    help="runs per configuration and level in section 1w (a verdict needs 5)")
-    ap.add_argument("--window-pairs", type=int, default=20,
-                    help="pairs of windows per run in section 1w")
-    ap.add_argument("--guest-rounds", type=int, default=25,
-                    help="rounds of section 8 (unrelated syscalls in the 6.1 guest)")
-    ap.add_argument("--guest-seconds", type=float, default=0.3,
-                    help="seconds per getpid loop run in section 8")
-    ap.add_argument("--iperf3-duration", type=int, default=1,
-                    help="whole seconds per run of section 3 (iperf3 -t takes whole seconds)")
-    ap.add_argument("--scale-duration", type=float, default=0.5,
-                    help="seconds per run of section 4")
+    for flag, kind, default, help_text in NUMBERS:
+        ap.add_argument(flag, type=kind, default=default, help=help_text)
     ap.add_argument("--transports", nargs="+", default=["loopback", "veth"],
                     choices=["loopback", "veth"], help="transports to measure")
     ap.add_argument("--zc-sizes", type=int, nargs="+",
@@ -67,11 +68,9 @@ def _parse_args(argv):
                          "NETIO_BENCH_FULL=0)")
     ap.add_argument("--out", default=RESULTS, help="markdown file to write")
     args = ap.parse_args(argv)
-    if min(args.rounds, args.window_runs, args.window_pairs, args.guest_rounds) < 1 \
-            or min(args.duration, args.iperf3_duration, args.scale_duration,
-                   args.guest_seconds) <= 0:
-        ap.error("--rounds, --window-runs, --window-pairs, --guest-rounds and the durations "
-                 "must be positive")
+    for flag, *_ in NUMBERS:
+        if getattr(args, flag[2:].replace("-", "_")) <= 0:
+            ap.error(f"{flag} must be more than 0")
     if args.rounds < 5:
         log(f"note: {args.rounds} rounds; comparisons on this machine want at least 5")
     if os.geteuid() != 0:

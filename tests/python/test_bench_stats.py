@@ -111,3 +111,16 @@ def test_the_summary_says_how_steady_the_machine_was():
     assert "1 of 3 runs saw the speed change" in md
     assert "CPU 0 100 (min 50, max 100, n=5)" in md and "CPU 1 200 (min 190, max 200, n=5)" in md
     assert markdown.speed_md([]) == "No machine speed probe ran."
+
+
+def test_the_bench_refuses_a_number_option_not_above_0(capsys):
+    from bench import run
+    for flag in ("--rounds", "--one-copy-rounds", "--duration", "--guest-seconds"):
+        with pytest.raises(SystemExit) as e:
+            run._parse_args([flag, "0"])
+        assert e.value.code == 2
+        assert capsys.readouterr().err.strip().endswith(f"error: {flag} must be more than 0")
+    with pytest.raises(SystemExit) as e:
+        run._parse_args(["--help"])
+    assert e.value.code == 0
+    assert "--iperf3-duration IPERF3_DURATION" in capsys.readouterr().out
