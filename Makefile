@@ -12,6 +12,8 @@ ARCH      := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_SKELS  := $(patsubst bpf/%.bpf.c,$(BUILD)/include/%.skel.h,$(BPF_SRCS))
+# every object also in its compat build, for kernels before 5.17 (bpf/compat.h)
+BPF_COMPAT_SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/include/%.compat.skel.h,$(BPF_SRCS))
 COMMON_SRCS := $(wildcard common/*.c)
 COMMON_OBJS := $(patsubst common/%.c,$(BUILD)/common/%.o,$(COMMON_SRCS))
 USER_SRCS  := $(wildcard user/*.c)
@@ -71,10 +73,20 @@ $(BUILD)/include/vmlinux.h: | $(BUILD)/include
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/include/vmlinux.h | $(BUILD)/bpf
 	$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD)/include -Ibpf -c $< -o $@
 
+$(BUILD)/bpf/%.compat.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/include/vmlinux.h | $(BUILD)/bpf
+	$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -DNETIO_COMPAT -I$(BUILD)/include -Ibpf -c $< -o $@
+
 $(BUILD)/include/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 
-$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard common/*.h) $(wildcard bpf/*.h) $(BPF_SKELS) | $(BUILD)/user
+# The tracer opens a compat build through its object's skeleton (user/attach.c): the two must
+# hold the same programs and maps, in the same order (scripts/check-compat-skel.sh).
+$(BUILD)/include/%.compat.skel.h: $(BUILD)/bpf/%.compat.bpf.o $(BUILD)/include/%.skel.h scripts/check-compat-skel.sh
+	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_compat_bpf > $@.tmp
+	scripts/check-compat-skel.sh $(BUILD)/include/$*.skel.h $@.tmp
+	mv $@.tmp $@
+
+$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard common/*.h) $(wildcard bpf/*.h) $(BPF_SKELS) $(BPF_COMPAT_SKELS) | $(BUILD)/user
 	$(CC) $(CFLAGS) -I$(BUILD)/include -Ibpf -Iuser -Icommon -c $< -o $@
 
 $(BUILD)/netio-tracer: $(USER_OBJS) $(COMMON_OBJS)

@@ -1,4 +1,4 @@
-"""Per-copy attribution of sampled stacks (DESIGN.md, "Per-copy attribution"; issue 4).
+"""Per-copy attribution of sampled stacks (docs/DESIGN.md, "Per-copy attribution"; issue 4).
 
 Each folded stack (``comm;outermost;...;innermost count``, kernel frames suffixed ``_[k]``)
 goes to the category of the innermost frame that matches a rule of RULES, the one table of
@@ -19,14 +19,14 @@ How the walk goes, from the innermost frame outwards:
 - a frame of the idle loop reached before any match: ``idle``, left out of every count;
 - no match: ``other``, so that what the rules do not know stays visible.
 
-The categories (issue 17): the copies first, with DESIGN.md's meanings; then the send and
+The categories (issue 17): the copies first, with docs/DESIGN.md's meanings; then the send and
 receive path as a kernel engineer reads a profile (syscall and socket layer, TCP transmit,
 IP and device transmit, softirq receive, checksums, skb memory, scheduler and wake-ups,
 locks and irqs-off, the tracer's BPF, the workload's start-up and exit); ``other`` last. Inside a copy frame everything is the
 copy's (its allocations and locks: the path rules have ``not_under=COPY_FRAMES``), except the
 tracer's BPF, which is never a copy's cost. A frame that belongs to two paths is decided by
 the frames around it, and its rule says how (locks inside a wake-up are the wake-up's;
-clock reads and other helpers have no rule, so their caller decides). DEVELOPERS.md has the
+clock reads and other helpers have no rule, so their caller decides). docs/DESIGN.md has the
 table.
 
 What the samples can and cannot see (checked with perf on the host, issue 4):
@@ -56,7 +56,7 @@ import fnmatch
 import math
 import re
 
-# The copies first (DESIGN.md's names and meanings), then the send and receive path as a
+# The copies first (docs/DESIGN.md's names and meanings), then the send and receive path as a
 # kernel engineer reads a profile (issue 17), "other" last.
 COPY_CATEGORIES = ("user_copy", "kernel_tx_copy", "pinning", "fallback_copy", "completion",
                    "kernel_rx_copy")
@@ -512,7 +512,7 @@ def _num(v):
 
 
 def attribute(folded_lines, source, task_clock_ns, tsc_hz, cycles, payload_bytes):
-    """The run's `attribution` object (DESIGN.md).
+    """The run's `attribution` object (docs/DESIGN.md).
 
     folded_lines: iterable of folded stack lines; source: "cycles", "cpu-clock" or "tick";
     task_clock_ns, tsc_hz, cycles: from the perf object (cycles None where not counted);

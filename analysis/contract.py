@@ -1,4 +1,4 @@
-"""The results contract's names (DESIGN.md, "Results contract"): the strategies and transports
+"""The results contract's names (docs/DESIGN.md, "Results contract"): the strategies and transports
 a run record may name, in the order reports and plots show them, what runs where, and a run's
 key."""
 

@@ -1,4 +1,4 @@
-"""The two passes of a sweep (DESIGN.md, "Two passes"; issue 13): which runs answer which
+"""The two passes of a sweep (docs/DESIGN.md, "Two passes"; issue 13): which runs answer which
 question, the tracer's cost per configuration, and the comparisons the noise cannot decide.
 
 Throughput, latency, retransmits and every comparison between strategies come from the

@@ -1,4 +1,4 @@
-"""One run's object (DESIGN.md's per-run fields) from what the workloads and the tracer wrote,
+"""One run's object (docs/DESIGN.md's per-run fields) from what the workloads and the tracer wrote,
 and the on-the-spot consistency checks."""
 
 from analysis.contract import ZEROCOPY_STRATEGIES
@@ -27,7 +27,7 @@ def _process(snapshot, pid):
 
 
 def trace_object(snapshot, server_pid, client_pid):
-    """DESIGN.md's trace object for one run: the server's tx fields, the client's rx copy, the
+    """docs/DESIGN.md's trace object for one run: the server's tx fields, the client's rx copy, the
     namespaces' softirq fields summed; the rest as the tracer wrote it."""
     if not isinstance(snapshot, dict):
         return None
@@ -55,7 +55,10 @@ def trace_object(snapshot, server_pid, client_pid):
          "drops_by_cause": snapshot.get("drops_by_cause")}
     if t["zc_tx_bytes"] is None:
         t["zc_tx_bytes"] = ns_zc
+    if t["tx_copy_bytes"] is None and snapshot.get("tx_copy_inferred"):
+        t["tx_copy_bytes"] = _inferred_copy(t)
     t["netns_zc_tx_bytes"] = ns_zc
+    t["unavailable"] = snapshot.get("unavailable") or {}
     t["by_role"] = {}
     for role, p in (("server", srv), ("client", cli)):
         if p is not None:
@@ -66,6 +69,16 @@ def trace_object(snapshot, server_pid, client_pid):
         if k in snapshot:
             t[k] = snapshot[k]
     return t
+
+
+def _inferred_copy(t):
+    """A run's copy where the tracer could not infer it per process (its zero-copy bytes are
+    counted per namespace only there): what was sent less what left as user pages in the run's
+    own namespaces or as spliced pages. None where a figure is missing."""
+    tx, zc, spliced = t["tx_bytes"], t["zc_tx_bytes"], t["tx_spliced_bytes"] or 0
+    if tx is None or zc is None:
+        return None
+    return max(0, tx - zc - spliced)
 
 
 def tcp_object(server):

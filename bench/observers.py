@@ -281,7 +281,7 @@ def tracer_memory(pid):
 
 
 # ---- our tracer's variants ---------------------------------------------------------------
-# The programs by part, for the experiments' NETIO_TRACER_SKIP (DEVELOPERS.md): the syscall
+# The programs by part, for the experiments' NETIO_TRACER_SKIP (docs/tracer.md): the syscall
 # hooks (per-call latency), the socket-layer events (bytes and calls per process, the end of a
 # traced call), the rest (xmit and receive per skb, socket state). A variant that leaves some
 # out checks in every run what attached, so a new program cannot slip into it.

@@ -1,6 +1,6 @@
 """Interleaved rounds and their statistics, in one place for every bench section.
 
-Runs on this machine differ by up to 2x from one to the next (DESIGN.md, measurement hygiene),
+Runs on this machine differ by up to 2x from one to the next (docs/DESIGN.md, measurement hygiene),
 so a comparison is never one run against another: every round runs each variant once, the
 order flips every other round (A B C, C B A, ...) so slow drift hits all variants alike, and
 results are compared within a round (paired ratios) and summarized as median, min and max.

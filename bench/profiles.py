@@ -13,8 +13,8 @@ def _has(fr, *prefixes):
 
 
 # What a traced run's samples show of the tracer's cost (first match wins). Samples are on
-# cpu-clock here: time with interrupts off lands elsewhere (DESIGN.md), so these are lower
-# bounds.
+# cpu-clock here: time with interrupts off lands elsewhere (docs/DESIGN.md), so these are
+# lower bounds.
 COST_CLASSES = [
     ("in BPF run-time stats clock reads (`sched_clock` under `bpf_trace_run*`)",
      lambda fr: _has(fr, "bpf_trace_run") and any("sched_clock" in x for x in fr)),

@@ -152,26 +152,43 @@ static __always_inline void on_rx_copy(long len)
 	}
 }
 
-/* __msg_zerocopy_callback(uarg): one completion notification for the sends
- * [id, id + len); zerocopy == 0 means the pages were copied (SO_EE_CODE_ZEROCOPY_COPIED).
- * Attributed to the netns of the sending socket. */
-static __always_inline void on_zc_completion(struct ubuf_info_msgzc *uarg)
+/* One completion notification for the sends [id, id + len) of the socket whose notification
+ * skb holds uarg in its cb[] (uarg's struct depends on the kernel: below), attributed to the
+ * netns of that socket; copied: the pages were copied (SO_EE_CODE_ZEROCOPY_COPIED). */
+static __always_inline void count_zc_completion(void *uarg, u32 len, bool copied)
 {
-	struct sk_buff *skb;
-	struct netns_stats *ns;
-	u32 len, zerocopy;
+	struct sk_buff *skb = (struct sk_buff *)((char *)uarg -
+						 bpf_core_field_offset(struct sk_buff, cb));
+	struct netns_stats *ns = netns_stats_of(BPF_CORE_READ(skb, sk, __sk_common.skc_net.net));
 
-	/* the notification skb holds the ubuf_info in its cb[] */
-	skb = (struct sk_buff *)((char *)uarg - bpf_core_field_offset(struct sk_buff, cb));
-	ns = netns_stats_of(BPF_CORE_READ(skb, sk, __sk_common.skc_net.net));
 	if (!ns)
 		return;
-	len = BPF_CORE_READ(uarg, len);
-	zerocopy = BPF_CORE_READ_BITFIELD_PROBED(uarg, zerocopy);
 	ns->zc_completions++;
 	ns->zc_completed_sends += len;
-	if (!zerocopy)
+	if (copied)
 		ns->zc_copied_sends += len;
+}
+
+/* __msg_zerocopy_callback(struct ubuf_info_msgzc *uarg) (6.0+: ubuf_info_msgzc): zerocopy == 0
+ * means the pages were copied. */
+static __always_inline void on_zc_completion(struct ubuf_info_msgzc *uarg)
+{
+	count_zc_completion(uarg, BPF_CORE_READ(uarg, len),
+			    !BPF_CORE_READ_BITFIELD_PROBED(uarg, zerocopy));
+}
+
+/* Before 5.12: sock_zerocopy_callback(struct ubuf_info *uarg, bool success), called once the
+ * last reference to uarg goes, with the fields in struct ubuf_info itself; !success means
+ * copied. */
+struct ubuf_info___pre512 {
+	u32 id;
+	u16 len;
+} __attribute__((preserve_access_index));
+
+static __always_inline void on_zc_completion_pre512(struct ubuf_info___pre512 *uarg,
+						    bool success)
+{
+	count_zc_completion(uarg, BPF_CORE_READ(uarg, len), !success);
 }
 
 #endif

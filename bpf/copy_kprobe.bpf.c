@@ -128,3 +128,10 @@ int BPF_KPROBE(kp_zc_callback, struct ubuf_info_msgzc *uarg)
 	on_zc_completion(uarg);
 	return 0;
 }
+
+SEC("kprobe")
+int BPF_KPROBE(kp_zc_callback_pre512, struct ubuf_info___pre512 *uarg, bool success)
+{
+	on_zc_completion_pre512(uarg, success);
+	return 0;
+}

@@ -30,7 +30,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
-#include "maps.h"
+#include "thread.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -76,15 +76,23 @@ struct {
  * the kfunc is absent and only the *_pre62 programs are loaded. */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
-/* skb_shinfo(skb)->flags & SKBFL_ZEROCOPY_ENABLE, for an skb with paged data: user pages are
- * always frags, so an skb without (an ACK, say) has none to count or to copy, and is
- * dismissed with one load before its shared info is read. skb->end is an offset from head on
- * 64-bit kernels (NET_SKBUFF_DATA_USES_OFFSET), a pointer elsewhere. */
+/* Before 5.12 the zerocopy mark was SKBTX_DEV_ZEROCOPY in the shared info's tx_flags. */
+struct skb_shared_info___pre512 {
+	__u8 tx_flags;
+} __attribute__((preserve_access_index));
+#define NETIO_SKBTX_DEV_ZEROCOPY (1 << 3)
+
+/* skb_shinfo(skb)->flags & SKBFL_ZEROCOPY_ENABLE (tx_flags & SKBTX_DEV_ZEROCOPY before 5.12),
+ * for an skb with paged data: user pages are always frags, so an skb without (an ACK, say) has
+ * none to count or to copy, and is dismissed with one load before its shared info is read.
+ * skb->end is an offset from head on 64-bit kernels (NET_SKBUFF_DATA_USES_OFFSET), a pointer
+ * elsewhere. The cast build runs on 6.2+ only, where the flags are `flags`. */
 static __always_inline bool skb_zc(struct sk_buff *skb, const bool cast)
 {
 	struct skb_shared_info *shinfo;
 	unsigned char *sh;
-	u8 flags = 0;
+	u8 flags = 0, bit = SKBFL_ZEROCOPY_ENABLE_BIT;
+	u32 off;
 
 	if (!skb->data_len)
 		return false;
@@ -96,10 +104,15 @@ static __always_inline bool skb_zc(struct sk_buff *skb, const bool cast)
 		shinfo = bpf_rdonly_cast(sh, bpf_core_type_id_kernel(struct skb_shared_info));
 		flags = shinfo->flags;
 	} else {
-		bpf_probe_read_kernel(&flags, 1,
-				      sh + bpf_core_field_offset(struct skb_shared_info, flags));
+		if (bpf_core_field_exists(struct skb_shared_info, flags)) {
+			off = bpf_core_field_offset(struct skb_shared_info, flags);
+		} else {
+			off = bpf_core_field_offset(struct skb_shared_info___pre512, tx_flags);
+			bit = NETIO_SKBTX_DEV_ZEROCOPY;
+		}
+		bpf_probe_read_kernel(&flags, 1, sh + off);
 	}
-	return flags & SKBFL_ZEROCOPY_ENABLE_BIT;
+	return flags & bit;
 }
 
 /* The sequence number in the TCP header of an skb on its way out; -1 if it cannot be read. */
@@ -124,7 +137,9 @@ static __always_inline int tcp_seq(struct sk_buff *skb, const bool cast, u32 *se
  * address of its saved user registers is fixed for its life (the top of its kernel stack) and
  * kept in its storage, where current_syscall_nr() makes two helper calls per event (what a
  * helper call costs here: bench/NOTES.md). The socket tracepoints are 6.3+, where
- * bpf_rdonly_cast exists (the rows of these programs require it: user/attach.c). */
+ * bpf_rdonly_cast exists (the rows of these programs require it: user/attach.c), and so does
+ * everything else the storage build needs: the compat build has these programs only so that
+ * both builds have the same, and the tracer never loads them from it. */
 static __always_inline long thread_syscall_nr(struct task_state *st, struct task_struct *task)
 {
 	struct pt_regs *regs;
@@ -147,24 +162,26 @@ static __always_inline bool socket_call_ending(struct task_state *st, struct tas
 
 /* An io_uring zero-copy send leaves SOCK_ZEROCOPY unset: the bytes xmit kept pending on a
  * socket it saw zerocopy skbs of go to the process whose io_uring sends on it. */
-static __always_inline void claim_io_uring_zc(struct sock *sk, struct task_state *st)
+static __always_inline void claim_io_uring_zc(struct sock *sk, struct task_state *st,
+					      struct thread_counts *c)
 {
 	u64 key = (u64)sk;
 
 	if (bpf_map_lookup_elem(&sk_owner, &key))
-		note_zc_owner(key, st->tgid, st);
+		note_zc_owner(key, st->tgid, c);
 }
 
 /* A zerocopy send of the thread: its process is named the socket's owner at the thread's
  * first send on it, and again only after an owner of any socket changed (zc_owner_gen in
  * bpf/maps.h); what xmit keeps pending in between is claimed at the close or the snapshot. */
-static __always_inline void note_zc_send(struct sock *sk, struct task_state *st)
+static __always_inline void note_zc_send(struct sock *sk, struct task_state *st,
+					 struct thread_counts *c)
 {
 	u32 *gen = zc_owner_gen_slot(), now = gen ? *gen : 0;
 
 	if (gen && st->zc_sk == (u64)sk && st->zc_gen == now)
 		return;
-	note_zc_owner((u64)sk, st->tgid, st);
+	note_zc_owner((u64)sk, st->tgid, c);
 	st->zc_sk = (u64)sk;
 	st->zc_gen = now;
 }
@@ -173,19 +190,19 @@ static __always_inline void note_zc_send(struct sock *sk, struct task_state *st)
  * (spliced pages), or made by io_uring (inside io_uring_enter, or on one of its workers).
  * Costs a load from the thread's saved registers (thread_syscall_nr). */
 static __always_inline void other_send(struct sock *sk, int ret, struct task_state *st,
-				       struct task_struct *task)
+				       struct thread_counts *c, struct task_struct *task)
 {
 	long nr;
 
-	if (task->flags & NETIO_PF_IO_WORKER) {
-		claim_io_uring_zc(sk, st);
+	if (TASK_READ(task, flags) & NETIO_PF_IO_WORKER) {
+		claim_io_uring_zc(sk, st, c);
 		return;
 	}
 	nr = thread_syscall_nr(st, task);
 	if (nr == NR_SENDFILE || nr == NR_SPLICE)
-		st->counts.tx_spliced_bytes += ret;
+		COUNT_ADD(c->p.tx_spliced_bytes, ret);
 	else if (nr == NR_IO_URING_ENTER)
-		claim_io_uring_zc(sk, st);
+		claim_io_uring_zc(sk, st, c);
 }
 
 /* A send returns at the socket layer: bytes and calls of the followed thread, counted in its
@@ -193,20 +210,22 @@ static __always_inline void other_send(struct sock *sk, int ret, struct task_sta
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = current_task();
 	struct task_state *st = followed_thread(task);
+	struct thread_counts *c;
 	bool ends;
 
 	if (!st)
 		return 0;
 	ends = socket_call_ending(st, task, true);
-	if (ret > 0 && counted_proto(sk->sk_protocol)) {
-		st->counts.tx_bytes += ret;
-		st->counts.tx_calls++;
+	c = thread_counts_of(st);
+	if (c && ret > 0 && counted_proto(sk->sk_protocol)) {
+		COUNT_ADD(c->p.tx_bytes, ret);
+		COUNT_ADD(c->p.tx_calls, 1);
 		if (!ends)
-			other_send(sk, ret, st, task);
+			other_send(sk, ret, st, c, task);
 		if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1)
-			note_zc_send(sk, st);
+			note_zc_send(sk, st, c);
 	}
 	if (ends)
 		sc_finish(st, ret);
@@ -222,14 +241,16 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = current_task();
 	struct task_state *st = followed_thread(task);
+	struct thread_counts *c;
 
 	if (!st)
 		return 0;
-	if (ret > 0 && !(flags & NETIO_MSG_TRUNC)) {
-		st->counts.rx_copy_bytes += ret;
-		st->counts.rx_calls++;
+	c = thread_counts_of(st);
+	if (c && ret > 0 && !(flags & NETIO_MSG_TRUNC)) {
+		COUNT_ADD(c->p.rx_copy_bytes, ret);
+		COUNT_ADD(c->p.rx_calls, 1);
 	}
 	if (socket_call_ending(st, task, false))
 		sc_finish(st, ret);
@@ -242,16 +263,20 @@ SEC("tp_btf/skb_copy_datagram_iovec")
 int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 {
 	struct task_struct *task;
+	struct thread_counts *c;
 	struct task_state *st;
 
 	if (len <= 0)
 		return 0;
-	task = bpf_get_current_task_btf();
+	task = current_task();
 	st = followed_thread(task);
 	if (!st)
 		return 0;
-	st->counts.rx_copy_bytes += len;
-	st->counts.rx_calls++;
+	c = thread_counts_of(st);
+	if (c) {
+		COUNT_ADD(c->p.rx_copy_bytes, len);
+		COUNT_ADD(c->p.rx_calls, 1);
+	}
 	thread_counted(st, task);
 	return 0;
 }
@@ -314,8 +339,10 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 			fresh = tcp_fresh_bytes(si, skb, data_len, cast);
 		if (fresh < data_len && ns)
 			ns->zc_skbs_again++;
+#ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.h, claim_zc_bytes */
 		if (fresh)
 			__sync_fetch_and_add(&si->pending, fresh);
+#endif
 	}
 	if (fresh && ns) {
 		ns->zc_tx_bytes += fresh;

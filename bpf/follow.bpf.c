@@ -12,7 +12,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "maps.h"
+#include "thread.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -69,7 +69,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	long err;
 
 	if (btf && parent_followed)
-		adopt_thread(child, ctgid, false);
+		thread_adopt(child, ctgid);
 	if (ctgid == ptgid)
 		return 0;
 	if (parent_followed) {
@@ -88,7 +88,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 		count_event(CNT_CGROUP_FOLLOWED);
 		tgid_stats_try(ctgid);
 		if (btf)
-			adopt_thread(child, ctgid, false);
+			thread_adopt(child, ctgid);
 	}
 	count_update_error(err);
 	return 0;

@@ -43,10 +43,13 @@ enum netio_sc_class {
 
 /* Indices of the exit_wanted array (syscalls.bpf.c). EXIT_WANTED: set by BPF once a followed
  * thread entered a call that ends at sys_exit (the tracer then attaches sys_exit);
- * EXIT_SOCKET_END: set by the tracer when send and receive calls end at the socket layer. */
+ * EXIT_SOCKET_END: set by the tracer when send and receive calls end at the socket layer;
+ * EXIT_TX_BYTES: set by the tracer when no other rung counts the bytes sent, which then come
+ * from the send calls' return values (on TCP and UDP sockets). */
 enum netio_exit_state {
 	EXIT_WANTED = 0,
 	EXIT_SOCKET_END,
+	EXIT_TX_BYTES,
 	EXIT_NR,
 };
 
@@ -101,11 +104,19 @@ struct kernel_counts {
 	u64 run_ns;		/* se.sum_exec_runtime: task-clock */
 };
 
+/* What a followed thread counts on its own send, receive and syscall paths: in its own storage
+ * where the kernel has task-local storage (bpf/thread.h), flushed word by word into the same
+ * struct at the head of its process's statistics; straight into those where it has none
+ * (bpf/thread_compat.h). u64 words only. */
+struct thread_counts {
+	struct proc_stats p;
+	struct sc_stats sc[SC_NR_CLASSES];
+};
+
 /* Everything counted per process (tgid), per CPU: one map lookup serves a syscall's exit, its
  * class statistics and the copy counters. */
 struct tgid_stats {
-	struct proc_stats p;
-	struct sc_stats sc[SC_NR_CLASSES];
+	struct thread_counts c;
 	struct kernel_counts k;
 	char comm[NETIO_COMM_LEN];	/* set when the entry is created (last: not summed) */
 };

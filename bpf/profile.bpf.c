@@ -20,6 +20,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "compat.h"
 
 /* Shared with user/profile.c, which checks the key size against the map at load. */
 #define PROFILE_MAX_DEPTH 127 /* PERF_MAX_STACK_DEPTH */
@@ -132,18 +133,20 @@ static __always_inline void stat_add(__u32 idx)
 		*v += 1;
 }
 
+#ifndef NETIO_COMPAT
 static long any_elem(struct bpf_map *map, const void *key, void *value, void *ctx)
 {
 	*(int *)ctx = 1;
 	return 1; /* stop at the first element */
 }
+#endif
 
 static __always_inline int is_ksoftirqd(void)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_struct *t = current_task();
 	char comm[16];
 
-	if (!(t->flags & PF_KTHREAD))
+	if (!(TASK_READ(t, flags) & PF_KTHREAD))
 		return 0;
 	bpf_get_current_comm(comm, sizeof(comm));
 	return comm[0] == 'k' && comm[1] == 's' && comm[2] == 'o' && comm[3] == 'f' &&
@@ -187,8 +190,10 @@ static __always_inline int do_sample(void *ctx, __u64 irq_sp)
 			return 0;
 		if (followed_hint)
 			any = 1;
+#ifndef NETIO_COMPAT	/* bpf_for_each_map_elem is 5.13: the hint alone there */
 		else
 			bpf_for_each_map_elem(&followed_tgids, any_elem, &any, 0);
+#endif
 		if (!any)
 			return 0;
 		flags |= PROFILE_F_SOFTIRQ;
@@ -225,11 +230,13 @@ static __always_inline int do_sample(void *ctx, __u64 irq_sp)
 		if ((__s64)irq_sp > 0) {
 			sp = irq_sp;
 		} else {
+#ifndef NETIO_COMPAT	/* bpf_task_pt_regs is 5.15: no leaf word for a tick sample there */
 			struct pt_regs *uregs =
 				(struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
 			if (uregs)
 				sp = BPF_CORE_READ(uregs, sp);
+#endif
 		}
 		if (sp && bpf_probe_read_user(&word, sizeof(word), (void *)sp) == 0)
 			bpf_map_update_elem(&leaf_ret, &uid, &word, BPF_ANY);

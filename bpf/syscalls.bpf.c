@@ -13,7 +13,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "maps.h"
+#include "thread.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -84,15 +84,79 @@ static __always_inline u64 call_start(struct task_state *st)
 	return bpf_ktime_get_ns();
 }
 
-/* id: syscall number; flags: recvmsg's flags argument, read by the caller (directly or by a
- * probe read), else 0 */
-static __always_inline int on_enter(int cls, long id, u64 flags)
+#define NETIO_S_IFMT 00170000
+#define NETIO_S_IFSOCK 0140000
+#define NETIO_AF_INET 2
+#define NETIO_AF_INET6 10
+
+/* What file descriptor fd of task (current) is, for a call's class: not a socket, a socket, or
+ * a TCP or UDP socket over IP (whose bytes sent are tx_bytes). */
+enum fd_kind { FD_OTHER, FD_SOCKET, FD_IP_SOCKET };
+
+static __always_inline enum fd_kind fd_kind(struct task_struct *task, long fd)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds, *f = NULL;
+	struct socket *sock;
+	struct sock *sk;
+	u16 family, proto;
+
+	if (!fdt || fd < 0 || (unsigned long)fd >= BPF_CORE_READ(fdt, max_fds))
+		return FD_OTHER;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return FD_OTHER;
+	if ((BPF_CORE_READ(f, f_inode, i_mode) & NETIO_S_IFMT) != NETIO_S_IFSOCK)
+		return FD_OTHER;
+	sock = BPF_CORE_READ(f, private_data);
+	sk = BPF_CORE_READ(sock, sk);
+	family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	proto = BPF_CORE_READ(sk, sk_protocol);
+	if ((family == NETIO_AF_INET || family == NETIO_AF_INET6) &&
+	    (proto == 6 /* TCP */ || proto == 17 /* UDP */))
+		return FD_IP_SOCKET;
+	return FD_SOCKET;
+}
+
+static __always_inline bool exit_state(u32 which)
+{
+	u32 *v = bpf_map_lookup_elem(&exit_wanted, &which);
+
+	return v && *v;
+}
+
+/* Where the socket layer does not mark the end of send and receive calls (before 6.3, or the
+ * compat build), their descriptor tells what the call is: a read or write of a file is no
+ * socket call, and the bytes of a send on a TCP or UDP socket are tx_bytes if no other rung
+ * counts them (EXIT_TX_BYTES). Returns false for a call not to trace. */
+static __always_inline bool classify_fd(struct task_state *st, int cls, struct task_struct *task,
+					long fd)
+{
+	enum fd_kind kind;
+
+	st->tx_counted = 0;
+	if (cls != SC_READ && cls != SC_WRITE && !sc_is_send(cls) && cls != SC_SENDFILE)
+		return true;
+	if (exit_state(EXIT_SOCKET_END))
+		return true;
+	kind = fd_kind(task, fd);
+	if (kind == FD_OTHER && (cls == SC_READ || cls == SC_WRITE))
+		return false;
+	st->tx_counted = kind == FD_IP_SOCKET && cls != SC_READ && exit_state(EXIT_TX_BYTES);
+	return true;
+}
+
+/* id: syscall number; fd: the first argument (a descriptor for every class but poll's);
+ * flags: recvmsg's flags argument, else 0 (each read by the caller, directly or by a probe
+ * read) */
+static __always_inline int on_enter(int cls, long id, long fd, u64 flags)
+{
+	struct task_struct *task = current_task();
 	struct task_state *st = followed_thread(task);
+	struct thread_counts *c;
 	bool counted;
 
-	if (!st)
+	if (!st || !classify_fd(st, cls, task, fd))
 		return 0;
 	if (cls == SC_RECVMSG && (flags & NETIO_MSG_ERRQUEUE))
 		cls = SC_RECVMSG_ERRQUEUE;
@@ -100,18 +164,34 @@ static __always_inline int on_enter(int cls, long id, u64 flags)
 	if (counted) {
 		u32 key = EXIT_WANTED, *wanted = bpf_map_lookup_elem(&exit_wanted, &key);
 
-		st->counts.sc[cls].count++;
+		c = thread_counts_of(st);
+		if (c)
+			COUNT_ADD(c->sc[cls].count, 1);
 		if (wanted && !*wanted)
 			*wanted = 1;
 	}
-	if (!st->spill) {	/* a spill slot lasts one event: its calls are not timed */
+	if (!thread_spilled(st)) {	/* a spill slot lasts one event: its calls are not timed */
 		st->cls = cls;
 		st->nr = id;
 		st->ts = call_start(st);
 	}
-	if (counted || st->spill)
+	if (counted || thread_spilled(st))
 		thread_counted(st, task);
 	return 0;
+}
+
+/* A send on a TCP or UDP socket returned ret > 0 where its bytes are tx_bytes (classify_fd):
+ * sendfile's were spliced from the page cache, not copied. */
+static __always_inline void count_tx(struct task_state *st, int cls, long ret)
+{
+	struct thread_counts *c = thread_counts_of(st);
+
+	if (!c)
+		return;
+	COUNT_ADD(c->p.tx_bytes, ret);
+	COUNT_ADD(c->p.tx_calls, 1);
+	if (cls == SC_SENDFILE)
+		COUNT_ADD(c->p.tx_spliced_bytes, ret);
 }
 
 /* cls: the class of the syscall returning (sc_class), known before any map is looked at:
@@ -131,11 +211,13 @@ static __always_inline int on_exit(int cls, long ret)
 		if (socket_end && *socket_end)
 			return 0;
 	}
-	/* no storage: a thread never followed; ts 0: not in a traced call */
-	task = bpf_get_current_task_btf();
-	st = bpf_task_storage_get(&task_state, task, 0, 0);
+	/* no state: a thread never followed; ts 0: not in a traced call */
+	task = current_task();
+	st = thread_state(task);
 	if (!st || !st->ts)
 		return 0;
+	if (st->tx_counted && ret > 0)
+		count_tx(st, cls, ret);
 	sc_finish(st, ret);
 	thread_counted(st, task);
 	return 0;
@@ -149,7 +231,8 @@ int BPF_PROG(sc_enter, struct pt_regs *regs, long id)
 
 	if (cls < 0)
 		return 0;
-	return on_enter(cls, id, cls == SC_RECVMSG ? PT_REGS_PARM3(regs) : 0);
+	return on_enter(cls, id, PT_REGS_PARM1(regs),
+			cls == SC_RECVMSG ? PT_REGS_PARM3(regs) : 0);
 }
 
 SEC("tp_btf/sys_exit")
@@ -166,7 +249,8 @@ int BPF_PROG(sc_enter_raw, struct pt_regs *regs, long id)
 
 	if (cls < 0)
 		return 0;
-	return on_enter(cls, id, cls == SC_RECVMSG ? PT_REGS_PARM3_CORE(regs) : 0);
+	return on_enter(cls, id, PT_REGS_PARM1_CORE(regs),
+			cls == SC_RECVMSG ? PT_REGS_PARM3_CORE(regs) : 0);
 }
 
 SEC("raw_tp/sys_exit")
@@ -178,22 +262,21 @@ int BPF_PROG(sc_exit_raw, struct pt_regs *regs, long ret)
 /* fentry/fexit on the syscall functions themselves (the attach ladder's first rung for
  * syscalls, issue 15): only the calls we follow run a program, where sys_enter/sys_exit put
  * every syscall of every task on the slow path. The attach table (attach.c) names each
- * program's function (__x64_sys_sendto, __arm64_sys_sendto, ...). The function's argument is
- * the user's registers. */
+ * program's function (__x64_sys_sendto, __arm64_sys_sendto, ...). The function's one argument
+ * is the user's registers (the syscall number, recvmsg's flags); fexit gets the return value
+ * after it. */
 #define SYSCALL_FENTRY(name, cls)						\
 SEC("fentry")									\
 int BPF_PROG(fs_##name##_in, struct pt_regs *regs)				\
 {										\
-	return on_enter(cls, current_syscall_nr(),				\
+	return on_enter(cls, SYSCALL_NR(regs),					\
+			PT_REGS_PARM1_CORE(regs),				\
 			cls == SC_RECVMSG ? PT_REGS_PARM3_CORE(regs) : 0);	\
 }										\
 SEC("fexit")									\
-int fs_##name##_out(u64 *ctx)							\
+int BPF_PROG(fs_##name##_out, struct pt_regs *regs, long ret)			\
 {										\
-	u64 ret = 0;								\
-										\
-	bpf_get_func_ret(ctx, &ret);						\
-	return on_exit(cls, (long)ret);						\
+	return on_exit(cls, ret);						\
 }
 
 SYSCALL_FENTRY(sendto, SC_SENDTO)

@@ -175,7 +175,7 @@ def build_parser():
     df.add_argument("--out", metavar="DIR", help="where diff.md and diff.html go (default B)")
 
     doc = sub.add_parser("doctor", help="what this kernel and machine allow (probed)")
-    doc.add_argument("--json", action="store_true", help="print DESIGN.md's doctor object")
+    doc.add_argument("--json", action="store_true", help="print docs/DESIGN.md's doctor object")
     return p
 
 

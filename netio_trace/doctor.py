@@ -71,7 +71,7 @@ def tool_paths():
 
 
 def collect():
-    """The doctor object (DESIGN.md): kernel, btf, attach, pmu, msg_zerocopy, netns, tools."""
+    """The doctor object (docs/DESIGN.md): kernel, btf, attach, pmu, msg_zerocopy, netns, tools."""
     out = {"kernel": os.uname().release}
     errors = []
     try:

@@ -558,7 +558,7 @@ def _sweep_desc(runs):
 
 
 def _passes_note(answers, traced, answers_traced, source):
-    """Which pass each figure comes from (DESIGN.md, "Two passes")."""
+    """Which pass each figure comes from (docs/DESIGN.md, "Two passes")."""
     if not traced:
         return ("Measured without the tracer (`--no-trace`): throughput and latency are the "
                 "workloads' own; there is no copy accounting, syscall histogram or stack here.")
@@ -868,7 +868,7 @@ def _flames_section(d, c):
 def _files_section(d, c):
     """What the directory holds."""
     d.h(1, "Files")
-    d.bullets(["`runs.jsonl`: one JSON object per run (DESIGN.md contract)",
+    d.bullets(["`runs.jsonl`: one JSON object per run (docs/DESIGN.md contract)",
                "`results.csv`: one row per run; counters this machine cannot count are empty",
                "`plots/*.png`, `flamegraphs/*.folded`, `flamegraphs/*.svg`",
                "`raw/<run>/`: each run's workload JSON, stderr and tracer snapshot",

@@ -366,7 +366,7 @@ PLOTS = ("throughput_vs_size", "latency_vs_threads", "cycles_per_byte", "cache_m
 
 
 def _draw(name, answers, traced, all_runs, frames, out_dir):
-    """One plot from the pass its figures come from (DESIGN.md, "Two passes")."""
+    """One plot from the pass its figures come from (docs/DESIGN.md, "Two passes")."""
     df_answers, df_traced, df_all = frames
     fn = globals()[name]
     if name in ("throughput_vs_size", "latency_vs_threads"):

@@ -20,6 +20,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+./scripts/deps-kernels.sh
+
 if [ ! -x .venv/bin/python ]; then
     echo "deps: creating .venv"
     python3 -m venv .venv

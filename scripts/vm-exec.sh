@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scripts/vm-exec.sh OUT SCRIPT: boot Debian's stock kernel (6.1: fentry/fexit and kprobes
-# work there) with virtme-ng under QEMU/TCG and run SCRIPT OUT inside it, as root, from the
+# scripts/vm-exec.sh OUT SCRIPT: boot one of Debian's stock kernels (6.1 unless told: fentry/fexit
+# and kprobes work there) with virtme-ng under QEMU/TCG and run SCRIPT OUT inside it, as root, from the
 # repository's root, with tracefs, bpffs and /var/run/netns ready. The guest's root file
 # system is this machine's, read-only, with a /tmp of its own; OUT (a host directory) is
 # shared read-write, so SCRIPT must be a file in it. The kernel console goes to OUT/vm.log.
@@ -13,14 +13,15 @@
 # trapping on the patch's breakpoint after it was gone (bench/NOTES.md, "The guest"). KVM
 # hangs on this machine, so --disable-kvm.
 #
-# Environment: NETIO_VM_KERNEL (default: the newest /boot/vmlinuz-*), NETIO_VM_TIMEOUT
+# Environment: NETIO_VM_KERNEL (an image path, default Debian's 6.1: `scripts/kernels.sh 6.1`;
+# the matrix's kernels are listed in tests/vm/kernels), NETIO_VM_TIMEOUT
 # (seconds for the whole boot, default 480). Exit status: 3 if the guest cannot be booted
 # here (the reason on stderr), else vng's (124 on timeout).
 set -uo pipefail
 
 root="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
 vng="$root/.venv/bin/vng"
-kernel="${NETIO_VM_KERNEL:-$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1)}"
+kernel="${NETIO_VM_KERNEL:-$("$root/scripts/kernels.sh" 6.1 2>/dev/null)}"
 timeout_s="${NETIO_VM_TIMEOUT:-480}"
 
 cannot() {

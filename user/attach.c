@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The attach ladder: see attach.h and DESIGN.md.
+/* The attach ladder: see attach.h and docs/DESIGN.md.
  *
  * Each BPF object is opened through its skeleton. The ladder's table names each program as a
  * field of its object's skeleton (ROW below), so a program that does not exist does not
@@ -18,12 +18,19 @@
 #include "attach.h"
 #include "netio.h"
 #include "trace_helpers.h"
+#include "builds.h"
 #include "follow.skel.h"
 #include "copy_fentry.skel.h"
 #include "copy_kprobe.skel.h"
 #include "copy_tp.skel.h"
 #include "syscalls.skel.h"
 #include "flush.skel.h"
+#include "follow.compat.skel.h"
+#include "copy_fentry.compat.skel.h"
+#include "copy_kprobe.compat.skel.h"
+#include "copy_tp.compat.skel.h"
+#include "syscalls.compat.skel.h"
+#include "flush.compat.skel.h"
 
 static const char *rung_names[RUNG_NR] = {
 	[RUNG_FENTRY] = "fentry", [RUNG_KPROBE] = "kprobe", [RUNG_TP_BTF] = "tp_btf",
@@ -88,9 +95,16 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 
 enum objkind { OBJ_FOLLOW, OBJ_FENTRY, OBJ_KPROBE, OBJ_TP, OBJ_SYSCALLS, OBJ_NR };
 
+OPEN_IN_BUILD(follow)
+OPEN_IN_BUILD(copy_fentry)
+OPEN_IN_BUILD(copy_kprobe)
+OPEN_IN_BUILD(copy_tp)
+OPEN_IN_BUILD(syscalls)
+OPEN_IN_BUILD(flush)
+
 /* A skeleton of any kind through one interface: the ladder opens several kinds alike. */
 #define SKELETON(x)								\
-	static void *x##_open(void) { return x##_bpf__open(); }			\
+	static void *x##_open(void) { return x##_open_build(); }		\
 	static struct bpf_object *x##_object(void *skel)			\
 	{									\
 		return ((struct x##_bpf *)skel)->obj;				\
@@ -234,7 +248,8 @@ static const struct row rows[] = {
 	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_pages_out, H_KRETPROBE, "get_user_pages_fast") },
 	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_pages_out, H_KRETPROBE, "pin_user_pages_fast") },
 	{ ROW(RUNG_KPROBE, PP_FALLBACK_COPY, copy_kprobe, kp_copy_ubufs, H_KPROBE, "skb_copy_ubufs"), .required = true },
-	{ ROW(RUNG_KPROBE, PP_ZC_COMPLETION, copy_kprobe, kp_zc_callback, H_KPROBE, "__msg_zerocopy_callback"), .required = true },
+	{ ROW(RUNG_KPROBE, PP_ZC_COMPLETION, copy_kprobe, kp_zc_callback, H_KPROBE, "__msg_zerocopy_callback"), .group = 1 },
+	{ ROW(RUNG_KPROBE, PP_ZC_COMPLETION, copy_kprobe, kp_zc_callback_pre512, H_KPROBE, "sock_zerocopy_callback"), .group = 1, .fallback = true },
 	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_rx_copy_in, H_KPROBE, "skb_copy_datagram_iter"), .required = true },
 	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_rx_copy_out, H_KRETPROBE, "skb_copy_datagram_iter"), .required = true },
 	/* BTF-typed tracepoints */
@@ -322,11 +337,22 @@ static bool skipped(const char *prog)
 	return false;
 }
 
+/* What the compat build cannot load (bpf/compat.h): fexit programs that read the return value
+ * with bpf_get_func_ret (5.17), and programs calling a kfunc (bpf_rdonly_cast is 6.2, later
+ * than any kernel the compat build is for; on one that has it, the build is forced for a
+ * test and must behave as on the kernels it is for). */
+static bool compat_excludes(const struct row *r)
+{
+	return bpf_build() == BUILD_COMPAT && (r->obj == OBJ_FENTRY || r->kfunc);
+}
+
+#define COMPAT_FENTRY_WHY "the compat build has no fexit return values (bpf_get_func_ret, 5.17)"
+
 static const char *resolve_row(const struct ladder *l, const struct row *r)
 {
 	const struct btf *btf = vmlinux_btf();
 
-	if (skipped(r->prog) || (r->kfunc && !btf_func_exists(btf, r->kfunc)))
+	if (skipped(r->prog) || compat_excludes(r) || (r->kfunc && !btf_func_exists(btf, r->kfunc)))
 		return NULL;
 
 	for (int i = 0; r->targets[i]; i++) {
@@ -693,7 +719,7 @@ static struct bpf_program *follow_prog(struct follow_bpf *skel, size_t off)
 static struct follow_bpf *attach_follow(struct tracer_bpf *t, const struct follow_handler *h)
 {
 	for (int raw = 0; raw < 2 && t->nprogs < MAX_ATTACHED; raw++) {
-		struct follow_bpf *skel = follow_bpf__open();
+		struct follow_bpf *skel = follow_open_build();
 		struct bpf_program *prog, *p;
 		struct bpf_link *link;
 		struct attached_prog *ap;
@@ -781,7 +807,9 @@ static void climb_copy_rungs(struct ladder *l, enum rung forced)
 			if (!pp_resolvable(l, pp, r)) {
 				if (!l->fail_reason[pp][0] || forced == r)
 					snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-						 "no %s target on this kernel", rung_name(r));
+						 r == RUNG_FENTRY && bpf_build() == BUILD_COMPAT ?
+						 COMPAT_FENTRY_WHY : "no %s target on this kernel",
+						 rung_name(r));
 				continue;
 			}
 			mask |= 1u << pp;
@@ -886,6 +914,23 @@ static int check_forced(struct ladder *l, enum attach_mode mode, enum rung force
 
 static void defer_sys_exit(struct tracer_bpf *t);
 
+/* Where no rung counts the bytes sent, the send calls' return values on TCP and UDP sockets
+ * do (syscalls.bpf.c, EXIT_TX_BYTES): sendto, sendmsg, write and sendfile. */
+static void count_tx_at_syscalls(struct tracer_bpf *t)
+{
+	uint32_t key = EXIT_TX_BYTES, one = 1;
+
+	char why[sizeof(t->why[0])];
+
+	if (!t->tx_from_syscalls || t->exit_wanted < 0 ||
+	    bpf_map_update_elem(t->exit_wanted, &key, &one, BPF_ANY))
+		return;
+	snprintf(why, sizeof(why), "%s", t->why[PP_TX_BYTES]);
+	snprintf(t->why[PP_TX_BYTES], sizeof(t->why[PP_TX_BYTES]), "%.40s; counted from "
+		 "sendto, sendmsg, write and sendfile on TCP/UDP sockets (io_uring's, writev's and "
+		 "sendmmsg's sends are not seen)", why);
+}
+
 /* Tests: NETIO_TEST_NO_THREAD_STORAGE=1 makes every thread's storage fail (filter_gen[1],
  * bpf/filter.h), so that every event goes through the CPU's spill slot (bpf/maps.h). */
 static void refuse_thread_storage_for_tests(struct tracer_bpf *t)
@@ -931,7 +976,7 @@ static int attach_thread_flush(struct tracer_bpf *t, char *err, size_t errlen)
 
 	if (!t->copy_tp && !t->syscalls)
 		return 0;
-	skel = flush_bpf__open();
+	skel = flush_open_build();
 	if (!skel || obj_reuse_maps(t, skel->obj) || flush_bpf__load(skel))
 		goto fail;
 	if (t->nprogs == MAX_ATTACHED) {
@@ -948,6 +993,7 @@ static int attach_thread_flush(struct tracer_bpf *t, char *err, size_t errlen)
 		goto fail;
 	}
 	t->nprogs++;
+	t->kernel_counts = bpf_build() == BUILD_STORAGE;
 	snprintf(ap->name, sizeof(ap->name), "tp_thread_exit");
 	snprintf(ap->target, sizeof(ap->target), "tp_btf:sched_process_exit");
 	ap->prog = skel->progs.tp_thread_exit;
@@ -1008,6 +1054,8 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 	l->ksyms = ksyms_load();
 	l->traceable = ftrace_funcs_load();
 	ret = climb(l, mode, no_latency, err, errlen);
+	for (int pp = 0; pp < PP_NR; pp++)
+		snprintf(t->why[pp], sizeof(t->why[pp]), "%s", l->fail_reason[pp]);
 	ksyms_free(l->ksyms);
 	ksyms_free(l->traceable);
 	free(l);
@@ -1016,6 +1064,7 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 		return -1;
 	}
 	find_shared_maps(t);
+	count_tx_at_syscalls(t);
 	defer_sys_exit(t);
 	refuse_thread_storage_for_tests(t);
 	return 0;

@@ -1,4 +1,4 @@
-/* The attach ladder (DESIGN.md): for every probe point, the first rung the running kernel
+/* The attach ladder (docs/DESIGN.md): for every probe point, the first rung the running kernel
  * allows, fentry/fexit > kprobe/kretprobe > tp_btf (or raw tracepoint) > inferred. A rung is
  * available when its programs load and attach here, which is what is tried; nothing is
  * decided from a kernel version. */
@@ -92,6 +92,12 @@ struct tracer_bpf {
 	/* iter/task flushing every thread's counts to its process (stats.c, before a snapshot
 	 * or reset); NULL where nothing counts per thread */
 	struct bpf_link *flush_iter;
+	/* the kernel's per-thread counters (switches, faults, run time) are added per process
+	 * (bpf/thread_storage.h); else perf events count them */
+	bool kernel_counts;
+	/* why each probe point is not on a higher rung (or not at all): the last failure seen
+	 * while climbing, "" where none */
+	char why[PP_NR][256];
 	/* the inode number of the namespace in each slot of netns_stats (0: free); a slot is
 	 * given at `netns add` and freed at the first reset after `clear` */
 	unsigned int netns_inum[NETIO_MAX_NETNS];

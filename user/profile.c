@@ -30,7 +30,11 @@
 #include "pmu.h"
 #include "profile.h"
 #include "profile.skel.h"
+#include "profile.compat.skel.h"
+#include "builds.h"
 #include "symbolize.h"
+
+OPEN_IN_BUILD(profile)
 
 /* Must match bpf/profile.bpf.c (checked against the map's key size at load). */
 #define PROFILE_MAX_DEPTH 127
@@ -70,7 +74,7 @@ struct maps_cache {
 /* One sampling event: on one task (pid = tid, cpu = -1), or, with a cgroup, on one CPU for
  * the tasks of that cgroup. Not on a CPU for every task: a per-CPU cpu-clock timer keeps
  * firing on a vCPU that would otherwise idle, and in a VM every such wake is an exit (the
- * measurements: DEVELOPERS.md, --sample-cgroup). Followed processes get inherited events
+ * measurements: bench/NOTES.md, "Choosing the sampler"). Followed processes get inherited events
  * (their later threads and children are sampled too) unless the cgroup's cover them;
  * ksoftirqd threads get their own, for the softirq work they take over. */
 struct task_event {
@@ -700,7 +704,7 @@ static int load_sampler(struct profiler *p, int filter_map_fd, char *err, size_t
 	const char *env = getenv("NETIO_PROFILE_STACKS");
 	int e, small_stacks = env ? atoi(env) : 0;
 
-	p->skel = profile_bpf__open();
+	p->skel = profile_open_build();
 	if (!p->skel)
 		return fail(err, errlen, "%s: %s", "open profile BPF object", errno);
 	if (filter_map_fd >= 0) {
@@ -740,7 +744,7 @@ static int start_sampling(struct profiler *p, enum profile_source src, const cha
 		return 0;
 	}
 	/* hardware cycles where the machine has a PMU, else software cpu-clock (one source for
-	 * the whole profile; DESIGN.md's results name these two). In a VM the tick is far
+	 * the whole profile; docs/DESIGN.md's results name these two). In a VM the tick is far
 	 * cheaper (a cpu-clock timer's every expiry and re-arm is a VM exit; bench/results.md
 	 * has both side by side), but it is asked for by name. */
 	p->hw = have_cycles(p->freq);

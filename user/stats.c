@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 #include "json.h"
 #include "stats.h"
+#include "builds.h"
 #include "trace_helpers.h"
 
 const char *sc_class_names[SC_NR_CLASSES] = {
@@ -228,10 +229,10 @@ static void add_words(void *to, const void *from, size_t size)
 /* One map entry's figures added to its process's (a process may have one in each map). */
 static void add_figures(struct proc_snap *p, const struct tgid_stats *v)
 {
-	add_words(&p->st, &v->p, sizeof(v->p));
+	add_words(&p->st, &v->c.p, sizeof(v->c.p));
 	add_words(&p->k, &v->k, sizeof(v->k));
 	for (int c = 0; c < SC_NR_CLASSES; c++) {
-		add_words(&p->sc[c], &v->sc[c], sizeof(v->sc[c]));
+		add_words(&p->sc[c], &v->c.sc[c], sizeof(v->c.sc[c]));
 		p->has_sc[c] = p->sc[c].count > 0;
 	}
 	if (!p->comm[0]) {
@@ -357,14 +358,7 @@ static int read_maps(const struct tracer_bpf *t, const unsigned int *extra, int 
 static unsigned long long total_proc(struct snapshot *s, struct proc_snap *p)
 {
 	read_comm(p);
-	if (s->tx_from_syscalls) {
-		p->st.tx_bytes = p->sc[SC_SENDTO].bytes + p->sc[SC_SENDMSG].bytes +
-				 p->sc[SC_WRITE].bytes;
-		p->st.tx_calls = p->sc[SC_SENDTO].count + p->sc[SC_SENDMSG].count +
-				 p->sc[SC_WRITE].count;
-	}
-	if (s->tx_copy_inferred) {
-		p->tx_copy_inferred = true;
+	if (s->tx_copy_inferred && s->zc_per_process) {
 		p->st.tx_copy_bytes = not_copied_rest(p->st.tx_bytes, p->st.zc_tx_bytes,
 						      p->st.tx_spliced_bytes);
 	}
@@ -410,13 +404,46 @@ static unsigned long long total_netns(struct snapshot *s, struct netns_stats *n)
 	return n->zc_tx_bytes;
 }
 
-/* The DESIGN.md totals over processes and namespaces. */
+/* Whether each process's zero-copy bytes are known: the exact rungs count them in the
+ * sender's context; the tracepoint rung counts them at the device, per socket, and gives them
+ * to the socket's owner, whom a send names (sock_send_length, or tcp_sendmsg's return on the
+ * exact rungs), which the compat build cannot do (bpf/maps.h, claim_zc_bytes). */
+static bool zc_per_process(const struct tracer_bpf *t)
+{
+	enum rung pin = t->rung[PP_PINNING];
+
+	if (pin == RUNG_FENTRY || pin == RUNG_KPROBE)
+		return true;
+	return pin == RUNG_TP_BTF && bpf_build() == BUILD_STORAGE && !t->tx_from_syscalls;
+}
+
+#define ZC_PER_PROCESS_WHY "per process: zero-copy skbs are counted at the device, per " \
+	"namespace, and no send names their socket's owner on this kernel (sock_send_length is " \
+	"6.3+; the exact rungs' tcp_sendmsg could not be attached)"
+
+/* "unavailable": what the trace does not count on this kernel, and why (its figures are
+ * null). */
+static void write_unavailable(const struct snapshot *s, struct json *j)
+{
+	json_key(j, "unavailable");
+	json_begin_object(j);
+	if (!s->zc_per_process) {
+		json_kv_string(j, "processes.zc_tx_bytes", ZC_PER_PROCESS_WHY);
+		if (s->tx_copy_inferred)
+			json_kv_string(j, "processes.tx_copy_bytes", "inferred from zc_tx_bytes, "
+				       "which is not counted per process here");
+	}
+	json_end(j);
+}
+
+/* The docs/DESIGN.md totals over processes and namespaces. */
 static void total(const struct tracer_bpf *t, struct snapshot *s)
 {
 	unsigned long long zc_procs = 0, zc_netns = 0;
 
 	s->tx_from_syscalls = t->tx_from_syscalls;
 	s->tx_copy_inferred = t->rung[PP_TX_COPY] == RUNG_INFERRED;
+	s->zc_per_process = zc_per_process(t);
 	s->pinned_pages_null = !t->pinned_pages_counted;
 	for (int i = 0; i < s->nprocs; i++)
 		zc_procs += total_proc(s, &s->procs[i]);
@@ -533,8 +560,10 @@ static void write_syscalls(struct json *j, const struct sc_stats *sc, const bool
 	json_end(j);
 }
 
-/* "attach": the rung of each probe point; "probes": the functions or events it uses. */
-static void write_attach(const struct tracer_bpf *t, struct json *j)
+/* "attach": the rung of each probe point; "probes": the functions or events it uses;
+ * "attach_why": why a point is on no higher rung, or on none; "bpf_build": the build of the
+ * BPF objects loaded (user/builds.h) and what the kernel lacks for the storage build. */
+void stats_write_attach(const struct tracer_bpf *t, struct json *j)
 {
 	char buf[512];
 
@@ -551,6 +580,17 @@ static void write_attach(const struct tracer_bpf *t, struct json *j)
 			json_kv_string(j, pp_name(pp), buf);
 	}
 	json_end(j);
+	json_key(j, "attach_why");
+	json_begin_object(j);
+	for (int pp = 0; pp < PP_NR; pp++)
+		if (t->why[pp][0])
+			json_kv_string(j, pp_name(pp), t->why[pp]);
+	json_end(j);
+	json_key(j, "bpf_build");
+	json_begin_object(j);
+	json_kv_string(j, "name", bpf_build_name(bpf_build()));
+	json_kv_string(j, "missing", bpf_build_missing(buf, sizeof(buf)));
+	json_end(j);
 }
 
 /* key: the count, or null where the probe point that counts it is unavailable. */
@@ -562,7 +602,7 @@ static void kv_counted(struct json *j, const char *key, bool counted, unsigned l
 		json_kv_null(j, key);
 }
 
-/* The bytes of DESIGN.md's trace object, over every followed process and namespace. */
+/* The bytes of docs/DESIGN.md's trace object, over every followed process and namespace. */
 static void write_bytes(const struct tracer_bpf *t, const struct snapshot *s, struct json *j)
 {
 	json_kv_uint(j, "tx_bytes", s->tx_bytes);
@@ -622,10 +662,11 @@ static void write_process(const struct snapshot *s, const struct proc_snap *p, s
 	json_kv_string(j, "comm", p->comm);
 	json_kv_uint(j, "tx_bytes", p->st.tx_bytes);
 	json_kv_uint(j, "tx_calls", p->st.tx_calls);
-	json_kv_uint(j, "tx_copy_bytes", p->st.tx_copy_bytes);
-	json_kv_bool(j, "tx_copy_inferred", p->tx_copy_inferred);
+	kv_counted(j, "tx_copy_bytes", !s->tx_copy_inferred || s->zc_per_process,
+		   p->st.tx_copy_bytes);
+	json_kv_bool(j, "tx_copy_inferred", s->tx_copy_inferred);
 	json_kv_uint(j, "tx_spliced_bytes", p->st.tx_spliced_bytes);
-	json_kv_uint(j, "zc_tx_bytes", p->st.zc_tx_bytes);
+	kv_counted(j, "zc_tx_bytes", s->zc_per_process, p->st.zc_tx_bytes);
 	json_kv_uint(j, "rx_copy_bytes", p->st.rx_copy_bytes);
 	json_kv_uint(j, "rx_copy_calls", p->st.rx_calls);
 	kv_counted(j, "pinned_pages", !s->pinned_pages_null, p->st.pinned_pages);
@@ -705,8 +746,9 @@ static void write_drops_by_cause(const struct snapshot *s, struct json *j)
 
 void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, struct json *j)
 {
-	write_attach(t, j);
+	stats_write_attach(t, j);
 	write_bytes(t, s, j);
+	write_unavailable(s, j);
 	write_zerocopy(t, s, j);
 	write_latency(t, s, j);
 	json_kv_uint(j, "drops", s->drops);

@@ -1,5 +1,5 @@
 /* Reading the tracer's maps into one snapshot (per process, per netns, totals), resetting
- * them, and writing the snapshot as DESIGN.md's `trace` object. */
+ * them, and writing the snapshot as docs/DESIGN.md's `trace` object. */
 #ifndef NETIO_STATS_H
 #define NETIO_STATS_H
 #include <stdbool.h>
@@ -16,8 +16,6 @@ struct proc_snap {
 	struct sc_stats sc[SC_NR_CLASSES];
 	bool has_sc[SC_NR_CLASSES];
 	struct kernel_counts k;
-	/* derived */
-	bool tx_copy_inferred;
 };
 
 struct netns_snap {
@@ -38,10 +36,13 @@ struct snapshot {
 	int nnetns;
 	unsigned long long drops, forks_followed, cgroup_followed, thread_storage_spilled;
 	unsigned long long drops_by_cause[CNT_DROPS_NR];	/* enum netio_counter */
-	/* totals (DESIGN.md trace object) */
+	/* totals (docs/DESIGN.md trace object) */
 	unsigned long long tx_bytes, tx_calls, tx_copy_bytes, tx_spliced_bytes, zc_tx_bytes,
 			   fallback_copy_bytes, rx_copy_bytes, pinned_pages;
 	bool tx_copy_inferred, pinned_pages_null, tx_from_syscalls;
+	/* each process's zero-copy bytes are known (else null per process: stats.c,
+	 * zc_per_process; the totals come from the namespaces) */
+	bool zc_per_process;
 	struct sc_stats sc[SC_NR_CLASSES];
 	bool has_sc[SC_NR_CLASSES];
 	struct kernel_counts k;	/* the kernel's per-thread counters, summed (perf_counters) */
@@ -85,6 +86,9 @@ void stats_clear_state(const struct tracer_bpf *t);
 
 /* Write the trace object's fields into an open JSON object (the caller adds perf, samples). */
 void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, struct json *j);
+/* The "attach", "probes", "attach_why" and "bpf_build" members (the snapshot's and the ready
+ * line's). */
+void stats_write_attach(const struct tracer_bpf *t, struct json *j);
 
 /* view.c: the human view (copy table, log2 histograms, self cost). */
 void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s);

@@ -187,6 +187,23 @@ bool btf_func_exists(const struct btf *btf, const char *name)
 	return btf && btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) > 0;
 }
 
+bool btf_enum_has(const struct btf *btf, const char *enum_name, const char *enumerator)
+{
+	const struct btf_type *t;
+	const struct btf_enum *e;
+	int id;
+
+	id = btf ? btf__find_by_name_kind(btf, enum_name, BTF_KIND_ENUM) : -1;
+	if (id <= 0)
+		return false;
+	t = btf__type_by_id(btf, id);
+	e = btf_enum(t);
+	for (int i = 0; i < btf_vlen(t); i++)
+		if (!strcmp(btf__name_by_offset(btf, e[i].name_off), enumerator))
+			return true;
+	return false;
+}
+
 bool btf_tracepoint_exists(const struct btf *btf, const char *name)
 {
 	char tname[256];

@@ -26,6 +26,9 @@ struct ksyms *ftrace_funcs_load(void);
 /* The running kernel's BTF (loaded once, never freed), NULL without BTF. */
 const struct btf *vmlinux_btf(void);
 bool btf_func_exists(const struct btf *btf, const char *name);
+/* enum enum_name of the kernel's BTF has enumerator (an enumerator the kernel added tells
+ * what it has: BPF_FUNC_loop, BPF_MAP_TYPE_TASK_STORAGE) */
+bool btf_enum_has(const struct btf *btf, const char *enum_name, const char *enumerator);
 /* A BTF-typed tracepoint (tp_btf) exists: the kernel has the typedef btf_trace_<name>. */
 bool btf_tracepoint_exists(const struct btf *btf, const char *name);
 /* /sys/kernel/tracing/events/<category>/<name>/id, mounting tracefs if needed; -1 if absent */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* netio-tracer: where the bytes get copied, and what each copy costs.
- * CLI and --control protocol: DEVELOPERS.md; probe points and the trace object: DESIGN.md. */
+ * CLI and --control protocol: docs/tracer.md; probe points and the trace object:
+ * docs/DESIGN.md. */
 #include <errno.h>
 #include <limits.h>
 #include <getopt.h>
@@ -560,11 +561,7 @@ static void print_ready(struct tracer *tr)
 	fputs("ready ", stdout);
 	json_init(&j, stdout);
 	json_begin_object(&j);
-	json_key(&j, "attach");
-	json_begin_object(&j);
-	for (int pp = 0; pp < PP_NR; pp++)
-		json_kv_string(&j, pp_name(pp), rung_name(tr->bpf.rung[pp]));
-	json_end(&j);
+	stats_write_attach(&tr->bpf, &j);
 	json_key(&j, "samples");
 	if (tr->prof) {
 		json_begin_object(&j);
@@ -1085,7 +1082,7 @@ static int follow_and_sample(struct tracer *tr, const struct cli *cli)
 		return 2;
 	}
 	if (!tr->no_counters)	/* software counters from the kernel's where the flush runs */
-		tr->pc = perf_counters_new(tr->bpf.flush != NULL);
+		tr->pc = perf_counters_new(tr->bpf.kernel_counts);
 	ret = open_sampler(tr, err, sizeof(err));
 	if (ret)
 		return ret;

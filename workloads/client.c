@@ -215,7 +215,7 @@ static void put_conn(struct json *w, const struct wl_options *o, const struct co
 	json_end_object(w);
 }
 
-/* The client's JSON object on stdout (DEVELOPERS.md), and one line on stderr for an error or
+/* The client's JSON object on stdout (docs/workloads.md), and one line on stderr for an error or
  * a --verify mismatch; the exit status. */
 static int print_json(const struct wl_options *o, struct conn *conns, int nconns,
 		      const char *global_error)

@@ -1,4 +1,4 @@
-/* Command-line parsing for netio-server and netio-client (see DEVELOPERS.md, Workloads). */
+/* Command-line parsing for netio-server and netio-client (see docs/workloads.md). */
 #ifndef NETIO_OPTIONS_H
 #define NETIO_OPTIONS_H
 

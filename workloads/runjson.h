@@ -1,5 +1,5 @@
-/* The JSON object netio-server and netio-client print on stdout (DEVELOPERS.md): the parts
- * both write alike, around the fields of their own. */
+/* The JSON object netio-server and netio-client print on stdout (docs/workloads.md): the
+ * parts both write alike, around the fields of their own. */
 #ifndef NETIO_RUNJSON_H
 #define NETIO_RUNJSON_H
 

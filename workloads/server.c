@@ -1,6 +1,6 @@
 /* netio-server: the sender. One thread and one TCP connection per --threads (with --udp, one
  * connected UDP socket sending a datagram per message to a path where nobody receives), each
- * sending messages with the chosen copy strategy (see DEVELOPERS.md, Workloads). */
+ * sending messages with the chosen copy strategy (see docs/workloads.md). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -723,7 +723,7 @@ static void put_steady(struct json *w, const struct steady *steady)
 	json_end_object(w);
 }
 
-/* The server's JSON object on stdout (DEVELOPERS.md), and its first error on stderr; the
+/* The server's JSON object on stdout (docs/workloads.md), and its first error on stderr; the
  * exit status. */
 static int print_json(const struct wl_options *o, struct conn *conns, int nconns, int port,
 		      const char *global_error, const struct steady *steady)

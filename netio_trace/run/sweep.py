@@ -24,7 +24,7 @@ SWEEP_FILE = "sweep.json"
 
 
 def _attribute(snapshot, folded_path, server_json):
-    """The DESIGN.md attribution object of a traced run's snapshot and folded stacks."""
+    """The docs/DESIGN.md attribution object of a traced run's snapshot and folded stacks."""
     try:
         with open(folded_path) as f:
             lines = f.read().splitlines()

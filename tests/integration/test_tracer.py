@@ -5,9 +5,10 @@ ladder's rungs; --probe; the --control protocol; -- CMD with its fork gate; self
 One `netio-tracer --control` serves every workload run (clear, netns add, pid add, reset,
 snapshot), as the driver uses it. Binaries come from $NETIO_BUILD (default <repo>/build).
 
-NETIO_VMTEST=1 selects the subset that tests/vm/run-vmtest.sh runs inside Debian's stock 6.1
-kernel (QEMU/TCG, slow): --probe, one-copy and zero-copy over veth at 64 KiB on the fentry
-rung, and the same with --attach kprobe.
+NETIO_VMTEST=1 runs the same exactness and ladder tests with less data inside each kernel of
+the matrix (tests/vm/run-vmtest.sh: Debian's 5.10, 6.1 and 6.12 under QEMU/TCG), and leaves out
+the host's longer tests. What a kernel or the compat build (bpf/compat.h) lacks is told by
+features the tracer reports (its ready line, --probe, the kernel's BTF), never by a version.
 """
 import json
 import os
@@ -62,7 +63,9 @@ class Tracer:
         self.buf = b""
         line = self._line(TIMEOUT * 2)
         assert line.startswith("ready "), f"tracer did not get ready: {line!r} {self._log()}"
-        self.attach = json.loads(line[len("ready "):])["attach"]
+        self.ready = json.loads(line[len("ready "):])
+        self.attach = self.ready["attach"]
+        self.build = self.ready["bpf_build"]["name"]
 
     def _log(self):
         if not self.log:
@@ -175,10 +178,33 @@ def run_workload(tracer, topo, tmp, strategy, size, count, threads=1, duration=N
     return s, c, snap, srv.pid, cli.pid
 
 
+def kernel_btf_has(name):
+    """The running kernel's BTF names `name` (a function, a tracepoint's btf_trace_ typedef)."""
+    with open("/sys/kernel/btf/vmlinux", "rb") as f:
+        return b"\0" + name.encode() + b"\0" in f.read()
+
+
+def tracer_probe():
+    return json.loads(subprocess.run([TRACER, "--probe"], capture_output=True, text=True,
+                                     timeout=TIMEOUT, check=True).stdout)
+
+
 def proc(snap, pid):
     p = snap["processes"].get(str(pid))
     assert p is not None, f"pid {pid} not in the snapshot: {list(snap['processes'])}"
     return p
+
+
+def zc_per_process_unavailable(snap, sp):
+    """Where the kernel gives no way to count zero-copy bytes per process (the tracepoint rung
+    without sock_send_length, or the compat build): they, and the copy inferred from them, are
+    null per process, never 0, and the snapshot says why."""
+    if "processes.zc_tx_bytes" not in snap["unavailable"]:
+        return False
+    assert sp["zc_tx_bytes"] is None, sp
+    assert snap["attach"]["pinning"] == "tp_btf", snap["attach"]
+    assert sp["tx_copy_bytes"] is None and "processes.tx_copy_bytes" in snap["unavailable"], sp
+    return True
 
 
 def check_exact(s, c, snap, spid, cpid, strategy):
@@ -197,12 +223,16 @@ def check_exact(s, c, snap, spid, cpid, strategy):
         skipped = {k: v["skipped"] for k, v in snap["self"]["programs"].items() if v["skipped"]}
         # (what tells xmit's miss from a claim's: the netns's bytes and every process's)
         by_process = {p: v["zc_tx_bytes"] for p, v in snap["processes"].items()}
+        if zc_per_process_unavailable(snap, sp):
+            return
         assert sp["zc_tx_bytes"] == sent, (sp["zc_tx_bytes"], sent, s.get("tcp"), snap["zerocopy"],
                                            skipped, snap["zc_tx_bytes"], by_process)
         assert sp["tx_copy_bytes"] <= 0.01 * sent, (sp["tx_copy_bytes"], sent)
     else:
         assert snap["zc_tx_bytes"] == 0
         assert snap["fallback_copy_bytes"] == 0
+        if zc_per_process_unavailable(snap, sp):
+            return
         assert sp["zc_tx_bytes"] == 0
         assert abs(sp["tx_copy_bytes"] - sent) <= 0.01 * sent, (sp["tx_copy_bytes"], sent)
         if snap["attach"]["tx_copy"] in ("fentry", "kprobe"):
@@ -222,8 +252,10 @@ def check_histogram(s, snap, spid):
 @pytest.mark.parametrize("strategy", ("one-copy", "zero-copy"))
 def test_threads_without_storage_lose_no_byte(topologies, tmp_path, monkeypatch, strategy):
     """Where the kernel cannot make a thread's storage (its per-CPU element cache empty), the
-    event counts in the CPU's spill slot (bpf/maps.h) and reaches the process at once: with
-    every thread's storage refused, bytes and copies stay exact and nothing is dropped."""
+    event counts in the CPU's spill slot (bpf/thread_storage.h) and reaches the process at
+    once: with every thread's storage refused, bytes and copies stay exact and nothing is
+    dropped. The compat build keeps no per-thread counts (bpf/thread_hash.h): there nothing
+    spills, and the same figures are exact."""
     monkeypatch.setenv("NETIO_TEST_NO_THREAD_STORAGE", "1")
     t = Tracer(log=str(tmp_path / "tracer.log"))
     monkeypatch.delenv("NETIO_TEST_NO_THREAD_STORAGE")
@@ -231,8 +263,11 @@ def test_threads_without_storage_lose_no_byte(topologies, tmp_path, monkeypatch,
         s, c, snap, spid, cpid = run_workload(t, topologies["loopback"], tmp_path, strategy,
                                               65536, COUNTS[65536])
         check_exact(s, c, snap, spid, cpid, strategy)
-        assert snap["thread_storage_spilled"] >= s["send_calls"] + c["recv_calls"], \
-            (snap["thread_storage_spilled"], s["send_calls"], c.get("recv_calls"))
+        if t.build == "compat":
+            assert snap["thread_storage_spilled"] == 0
+        else:
+            assert snap["thread_storage_spilled"] >= s["send_calls"] + c["recv_calls"], \
+                (snap["thread_storage_spilled"], s["send_calls"], c.get("recv_calls"))
         assert proc(snap, spid)["tx_calls"] == s["send_calls"]
     finally:
         assert t.close() == 0
@@ -246,7 +281,6 @@ def test_ready_line_names_every_probe_point(tracer):
     assert tracer.attach["syscalls"] in ("tp_btf", "tracepoint")
 
 
-@host_only
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -258,6 +292,10 @@ def test_exact_bytes(tracer, topologies, tmp_path, strategy, size, transport):
         check_histogram(s, snap, spid)
     if snap["attach"]["tx_copy"] == "inferred":
         assert snap["tx_copy_inferred"] and proc(snap, spid)["tx_copy_inferred"]
+    if strategy == "zero-copy" and snap["attach"]["zc_completion"] != "unavailable":
+        zc = snap["zerocopy"]
+        assert zc["completed_sends"] == s["zerocopy"]["sends"], (zc, s["zerocopy"])
+        assert zc["copied_sends"] == s["zerocopy"]["copied"], (zc, s["zerocopy"])
     if strategy == "zero-copy":
         # the copy happened before TCP saw the segments: the flag is gone at tcp_probe
         assert snap["zerocopy"]["fallback_copy_skbs"] > 0
@@ -309,6 +347,11 @@ def test_software_counters_are_the_kernels_own(tracer, tmp_path):
         p.kill()
     assert p.returncode == 0
     perf = tracer.snapshot(str(tmp_path / "s.json"))["perf"]
+    if tracer.build == "compat":
+        # no per-thread flush there (bpf/thread_hash.h): perf events count the followed tasks
+        assert perf["software_from"] == "perf_event"
+        assert perf["task-clock"] > 0.5e9
+        return
     assert perf["software_from"] == "task_struct"
     processes = 3
     # (the kernel's, the tracer's): the tracer stops at sched_process_exit; what the exit
@@ -627,7 +670,6 @@ def test_a_process_added_then_gone_keeps_its_own_name(tracer, tmp_path):
     assert snap["drops"] == 0, snap["drops_by_cause"]
 
 
-@host_only
 def test_zerocopy_bytes_that_leave_after_the_last_send_reach_the_owner(tracer, topologies,
                                                                        tmp_path):
     """xmit counts zero-copy bytes on their socket; the owner's sends claim them, and what
@@ -645,34 +687,45 @@ def test_zerocopy_bytes_that_leave_after_the_last_send_reach_the_owner(tracer, t
         sent = int(p.stdout.readline())
         for name in ("open", "again"):     # sockets open: claimed by the flush, once
             snap = tracer.snapshot(str(tmp_path / f"{name}.json"))
-            mine = snap["processes"][str(p.pid)]["zc_tx_bytes"]
+            mine = snap["processes"][str(p.pid)]
             (left,) = [n["zc_tx_bytes"] for n in snap["netns"].values()]
-            assert 0.9 * sent <= left <= sent and mine == left, (mine, left, sent)
+            assert 0.9 * sent <= left <= sent, (left, sent)
+            if not zc_per_process_unavailable(snap, mine):
+                assert mine["zc_tx_bytes"] == left, (mine["zc_tx_bytes"], left, sent)
         p.stdin.close()
         assert p.wait(10) == 0
         snap = tracer.snapshot(str(tmp_path / "closed.json"))
-        assert snap["processes"][str(p.pid)]["zc_tx_bytes"] == left
+        mine = snap["processes"][str(p.pid)]
+        if not zc_per_process_unavailable(snap, mine):
+            assert mine["zc_tx_bytes"] == left
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
 
 
-@host_only
 def test_socket_layer_ends_calls_and_sys_exit_on_demand(tmp_path):
+    """Where the socket layer marks the end of send and receive calls (sock_send_length and
+    sock_recv_length, 6.3+, in the storage build), sys_exit is attached only once a poll needs
+    it; elsewhere sys_exit ends every call. Either way a write to a file is no socket call."""
     out = tmp_path / "trace.json"
     cp = subprocess.run([TRACER, "--no-sample", "--json", str(out), "--", sys.executable, "-B",
-                         "-c", SOCKET_END_SCRIPT], capture_output=True, text=True, timeout=120)
+                         "-c", SOCKET_END_SCRIPT], capture_output=True, text=True,
+                        timeout=TIMEOUT)
     assert cp.returncode == 0, cp.stderr
     snap = json.loads(out.read_text())
-    assert snap["syscalls_end"] == "socket"
-    assert snap["probes"]["syscalls"].endswith("sys_exit (on demand)")
-    assert "sock_recv_length" in snap["probes"]["rx_copy"]
+    socket_end = (kernel_btf_has("btf_trace_sock_send_length") and
+                  snap["bpf_build"]["name"] == "storage")
+    assert snap["syscalls_end"] == ("socket" if socket_end else "sys_exit"), \
+        (snap["syscalls_end"], snap["attach"])
     sc = next(iter(snap["processes"].values()))["syscalls"]
-    # every poll counted; timed (the histogram) only once sys_exit was attached, which the
-    # half-second pause leaves time for
     assert sc["poll"]["count"] == 2000
-    assert 1000 <= sc["poll"]["timed"] < 2000
+    if socket_end and snap["attach"]["syscalls"] != "fentry":
+        assert snap["probes"]["syscalls"].endswith("sys_exit (on demand)")
+        assert "sock_recv_length" in snap["probes"]["rx_copy"]
+        # every poll counted; timed (the histogram) only once sys_exit was attached, which
+        # the half-second pause leaves time for
+        assert 1000 <= sc["poll"]["timed"] < 2000
     assert sum(sc["poll"]["hist_log2_ns"].values()) == sc["poll"]["timed"]
     # the 7 writes to a file are not socket calls; the 10 to the socket are, every byte
     assert sc["write"]["count"] == sc["write"]["timed"] == 10
@@ -775,11 +828,6 @@ def test_vm_kprobe_exact(topologies, tmp_path, strategy):
 
 # ---- the per-skb programs' two builds, on both kernels ----------------------------------
 
-def kernel_has_rdonly_cast():
-    release = tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
-    return release >= (6, 2)
-
-
 def test_per_skb_programs_read_as_the_kernel_allows(topologies, tmp_path):
     """The tracepoint rung's per-skb programs read skb memory through bpf_rdonly_cast where
     the kernel has it (6.2+), with probe reads before (the *_pre62 builds): the one loaded
@@ -799,7 +847,9 @@ def test_per_skb_programs_read_as_the_kernel_allows(topologies, tmp_path):
         assert 0.99 * sent <= snap["fallback_copy_bytes"] <= sent + retrans * 65536, \
             (snap["fallback_copy_bytes"], sent, retrans)
         assert snap["drops"] == 0, snap.get("drops_by_cause")
-        suffix = "" if kernel_has_rdonly_cast() else "_pre62"
+        # the cast build where the kernel has the kfunc, unless the compat build is loaded
+        cast = kernel_btf_has("bpf_rdonly_cast") and t.build == "storage"
+        suffix = "" if cast else "_pre62"
         programs = snap["self"]["programs"]
         assert f"tp_xmit{suffix}" in programs and f"tp_netif_receive{suffix}" in programs, \
             list(programs)
@@ -814,13 +864,18 @@ def test_per_skb_programs_read_as_the_kernel_allows(topologies, tmp_path):
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_counting_level_exact(topologies, tmp_path, strategy):
     """--no-latency --no-sample: no syscall hook attached, no histogram, the same exact
-    bytes and copies per process."""
+    bytes and copies per process. Where only the send calls count the bytes sent (no exact
+    rung, no sock_send_length), the hook stays and says so."""
     t = Tracer("--no-latency", log=str(tmp_path / "counting.log"))   # with --no-sample
     try:
-        assert t.attach["syscalls"] == "unavailable", t.attach
         s, c, snap, spid, cpid = run_workload(t, topologies["veth"], tmp_path, strategy, 65536,
                                               COUNTS[65536])
         check_exact(s, c, snap, spid, cpid, strategy)
+        if t.attach["tx_bytes"] == "tracepoint":
+            assert t.attach["syscalls"] != "unavailable", t.attach
+            assert "counted from sendto" in snap["attach_why"]["tx_bytes"], snap["attach_why"]
+            return
+        assert t.attach["syscalls"] == "unavailable", t.attach
         assert snap["latency"] == {"timed": False}
         hists = [v for v in (proc(snap, spid).get("syscalls") or {}).values()
                  if isinstance(v, dict) and v.get("hist_log2_ns")]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A stand-in for `netio-tracer --control`, speaking the protocol of DEVELOPERS.md, for testing
+"""A stand-in for `netio-tracer --control`, speaking the protocol of docs/tracer.md, for testing
 the driver's client without root. FAKE_TRACER_MODE=fail-start|die-on-snapshot changes its mood."""
 import json
 import os

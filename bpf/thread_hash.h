@@ -1,0 +1,117 @@
+/* The state of each followed thread where the kernel has no task-local storage (before 5.11),
+ * or lacks something else the storage build needs (compat.h): the NETIO_COMPAT build. A
+ * followed thread's state (its traced call in progress) is an entry of a hash keyed by thread
+ * id, made at its first event and deleted at its exit; what it counts goes straight into its
+ * process's per-CPU statistics (one hash lookup per event). There is nothing to flush: the
+ * flush of per-thread counts needs atomic exchange (5.12). The kernel's per-thread counters
+ * (context switches, faults, run time) are left to perf events here (user/attach.c,
+ * kernel_counts), since adding them per thread at its exit and before a snapshot would need
+ * it as well. Included through thread.h. */
+#ifndef NETIO_THREAD_HASH_H
+#define NETIO_THREAD_HASH_H
+
+struct task_state {
+	u64 ts;			/* start of the traced syscall in progress, 0 if none */
+	u32 cls;		/* its class */
+	s32 nr;			/* its syscall number (thread_storage.h) */
+	u32 tgid;
+	u32 calls;		/* traced calls opened, for --latency-sample */
+	u64 zc_sk;		/* as in thread_storage.h: unused here (note_zc_owner, maps.h) */
+	u32 zc_gen;
+	u32 tx_counted;		/* as in thread_storage.h */
+	u64 regs;		/* unused here: the socket tracepoints that read it are 6.3+ */
+};
+
+/* Preallocated: an entry is there until NETIO_MAX_THREADS followed threads live at once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NETIO_MAX_THREADS);
+	__type(key, u32);	/* thread id */
+	__type(value, struct task_state);
+} task_state SEC(".maps");
+
+/* Unused in this build; defined so that both builds have the same maps (the skeleton opens
+ * either by name). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct task_state);
+} thread_spill SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct tgid_stats);
+} spill_discard SEC(".maps");
+
+/* The state of current (task) if its process is followed, else NULL: made at its first event
+ * (a drop, counted, if the map is full). "Followed" is looked up at every event: there is no
+ * state to cache it in for the threads never followed. */
+static __always_inline struct task_state *followed_thread(struct task_struct *task)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id, tgid = id >> 32;
+	struct task_state *st, fresh = { .tgid = tgid };
+
+	if (!tgid_followed(tgid))
+		return NULL;
+	st = bpf_map_lookup_elem(&task_state, &tid);
+	if (st && st->tgid == tgid)
+		return st;
+	/* a new thread, or an entry an exited thread left to this tid (its exit missed) */
+	count_update_error(bpf_map_update_elem(&task_state, &tid, &fresh, BPF_ANY));
+	st = bpf_map_lookup_elem(&task_state, &tid);
+	if (!st)
+		count_event(CNT_DROP_THREAD_STORAGE);
+	tgid_stats_try(tgid);	/* named now, after current */
+	return st;
+}
+
+/* The thread's counts: its process's statistics on this CPU (NULL, a drop, if they cannot be
+ * made). */
+static __always_inline struct thread_counts *thread_counts_of(struct task_state *st)
+{
+	struct tgid_stats *ts = tgid_stats_get(st->tgid);
+
+	return ts ? &ts->c : NULL;
+}
+
+static __always_inline bool thread_spilled(const struct task_state *st)
+{
+	return false;
+}
+
+static __always_inline struct task_state *thread_state(struct task_struct *task)
+{
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+
+	return bpf_map_lookup_elem(&task_state, &tid);
+}
+
+/* Counted where it happened: nothing left to do after an event. */
+static __always_inline void thread_counted(struct task_state *st, struct task_struct *task)
+{
+}
+
+/* A thread's state is made at its first event; nothing to start at its birth. */
+static __always_inline void thread_adopt(struct task_struct *task, u32 tgid)
+{
+}
+
+/* At a thread's exit (task is current) of a followed process its entry goes (if it had an
+ * event), and it names its process's statistics if they have no name (made at its fork, in
+ * its parent's context); the iterator has nothing to flush. */
+static __always_inline void thread_flush(struct task_struct *task, bool iterating)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id, tgid = id >> 32;
+
+	if (iterating || !tgid_followed(tgid))
+		return;
+	bpf_map_delete_elem(&task_state, &tid);
+	name_process(tgid);
+}
+
+#endif

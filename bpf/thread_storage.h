@@ -1,0 +1,315 @@
+/* The state of each followed thread where the kernel has task-local storage (5.11) and the
+ * rest this build needs (compat.h): a followed thread counts in its own storage, with no map
+ * lookup on the send, receive and syscall paths, and its counts are flushed into its process's
+ * tgid_stats when the thread exits and before every snapshot (flush.bpf.c). Only the thread
+ * writes counts; only flushes write flushed, exchanging it atomically, so that a thread's exit
+ * and a snapshot flushing it at once add each event once. Included through thread.h. */
+#ifndef NETIO_THREAD_STORAGE_H
+#define NETIO_THREAD_STORAGE_H
+
+/* Per thread of a followed process (task-local storage: no hash lookup, and absent for
+ * threads never followed). sys_enter opens a traced call here; it ends where the kernel
+ * marks its end: the socket layer's sock_send_length / sock_recv_length for send and receive
+ * calls (one hook per call instead of sys_exit, which every syscall of the machine would pay),
+ * sys_exit for the rest (poll, epoll_wait, sendfile), or for all of them on kernels without
+ * those tracepoints. */
+struct task_state {
+	u64 ts;			/* start of the traced syscall in progress, 0 if none */
+	u32 cls;		/* its class */
+	s32 nr;			/* its syscall number (a socket event of an untraced syscall,
+				 * sendmmsg or io_uring, must not end it) */
+	u32 gen;		/* filter generation "followed" was decided at */
+	u32 tgid;
+	u32 followed;
+	u32 calls;		/* traced calls opened, for --latency-sample */
+	u32 kfollowed;		/* kbase is being counted for tgid (flush_kernel_counts) */
+	u32 active;		/* the thread had an event: it has counts to flush */
+	u64 regs;		/* its saved user registers (copy_tp.bpf.c, thread_syscall_nr) */
+	u64 zc_sk;		/* the zerocopy socket it last named its process's (note_zc_send) */
+	u32 zc_gen;		/* zc_owner_gen then */
+	u32 tx_counted;		/* the call in progress sends on TCP/UDP: its bytes are tx_bytes
+				 * (syscalls.bpf.c, EXIT_TX_BYTES) */
+	u64 spill;		/* this is a CPU's thread_spill slot, held by the event (u64:
+				 * exchanged atomically) */
+	struct thread_counts counts;	/* written by the thread only */
+	struct thread_counts flushed;	/* what flushes took of counts */
+	struct kernel_counts kbase;	/* the kernel's counters already added (or left out) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_state);
+} task_state SEC(".maps");
+
+/* A CPU's stand-in for the storage of a thread that could not get one: the kernel allocates
+ * task storage from a per-CPU element cache that an irq_work refills, and an event that finds
+ * it empty would be lost. The event counts here instead, and thread_counted() adds it to the
+ * process at once and frees the slot (spill_thread). Preallocated; counts == flushed between
+ * events, as after any flush. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct task_state);
+} thread_spill SEC(".maps");
+
+/* Where a spilled event's flush goes when its process has no statistics (a drop, counted):
+ * never read, so that the slot leaves clean. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct tgid_stats);
+} spill_discard SEC(".maps");
+
+
+static __always_inline void read_kernel_counts(struct task_struct *task, struct kernel_counts *k)
+{
+	k->switches = task->nvcsw + task->nivcsw;
+	k->migrations = task->se.nr_migrations;
+	k->faults = task->min_flt + task->maj_flt;
+	k->run_ns = task->se.sum_exec_runtime;
+}
+
+static __always_inline bool thread_storage_refused(void)
+{
+	u32 key = 1, *v = bpf_map_lookup_elem(&filter_gen, &key);
+
+	return v && *v;
+}
+
+/* This CPU's thread_spill slot for an event of a thread of tgid without storage, or NULL
+ * (a drop) while another event holds it (one preempted on this CPU). Its calls are not
+ * timed and its kernel counters not read: the slot lasts one event. */
+static __always_inline struct task_state *spill_thread(u32 tgid)
+{
+	u32 zero = 0;
+	struct task_state *st = bpf_map_lookup_elem(&thread_spill, &zero);
+
+	if (!st || __sync_lock_test_and_set(&st->spill, 1)) {
+		count_event(CNT_DROP_THREAD_STORAGE);
+		return NULL;
+	}
+	st->tgid = tgid;
+	st->followed = 1;
+	st->active = 1;
+	st->ts = 0;
+	st->regs = 0;		/* the last user's registers, another thread's */
+	st->zc_sk = 0;
+	count_event(CNT_THREAD_SPILLED);
+	return st;
+}
+
+/* task's storage for a thread of followed process tgid that had none: its kernel counters
+ * are counted from now on (from zero for a thread just forked). Without storage an event
+ * counts in the CPU's spill slot; a thread adopted ahead of its events (fork, `pid add`)
+ * that cannot get it then gets it at its first event, and only its kernel counters start
+ * later. */
+static __always_inline struct task_state *adopt_thread(struct task_struct *task, u32 tgid,
+						       bool event)
+{
+	struct task_state *st = NULL;
+
+	if (!thread_storage_refused())
+		st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		return event ? spill_thread(tgid) : NULL;
+	st->gen = current_filter_gen();
+	st->followed = 1;
+	st->tgid = tgid;
+	read_kernel_counts(task, &st->kbase);
+	st->kfollowed = 1;
+	return st;
+}
+
+/* The state of thread `task` if its process is followed, else NULL. `task` is current, from
+ * the event's one bpf_get_current_task_btf() (a helper call each: passed on, not asked
+ * again). "Followed" is cached in the task's storage and decided again when the filter
+ * generation changed. The storage is created on a followed thread's first event, with its
+ * process's statistics (named after the process, which is current here). */
+static __always_inline struct task_state *followed_thread(struct task_struct *task)
+{
+	struct task_state *st = bpf_task_storage_get(&task_state, task, 0, 0);
+	u32 gen = current_filter_gen(), tgid;
+
+	if (st && st->gen == gen) {
+		if (!st->followed)
+			return NULL;
+		if (!st->active)	/* adopted ahead of its events: a store once, not per event */
+			st->active = 1;
+		return st;
+	}
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!tgid_followed(tgid)) {
+		if (st) {
+			st->gen = gen;
+			st->followed = 0;
+		}
+		return NULL;	/* no storage is created for threads never followed */
+	}
+	if (!st) {
+		st = adopt_thread(task, tgid, true);
+		if (!st)
+			return NULL;
+		tgid_stats_try(tgid);	/* named now; made by the flush if not now */
+		if (st->spill)
+			return st;
+	}
+	st->gen = gen;
+	st->followed = 1;
+	st->tgid = tgid;
+	st->active = 1;
+	return st;
+}
+
+#define NETIO_PF_EXITING 0x00000004
+
+static __always_inline u64 flush_one(u64 *count, u64 *flushed)
+{
+	u64 now = *(volatile u64 *)count;
+
+	/* a concurrent flush may have taken more: the difference then wraps, and the sum of the
+	 * two flushes is still right */
+	return now - __sync_lock_test_and_set(flushed, now);
+}
+
+struct flush_ctx {
+	u64 *from, *done, *to;
+};
+
+#define NETIO_COUNT_WORDS (sizeof(struct thread_counts) / 8)
+
+/* One word of the thread's counts (a bpf_loop callback: the loop is verified once, not once
+ * per word and per program). */
+static long flush_word(u32 i, struct flush_ctx *c)
+{
+	u64 d;
+
+	if (i >= NETIO_COUNT_WORDS)
+		return 1;
+	d = flush_one(&c->from[i], &c->done[i]);
+	if (d)
+		__sync_fetch_and_add(&c->to[i], d);
+	return 0;
+}
+
+/* Adds what the thread counted since its last flush to its process's statistics (on this
+ * CPU's copy, atomically: a softirq here may be adding to them). */
+static __always_inline void flush_thread_counts(struct task_state *st)
+{
+	struct tgid_stats *ts;
+	struct flush_ctx c;
+
+	if (!st->tgid || !st->active)
+		return;		/* no event yet (adopted ahead of them): nothing to add */
+	ts = flush_target(st->tgid);
+	if (!ts && st->spill) {
+		u32 zero = 0;
+
+		ts = bpf_map_lookup_elem(&spill_discard, &zero);
+	}
+	if (!ts)
+		return;
+	c.from = (u64 *)&st->counts;
+	c.done = (u64 *)&st->flushed;
+	c.to = (u64 *)&ts->c;
+	bpf_loop(NETIO_COUNT_WORDS, flush_word, &c, 0);
+}
+
+/* What the kernel counted for the thread since the last flush goes to its process while the
+ * process is followed; outside that (before, between `clear` and `pid add`) it is skipped.
+ * Exchanged field by field: a racing flush takes the rest (as flush_one). The process's
+ * statistics are made for them only at the thread's exit (a process with no event of its own
+ * has none before); until then the counts wait in the thread. */
+static __always_inline void flush_kernel_counts(struct task_struct *task, struct task_state *st,
+						bool exiting)
+{
+	struct kernel_counts now;
+	struct tgid_stats *ts = NULL;
+	u32 tgid = st->tgid;
+	bool followed = tgid && tgid_followed(tgid);
+	u64 d;
+
+	if (followed && st->kfollowed) {
+		ts = exiting ? flush_target(tgid) : bpf_map_lookup_elem(&tgid_stats, &tgid);
+		if (!ts)
+			return;
+	}
+	read_kernel_counts(task, &now);
+#define NETIO_KFLUSH(f)							\
+	d = now.f - __sync_lock_test_and_set(&st->kbase.f, now.f);		\
+	if (d && ts)							\
+		__sync_fetch_and_add(&ts->k.f, d);
+	NETIO_KFLUSH(switches);
+	NETIO_KFLUSH(migrations);
+	NETIO_KFLUSH(faults);
+	NETIO_KFLUSH(run_ns);
+#undef NETIO_KFLUSH
+	st->kfollowed = followed;
+}
+
+/* After thread `task` (current) added to its counts, at the end of every event that got st
+ * from followed_thread(): an exiting thread's exit flush may have run already (io_uring's
+ * task work can still send after it), so its counts go to its process now; a spill slot's
+ * go at once, and the slot is freed. */
+static __always_inline void thread_counted(struct task_state *st, struct task_struct *task)
+{
+	if (st->spill) {
+		flush_thread_counts(st);
+		netio_barrier();
+		st->spill = 0;
+		return;
+	}
+	if (task->flags & NETIO_PF_EXITING)
+		flush_thread_counts(st);
+}
+
+/* The thread's counts: its storage's. */
+static __always_inline struct thread_counts *thread_counts_of(struct task_state *st)
+{
+	return &st->counts;
+}
+
+static __always_inline bool thread_spilled(const struct task_state *st)
+{
+	return st->spill;
+}
+
+/* The state of a thread, if it has any (no storage is made for threads never followed). */
+static __always_inline struct task_state *thread_state(struct task_struct *task)
+{
+	return bpf_task_storage_get(&task_state, task, 0, 0);
+}
+
+/* A thread of followed process tgid born (fork) or found (`pid add`'s iterator pass): its
+ * kernel counters are counted from now on. */
+static __always_inline void thread_adopt(struct task_struct *task, u32 tgid)
+{
+	adopt_thread(task, tgid, false);
+}
+
+/* task's counts, if it has any, and what the kernel counted for it (struct kernel_counts):
+ * at its exit (the storage goes with it), or from the tracer's iterator before a snapshot,
+ * where a thread of a followed process that has no storage yet (it was there before
+ * `pid add`, which runs the iterator right after) gets one: its kernel counters are counted
+ * from then on. */
+static __always_inline void thread_flush(struct task_struct *task, bool iterating)
+{
+	struct task_state *st = thread_state(task);
+	u32 tgid;
+
+	if (st) {
+		flush_thread_counts(st);
+		flush_kernel_counts(task, st, !iterating);
+		if (!iterating && st->tgid)
+			name_process(st->tgid);
+		return;
+	}
+	tgid = task->tgid;
+	if (iterating && tgid_followed(tgid))
+		adopt_thread(task, tgid, false);
+}
+
+#endif
