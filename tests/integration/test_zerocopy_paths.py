@@ -20,8 +20,8 @@ import time
 
 import pytest
 
-from conftest import BUILD, CLIENT, REPO, SERVER, TRACER, needs_built, needs_root, wait_line
-from netio_trace.system.netns import Topology
+from conftest import (BUILD, CLIENT, REPO, SERVER, TRACER, namespaces, needs_built, needs_root,
+                      wait_line)
 from netio_trace.system.procs import wait_listening
 from test_tracer import Tracer, proc, run_workload
 
@@ -62,16 +62,8 @@ def one_line(cp):
     return lines[0]
 
 
-@pytest.fixture(scope="module", params=["loopback", "veth"])
-def tcp_topo(request):
-    with Topology(request.param) as t:
-        yield t
-
-
-@pytest.fixture(scope="module")
-def fwd():
-    with Topology("forward") as t:
-        yield t
+tcp_topo = namespaces("loopback", "veth")
+fwd = namespaces("forward")
 
 
 # ---- TCP: exact bytes ------------------------------------------------------------------
