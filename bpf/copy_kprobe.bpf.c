@@ -46,52 +46,31 @@ int BPF_KPROBE(kp_sendmsg_in, struct sock *sk, struct msghdr *msg)
 	return 0;
 }
 
-SEC("kretprobe")
-int BPF_KRETPROBE(kp_sendmsg_out, int ret)
-{
-	on_sendmsg_exit(ret);
-	return 0;
+/* A kretprobe program that passes its function's return value to a handler of
+ * copy_common.h. A kprobe program attaches to any number of functions: one serves each kind of
+ * return value. */
+#define KRETPROBE_RET(prog, handler, type)					\
+SEC("kretprobe")								\
+int BPF_KRETPROBE(prog, type ret)						\
+{										\
+	handler(ret);								\
+	return 0;								\
 }
 
-SEC("kretprobe")
-int BPF_KRETPROBE(kp_copy_from_iter, long ret)
-{
-	on_copy_from_user(ret);
-	return 0;
-}
-
-SEC("kretprobe")
-int BPF_KRETPROBE(kp_copy_from_iter_nc, long ret)
-{
-	on_copy_from_user(ret);
-	return 0;
-}
-
-SEC("kretprobe")
-int BPF_KRETPROBE(kp_zc_stream, int ret)
-{
-	on_zerocopy_stream(ret);
-	return 0;
-}
-
-SEC("kretprobe")
-int BPF_KRETPROBE(kp_pages_out, int ret)
-{
-	on_pages_pinned(ret);
-	return 0;
-}
+/* tx_bytes: tcp_sendmsg, udp_sendmsg */
+KRETPROBE_RET(kp_sendmsg_out, on_sendmsg_exit, int)
+/* tx_bytes: tcp_sendpage (sendfile, splice before 6.5) */
+KRETPROBE_RET(kp_sendpage_out, on_sendpage_exit, int)
+/* tx_copy: _copy_from_iter, _copy_from_iter_nocache */
+KRETPROBE_RET(kp_copy_from_iter, on_copy_from_user, long)
+/* pinning: skb_zerocopy_iter_stream (bytes), *_user_pages_fast (pages) */
+KRETPROBE_RET(kp_zc_stream, on_zerocopy_stream, int)
+KRETPROBE_RET(kp_pages_out, on_pages_pinned, int)
 
 SEC("kprobe")
 int BPF_KPROBE(kp_check_object_size, const void *ptr, unsigned long n, bool to_user)
 {
 	on_copy_check(n, to_user);
-	return 0;
-}
-
-SEC("kretprobe")
-int BPF_KRETPROBE(kp_sendpage_out, int ret)
-{
-	on_sendpage_exit(ret);
 	return 0;
 }
 
