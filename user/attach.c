@@ -207,6 +207,8 @@ struct row {
 	bool fallback;		/* used only if no other row of its group resolves */
 	bool lazy;		/* loaded with its probe point, attached by tracer_bpf_poll() */
 	const char *kfunc;	/* a kfunc the program calls: the row resolves only with it */
+	const char *arg0;	/* the target's first parameter, as the kernel's BTF names it:
+				 * the row resolves only there (a prototype that changed) */
 };
 
 /* A row's rung, probe point, program (a field of skeleton skel's progs), how it attaches and
@@ -245,6 +247,9 @@ static const struct row rows[] = {
 	{ ROW(RUNG_KPROBE, PP_TX_COPY, copy_kprobe, kp_copy_from_iter, H_KRETPROBE, "_copy_from_iter_nocache"), .group = 1 },
 	{ ROW(RUNG_KPROBE, PP_TX_COPY, copy_kprobe, kp_check_object_size, H_KPROBE, "__check_object_size"), .group = 1, .fallback = true },
 	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_stream, H_KRETPROBE, "skb_zerocopy_iter_stream"), .required = true },
+	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_sg_in, H_KPROBE, "__zerocopy_sg_from_iter"), .arg0 = "msg" },
+	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_sg_in_pre60, H_KPROBE, "__zerocopy_sg_from_iter"), .arg0 = "sk" },
+	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_sg_out, H_KRETPROBE, "__zerocopy_sg_from_iter") },
 	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_pages_out, H_KRETPROBE, "get_user_pages_fast") },
 	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_pages_out, H_KRETPROBE, "pin_user_pages_fast") },
 	{ ROW(RUNG_KPROBE, PP_FALLBACK_COPY, copy_kprobe, kp_copy_ubufs, H_KPROBE, "skb_copy_ubufs"), .required = true },
@@ -314,7 +319,28 @@ struct ladder {
 	 * NULL when tracefs does not let us read the list: then the attach tells */
 	struct ksyms *traceable;
 	char fail_reason[PP_NR][512];	/* for the message of a forced rung */
+	bool kprobes;			/* the kernel has kprobes at all */
 };
+
+/* Why probe point pp failed at rung r, added to what failed before it:
+ * "fentry: <why>; kprobe: <why>" (the snapshot's attach_why, a forced rung's message). */
+static void note_failure(struct ladder *l, enum probe_point pp, enum rung r, const char *fmt,
+			 ...)
+{
+	char *why = l->fail_reason[pp];
+	size_t len = strlen(why), size = sizeof(l->fail_reason[pp]);
+	va_list ap;
+
+	if (len >= size - 1)
+		return;
+	len += snprintf(why + len, size - len, "%s%s: ", len ? "; " : "",
+			r == RUNG_FENTRY ? "fentry" : rung_name(r));
+	if (len >= size - 1)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why + len, size - len, fmt, ap);
+	va_end(ap);
+}
 
 static bool is_traceable(const struct ladder *l, const char *name)
 {
@@ -357,6 +383,9 @@ static const char *resolve_row(const struct ladder *l, const struct row *r)
 
 	for (int i = 0; r->targets[i]; i++) {
 		const char *t = r->targets[i];
+
+		if (r->arg0 && !btf_func_param_is(btf, t, 0, r->arg0))
+			continue;
 		switch (r->how) {
 		case H_FENTRY:
 		case H_FEXIT:
@@ -367,7 +396,7 @@ static const char *resolve_row(const struct ladder *l, const struct row *r)
 			break;
 		case H_KPROBE:
 		case H_KRETPROBE: {
-			const char *s = ksyms_find_func(l->ksyms, t);
+			const char *s = l->kprobes ? ksyms_find_func(l->ksyms, t) : NULL;
 			if (s && is_traceable(l, s))
 				return s;
 			break;
@@ -573,9 +602,8 @@ static int attach_pp(struct ladder *l, void *skel, enum rung r, enum objkind k,
 		}
 		link = attach_row(l, skel, i, &err);
 		if (!link && rows[i].required) {
-			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-				 "attaching %s %s failed: %s", how_names[rows[i].how],
-				 l->resolved[i], strerror(-err));
+			note_failure(l, pp, r, "attaching %s %s failed: %s",
+				     how_names[rows[i].how], l->resolved[i], strerror(-err));
 			return 0;
 		}
 		if (!link)
@@ -591,8 +619,7 @@ static int attach_pp(struct ladder *l, void *skel, enum rung r, enum objkind k,
 	}
 	for (int g = 1; g < 4; g++)
 		if (group_seen[g] && !group_hits[g]) {
-			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-				 "no copy function could be attached");
+			note_failure(l, pp, r, "no function of its group %d could be attached", g);
 			return 0;
 		}
 	return attached;
@@ -622,8 +649,7 @@ static unsigned attach_rung(struct ladder *l, void *skel, enum rung r, enum objk
 		/* a dependency that did not attach in this rung nor before */
 		if ((deps_of(pp, r) & (1u << PP_TX_BYTES)) && !scope_available(t) &&
 		    !(ok & (1u << PP_TX_BYTES))) {
-			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-				 "needs tx_bytes at the fentry or kprobe rung");
+			note_failure(l, pp, r, "needs tx_bytes at the fentry or kprobe rung");
 			continue;
 		}
 		if (!attach_pp(l, skel, r, k, pp)) {
@@ -660,10 +686,7 @@ static unsigned loadable_alone(struct ladder *l, enum rung r, enum objkind k, un
 			ok |= 1u << pp;
 			objdefs[k].destroy(skel);
 		} else {
-			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-				 "loading %s programs failed: %s", r == RUNG_FENTRY ?
-				 "fentry/fexit" : r == RUNG_KPROBE ? "kprobe" : rung_name(r),
-				 strerror(-err));
+			note_failure(l, pp, r, "loading its programs failed: %s", strerror(-err));
 		}
 	}
 	return ok;
@@ -788,6 +811,15 @@ static enum rung forced_rung(enum attach_mode mode)
 	       mode == ATTACH_TRACEPOINT ? RUNG_TP_BTF : RUNG_NR;
 }
 
+static const char *unresolved_why(const struct ladder *l, enum rung r)
+{
+	if (r == RUNG_FENTRY && bpf_build() == BUILD_COMPAT)
+		return COMPAT_FENTRY_WHY;
+	if (r == RUNG_KPROBE && !l->kprobes)
+		return "this kernel has no kprobes (CONFIG_KPROBES unset)";
+	return "no target on this kernel";
+}
+
 /* The copy probe points, each on the first rung (fentry, kprobe, tp_btf) that resolves and
  * attaches it; only the forced rung when there is one (RUNG_NR: none). */
 static void climb_copy_rungs(struct ladder *l, enum rung forced)
@@ -805,11 +837,7 @@ static void climb_copy_rungs(struct ladder *l, enum rung forced)
 			if (!(copy_pps & (1u << pp)) || (assigned & (1u << pp)))
 				continue;
 			if (!pp_resolvable(l, pp, r)) {
-				if (!l->fail_reason[pp][0] || forced == r)
-					snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-						 r == RUNG_FENTRY && bpf_build() == BUILD_COMPAT ?
-						 COMPAT_FENTRY_WHY : "no %s target on this kernel",
-						 rung_name(r));
+				note_failure(l, pp, r, "%s", unresolved_why(l, r));
 				continue;
 			}
 			mask |= 1u << pp;
@@ -1068,6 +1096,7 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 	l->t = t;
 	l->ksyms = ksyms_load();
 	l->traceable = ftrace_funcs_load();
+	l->kprobes = kprobes_available();
 	ret = climb(l, mode, no_latency, err, errlen);
 	for (int pp = 0; pp < PP_NR; pp++)
 		snprintf(t->why[pp], sizeof(t->why[pp]), "%s", l->fail_reason[pp]);

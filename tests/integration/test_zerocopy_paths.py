@@ -225,7 +225,8 @@ def test_tracer_tcp_counts_match(tracer, tcp_topo, tmp_path, strategy):
     assert sent == c["bytes"] > 0
     assert sp["tx_bytes"] == sent and proc(snap, cpid)["rx_copy_bytes"] == sent
     assert snap["drops"] == 0, snap.get("drops_by_cause")
-    assert (snap["thread_storage_spilled"] > 0) == tracer.spilled
+    # the compat build keeps no per-thread storage: nothing to refuse, nothing spills
+    assert (snap["thread_storage_spilled"] > 0) == (tracer.spilled and tracer.build == "storage")
     if strategy == "sendfile":
         # page-cache pages spliced: sent, not copied
         assert sp["tx_spliced_bytes"] == sent
