@@ -8,20 +8,22 @@
 # tests/integration/test_zerocopy_paths.py (issue 16's strategies and the forward path, with
 # less data; on 6.1 every forwarded zero-copy skb is copied) and
 # tests/integration/test_categories_live.py (issue 17: "other" under its target on live runs,
-# the shares printed), prints "N passed, N failed" and exits non-zero on any failure.
+# the shares printed) and tests/integration/test_peer_bcc.py (issue 27: bcc's tcptop agrees
+# with the tracer per process; 6.1 only, where make deps installs the kernel's headers), prints
+# "N passed, N failed" and exits non-zero on any failure.
 #
 # The guest is booted by scripts/vm-exec.sh (QEMU/TCG, the vCPUs on one host thread: why there).
 # A guest that still gives no results is booted once more, and the first attempt's kernel
 # console, last test line and watchdog log are printed. A test that fails is never retried.
 #
 # Environment: NETIO_BUILD (binaries, default <repo>/build), NETIO_VM_KERNEL (default: the
-# newest /boot/vmlinuz-*), NETIO_VM_TIMEOUT (seconds per boot, default 300; a boot and the
-# tests take ~40 s here), NETIO_VM_KEEP=1 (keep the guest's logs).
+# newest /boot/vmlinuz-*), NETIO_VM_TIMEOUT (seconds per boot, default 720; how long a boot
+# and the tests take: bench/NOTES.md, "The guest"), NETIO_VM_KEEP=1 (keep the guest's logs).
 set -uo pipefail
 
 root="$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)"
 build="${NETIO_BUILD:-$root/build}"
-timeout_s="${NETIO_VM_TIMEOUT:-480}"
+timeout_s="${NETIO_VM_TIMEOUT:-720}"
 export NETIO_VM_TIMEOUT="$timeout_s"
 python="$root/.venv/bin/python"
 
@@ -58,7 +60,8 @@ NETIO_BUILD="$build" NETIO_VMTEST=1 PYTHONPATH="$root" PYTHONDONTWRITEBYTECODE=1
     timeout -k 10 $((timeout_s - 60)) "$python" -m pytest -p no:cacheprovider -v -rfEP $k_arg \\
     --junitxml="\$out/junit.xml" tests/integration/test_tracer.py \\
     tests/integration/test_zerocopy_paths.py \\
-    tests/integration/test_categories_live.py >>"\$out/pytest.log" 2>&1
+    tests/integration/test_categories_live.py \\
+    tests/integration/test_peer_bcc.py >>"\$out/pytest.log" 2>&1
 echo \$? >"\$out/rc"
 INNER
 chmod +x "$scratch/inner.sh"
