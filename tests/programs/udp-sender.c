@@ -1,0 +1,168 @@
+/* udp-sender: UDP datagrams to one address, optionally MSG_ZEROCOPY, counted by itself.
+ *
+ *   udp-sender --addr A --port P --count N --size BYTES [--zerocopy] [--after M]
+ *              [--netns NAME] [--ready-fd FD] [--timeout S]
+ *
+ * Sends N datagrams of BYTES (connected socket, send(2)), then reads SIOCOUTQ: the bytes of
+ * its datagrams the kernel still holds. On a route whose neighbour is not resolved yet they
+ * wait in the neighbour's queue and leave later, from softirq, when the ARP reply comes. It
+ * writes `sent N OUTQ` to FD, waits until they have left (SIOCOUTQ 0), sends M more
+ * datagrams (the neighbour is known by then), and waits for those too. With --zerocopy each
+ * send is MSG_ZEROCOPY and it also waits for every completion (msgzc.h), reading the error
+ * queue only then.
+ *
+ * JSON: {"program","datagrams","bytes","send_calls","enobufs_retries","outq_after_first",
+ *        "zerocopy":{...}|null,"seconds","error"} */
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include "progs.h"
+#include "msgzc.h"
+
+struct sender {
+	int fd;
+	bool zerocopy;
+	char *buf;
+	unsigned long long size;
+	unsigned long long datagrams, bytes, send_calls, enobufs_retries;
+	struct zc_account zc;
+	const char *error;
+	int error_errno;
+};
+
+static int fail(struct sender *s, const char *what)
+{
+	s->error = what;
+	s->error_errno = errno;
+	return -1;
+}
+
+static int outq(struct sender *s)
+{
+	int n = -1;
+
+	return ioctl(s->fd, SIOCOUTQ, &n) < 0 ? -1 : n;
+}
+
+/* n datagrams; ENOBUFS (zero-copy notifications hold the socket's option memory) is retried
+ * after reading the completions queued so far. */
+static int send_datagrams(struct sender *s, unsigned long long n, double deadline)
+{
+	int flags = s->zerocopy ? MSG_ZEROCOPY : 0;
+
+	for (unsigned long long i = 0; i < n;) {
+		ssize_t r = send(s->fd, s->buf, s->size, flags);
+
+		s->send_calls++;
+		if (r < 0 && errno == ENOBUFS && now_s() < deadline) {
+			s->enobufs_retries++;
+			if (s->zerocopy && zc_drain(s->fd, &s->zc) < 0)
+				return fail(s, "reading the error queue");
+			usleep(1000);
+			continue;
+		}
+		if (r < 0)
+			return fail(s, "send");
+		if ((unsigned long long)r != s->size) {
+			errno = EMSGSIZE;
+			return fail(s, "send returned part of a datagram");
+		}
+		s->datagrams++;
+		s->bytes += (unsigned long long)r;
+		if (s->zerocopy)
+			zc_sent(&s->zc, (unsigned long long)r);
+		i++;
+	}
+	return 0;
+}
+
+/* Until the kernel holds none of our datagrams (sleeping a millisecond at a time). */
+static int wait_left(struct sender *s, double deadline)
+{
+	int q;
+
+	while ((q = outq(s)) != 0) {
+		if (q < 0)
+			return fail(s, "SIOCOUTQ");
+		if (now_s() > deadline) {
+			errno = ETIMEDOUT;
+			return fail(s, "datagrams still held by the kernel");
+		}
+		usleep(1000);
+	}
+	return 0;
+}
+
+static int run(struct sender *s, unsigned long long count, unsigned long long after,
+	       unsigned long long ready_fd, double deadline, int *first_outq)
+{
+	if (send_datagrams(s, count, deadline) < 0)
+		return -1;
+	*first_outq = outq(s);
+	say_ready(ready_fd, "sent %llu %d", count, *first_outq);
+	if (wait_left(s, deadline) < 0 || send_datagrams(s, after, deadline) < 0 ||
+	    wait_left(s, deadline) < 0)
+		return -1;
+	if (s->zerocopy && zc_wait_all(s->fd, &s->zc, deadline - now_s()) < 0)
+		return fail(s, "waiting for the zero-copy completions");
+	return 0;
+}
+
+static void print_json(const struct sender *s, int first_outq, double seconds)
+{
+	printf("{\"program\":\"udp-sender\",\"datagrams\":%llu,\"bytes\":%llu,\"send_calls\":%llu,"
+	       "\"enobufs_retries\":%llu,\"outq_after_first\":%d,", s->datagrams, s->bytes,
+	       s->send_calls, s->enobufs_retries, first_outq);
+	if (s->zerocopy)
+		zc_print(&s->zc, ",");
+	else
+		printf("\"zerocopy\":null,");
+	printf("\"seconds\":%.6f,", seconds);
+	json_str_or_null("error", error_text(s->error, s->error_errno), "}\n");
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long long port = 0, count = 0, size = 0, after = 0, ready_fd = 0, timeout = 20;
+	const char *addr = NULL, *netns = NULL;
+	struct sender s = { .fd = -1 };
+	struct opt opts[] = {
+		OPT_STR_("addr", &addr, true),
+		OPT_NUM_("port", &port, 1, 65535, true),
+		OPT_NUM_("count", &count, 1, 1000000, true),
+		OPT_NUM_("size", &size, 1, 65507, true),
+		OPT_NUM_("after", &after, 0, 1000000, false),
+		OPT_FLAG_("zerocopy", &s.zerocopy),
+		OPT_STR_("netns", &netns, false),
+		OPT_NUM_("ready-fd", &ready_fd, 3, 1023, false),
+		OPT_NUM_("timeout", &timeout, 1, 3600, false),
+		OPT_END,
+	};
+	struct sockaddr_in to;
+	int first_outq = -1, one = 1;
+	double t0;
+
+	prog_name = "udp-sender";
+	parse_options(opts, argc, argv);
+	to = ipv4_addr(addr, port);
+	enter_netns(netns);
+	s.size = size;
+	s.buf = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+	if (!s.buf || zc_account_init(&s.zc, count + after) < 0) {
+		fprintf(stderr, "udp-sender: out of memory\n");
+		return 1;
+	}
+	for (unsigned long long i = 0; i < size; i++)
+		s.buf[i] = (char)('a' + i % 26);
+	t0 = now_s();
+	s.fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (s.fd < 0 || connect(s.fd, (struct sockaddr *)&to, sizeof(to)) < 0)
+		fail(&s, "socket/connect");
+	else if (s.zerocopy && setsockopt(s.fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one)) < 0)
+		fail(&s, "SO_ZEROCOPY");
+	else
+		run(&s, count, after, ready_fd, t0 + (double)timeout, &first_outq);
+	print_json(&s, first_outq, now_s() - t0);
+	return report_error(s.error, s.error_errno);
+}
