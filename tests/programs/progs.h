@@ -10,6 +10,8 @@
 #define NETIO_TEST_PROGS_H
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -162,6 +164,18 @@ static inline void say_ready(unsigned long long fd, const char *fmt, ...)
 			strerror(errno));
 		exit(1);
 	}
+}
+
+/* Segments a TCP socket retransmitted (a retransmitted zero-copy skb received again is copied
+ * again), or -1. */
+static inline long long tcp_retrans(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return -1;
+	return ti.tcpi_total_retrans;
 }
 
 static inline double now_s(void)

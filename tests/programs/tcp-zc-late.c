@@ -10,8 +10,8 @@
  * yet read hold the socket's option memory) is retried after a millisecond, without reading
  * them, and counted.
  *
- * JSON: {"program","bytes","send_calls","enobufs_retries","zerocopy":{...},"seconds",
- *        "error"} */
+ * JSON: {"program","bytes","send_calls","enobufs_retries","retrans","zerocopy":{...},
+ *        "seconds","error"} */
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -119,10 +119,11 @@ int main(int argc, char **argv)
 	memset(s.buf, 'z', size);
 	t0 = now_s();
 	run(&s, &a, count, t0 + (double)timeout);
+	printf("{\"program\":\"tcp-zc-late\",\"bytes\":%llu,\"send_calls\":%llu,"
+	       "\"enobufs_retries\":%llu,\"retrans\":%lld,", s.bytes, s.send_calls,
+	       s.enobufs_retries, tcp_retrans(s.fd));
 	if (s.fd >= 0)
 		close(s.fd);
-	printf("{\"program\":\"tcp-zc-late\",\"bytes\":%llu,\"send_calls\":%llu,"
-	       "\"enobufs_retries\":%llu,", s.bytes, s.send_calls, s.enobufs_retries);
 	zc_print(&s.zc, ",");
 	printf("\"seconds\":%.6f,", now_s() - t0);
 	json_str_or_null("error", error_text(s.error, s.error_errno), "}\n");

@@ -11,11 +11,16 @@
  * send is MSG_ZEROCOPY and it also waits for every completion (msgzc.h), reading the error
  * queue only then.
  *
+ * "sock" is the kernel's address of its socket, from /proc/net/udp (null where
+ * kernel.kptr_restrict hides it): a socket made after another one closed may get its memory,
+ * and what a tracer keeps per socket address must not outlive the socket.
+ *
  * JSON: {"program","datagrams","bytes","send_calls","enobufs_retries","outq_after_first",
- *        "zerocopy":{...}|null,"seconds","error"} */
+ *        "zerocopy":{...}|null,"sock","seconds","error"} */
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "progs.h"
 #include "msgzc.h"
@@ -109,8 +114,32 @@ static int run(struct sender *s, unsigned long long count, unsigned long long af
 	return 0;
 }
 
+/* The socket's kernel address as /proc/net/udp prints it (its "pointer" column), found by
+ * inode; "" when not found or hidden (all zeros). */
+static void sock_address(int fd, char *out, size_t len)
+{
+	char line[512], ptr[32];
+	unsigned long inode;
+	struct stat st;
+	FILE *f;
+
+	out[0] = '\0';
+	if (fstat(fd, &st) < 0 || !(f = fopen("/proc/self/net/udp", "re")))
+		return;
+	while (fgets(line, sizeof(line), f))
+		/* sl local rem st tx:rx tr:when retrnsmt uid timeout inode ref pointer drops */
+		if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %lu %*s %31s", &inode,
+			   ptr) == 2 && inode == st.st_ino && strspn(ptr, "0") != strlen(ptr)) {
+			snprintf(out, len, "%s", ptr);
+			break;
+		}
+	fclose(f);
+}
+
 static void print_json(const struct sender *s, int first_outq, double seconds)
 {
+	char sock[32];
+
 	printf("{\"program\":\"udp-sender\",\"datagrams\":%llu,\"bytes\":%llu,\"send_calls\":%llu,"
 	       "\"enobufs_retries\":%llu,\"outq_after_first\":%d,", s->datagrams, s->bytes,
 	       s->send_calls, s->enobufs_retries, first_outq);
@@ -118,6 +147,8 @@ static void print_json(const struct sender *s, int first_outq, double seconds)
 		zc_print(&s->zc, ",");
 	else
 		printf("\"zerocopy\":null,");
+	sock_address(s->fd, sock, sizeof(sock));
+	json_str_or_null("sock", sock[0] ? sock : NULL, ",");
 	printf("\"seconds\":%.6f,", seconds);
 	json_str_or_null("error", error_text(s->error, s->error_errno), "}\n");
 }

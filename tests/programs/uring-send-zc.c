@@ -18,7 +18,7 @@
  * 3. --check only checks: {"program","unsupported":null|WHY}, exit 0.
  *
  * JSON: {"program","unsupported":null,"fixed","report_usage","bytes","sends","notifications",
- *        "copied","copied_bytes","zc_bytes","seconds","error"} (copied, copied_bytes and
+ *        "copied","copied_bytes","zc_bytes","retrans","seconds","error"} (copied, copied_bytes and
  *        zc_bytes null without the usage report) */
 #include <liburing.h>
 #include <netinet/in.h>
@@ -198,7 +198,7 @@ static void print_json(const struct sender *s, double seconds)
 		       s->copied_bytes, s->bytes - s->copied_bytes);
 	else
 		printf("\"copied\":null,\"copied_bytes\":null,\"zc_bytes\":null,");
-	printf("\"seconds\":%.6f,", seconds);
+	printf("\"retrans\":%lld,\"seconds\":%.6f,", tcp_retrans(s->fd), seconds);
 	json_str_or_null("error", error_text(s->error, s->error_errno), "}\n");
 }
 
