@@ -7,6 +7,8 @@ first syscall (the launch gate) and counts the namespaces the case creates:
 - a UDP sender whose first datagrams wait in the neighbour's queue (the receiving namespace
   ignores ARP until they are queued) and leave later, from softirq, when the ARP reply comes;
   with and without MSG_ZEROCOPY;
+- a UDP sender that has the kernel cut its messages into datagrams (UDP_SEGMENT) and sends
+  several per sendmmsg call, with and without MSG_ZEROCOPY;
 - UDP receivers of small datagrams (linear skbs) and of large ones (paged: 60000 B over
   loopback or over a veth at MTU 65535), and one that passes MSG_TRUNC;
 - io_uring SEND_ZC (its own buffers and registered ones), a server sending a file with
@@ -44,9 +46,11 @@ NAMES = ("udp-sender", "udp-receiver", "tcp-sink", "file-server", "tcp-zc-late",
 VMTEST = os.environ.get("NETIO_VMTEST") == "1"
 TIMEOUT = 120 if VMTEST else 30
 # messages per case: enough for many skbs, few enough for seconds in the emulated guests
-N = {"held": 8, "small": 200, "large": 40, "uring": 64, "file_repeat": 4, "zc_late": 200}
+N = {"held": 8, "small": 200, "large": 40, "gso": 32, "uring": 64, "file_repeat": 4,
+     "zc_late": 200}
 if VMTEST:
-    N = {"held": 8, "small": 50, "large": 12, "uring": 16, "file_repeat": 2, "zc_late": 32}
+    N = {"held": 8, "small": 50, "large": 12, "gso": 16, "uring": 16, "file_repeat": 2,
+         "zc_late": 32}
 FILE_BYTES = (1 << 20) + 3      # not a whole number of pages
 
 pytestmark = [needs_root("BPF, network namespaces"),
@@ -97,14 +101,38 @@ def sysctl(ns, path, value):
 
 
 @contextmanager
-def namespaces(kind, mtu=None):
-    """A Topology ("veth": two namespaces, "loopback": one); mtu: of both veth ends."""
+def namespaces(kind, mtu=None, resolved=True):
+    """A Topology ("veth": two namespaces, "loopback": one); mtu: of both veth ends. resolved:
+    the sender's neighbour entry for the receiver made beforehand (permanent), else ARP
+    resolves it on the first datagram, and what a burst queues meanwhile past the queue's
+    bytes (unres_qlen_bytes) is dropped."""
     with Topology(kind) as t:
-        if mtu:
-            ip("-n", t.sender_ns, "link", "set", "nio-s", "mtu", str(mtu))
-            ip("-n", t.receiver_ns, "link", "set", "nio-r", "mtu", str(mtu))
         t.receiver_addr = VETH_RECEIVER_ADDR if kind == "veth" else LOOPBACK_ADDR
+        if kind == "veth":
+            for ns, dev in ((t.sender_ns, "nio-s"), (t.receiver_ns, "nio-r")):
+                if mtu:
+                    ip("-n", ns, "link", "set", dev, "mtu", str(mtu))
+                wait_operational(ns, dev)
+            if resolved:
+                ip("-n", t.sender_ns, "neigh", "replace", t.receiver_addr, "lladdr",
+                   link(t.receiver_ns, "nio-r")["address"], "dev", "nio-s", "nud", "permanent")
         yield t
+
+
+def link(ns, dev):
+    out = subprocess.run(["ip", "-n", ns, "-j", "link", "show", "dev", dev], check=True,
+                         capture_output=True, text=True, timeout=TIMEOUT).stdout
+    return json.loads(out)[0]
+
+
+def wait_operational(ns, dev):
+    """Until dev has its qdisc. A veth end brought up before its peer gets it only when the
+    peer's carrier reaches it through linkwatch, later; until then it has the noop qdisc,
+    which drops every datagram without a word to the sender (seen: all of a GSO burst)."""
+    deadline = time.monotonic() + TIMEOUT
+    while (l := link(ns, dev)).get("qdisc") in (None, "noop") or l.get("operstate") != "UP":
+        assert time.monotonic() < deadline, f"{dev} in {ns} never became operational: {l}"
+        time.sleep(0.01)
 
 
 class Programs:
@@ -112,7 +140,7 @@ class Programs:
     counts; what is still running at the end is killed by the pid we started."""
 
     def __init__(self, tracer, tmp, topo):
-        self.tracer, self.tmp, self.started = tracer, tmp, []
+        self.tracer, self.tmp, self.topo, self.started = tracer, tmp, topo, []
         tracer.ok("clear")
         for ns in topo.namespaces:
             tracer.ok(f"netns add {ns}")
@@ -159,14 +187,21 @@ class Programs:
             buf += chunk
         return buf.split(b"\n", 1)[0].decode()
 
+    def output(self, p):
+        return (self.tmp / f"{self.started.index(p)}-{p.name}.json").read_text()
+
     def finish(self):
         """Waits for every program; (their JSON, in start order; the tracer's snapshot)."""
         for p in self.started:
-            code = p.wait(TIMEOUT)
-            assert code == 0, f"{p.name} exited {code}: {self.stderr(p)}"
-        outs = []
-        for i, p in enumerate(self.started):
-            outs.append(json.loads((self.tmp / f"{i}-{p.name}.json").read_text()))
+            p.wait(TIMEOUT)
+        failed = [p for p in self.started if p.returncode != 0]
+        assert not failed, "\n".join(
+            [f"{p.name} exited {p.returncode}: {self.stderr(p)}" for p in failed] +
+            [self.output(p) for p in self.started] +
+            # where a datagram was lost: every device's counters, drops included
+            [subprocess.run(["ip", "-n", ns, "-s", "link"], capture_output=True, text=True,
+                            timeout=TIMEOUT).stdout for ns in self.topo.namespaces])
+        outs = [json.loads(self.output(p)) for p in self.started]
         return outs, self.tracer.snapshot(str(self.tmp / "snapshot.json"))
 
 
@@ -190,8 +225,8 @@ BUGS = {
                          "sends (which leaves inside that send) claimed for the earlier one",
     "sys-exit-tx": "where sys_exit counts the bytes sent (no sock_send_length, before 6.3), "
                    "every write(2) counts, to a file or a pipe too (the program's JSON on "
-                   "stdout), and io_uring's and sendfile's sends do not: tx_bytes, and the "
-                   "tx_copy inferred from it, are wrong",
+                   "stdout), and the sends of io_uring, sendfile and sendmmsg do not: "
+                   "tx_bytes, and the tx_copy inferred from it, are wrong",
     "no-zc-owner": "without sock_send_length no send names a zero-copy socket's owner, so "
                    "the bytes xmit counts stay with the namespace: the process's zc_tx_bytes "
                    "is 0, not null",
@@ -295,7 +330,7 @@ def test_udp_held_by_the_neighbour(tracer, tmp_path, request, zerocopy):
     """The first datagrams wait in the neighbour's queue (SIOCOUTQ > 0 after their send
     returned) and leave from softirq once ARP resolves; as many again follow directly."""
     held = N["held"]
-    with namespaces("veth") as t, Programs(tracer, tmp_path, t) as run:
+    with namespaces("veth", resolved=False) as t, Programs(tracer, tmp_path, t) as run:
         sysctl(t.receiver_ns, "net/ipv4/conf/all/arp_ignore", "8")    # answer no ARP request
         # keep asking every 100 ms, 10 s long, rather than give the datagrams up
         sysctl(t.sender_ns, "net/ipv4/neigh/nio-s/retrans_time_ms", "100")
@@ -364,6 +399,35 @@ def test_udp_zerocopy_senders_one_after_another(tracer, tmp_path, request):
     zc = {pid: proc(snap, pid)["zc_tx_bytes"] for pid in pids}
     c.equal(f"zc_tx_bytes per process (sockets {socks})", zc,
             {pid: count * size for pid in pids}, bug)
+    c.done()
+
+
+@pytest.mark.parametrize("zerocopy", (False, True), ids=("copy", "zerocopy"))
+def test_udp_gso_batched(tracer, tmp_path, request, zerocopy):
+    """A QUIC stack's way: messages the kernel cuts into datagrams (UDP_SEGMENT), several per
+    sendmmsg call; the receiver gets each segment as a datagram of its own."""
+    count, size, seg = N["gso"], 14000, 1400
+    with namespaces("veth") as t, Programs(tracer, tmp_path, t) as run:
+        rcv = run.start("udp-receiver", "--netns", t.receiver_ns, "--count",
+                        str(count * size // seg), "--size", "2048")
+        port = run.port(rcv)
+        snd = run.start("udp-sender", "--netns", t.sender_ns, "--addr", t.receiver_addr,
+                        "--port", str(port), "--count", str(count), "--size", str(size),
+                        "--gso", str(seg), "--batch", "8", *(("--zerocopy",) if zerocopy else ()))
+        (r, s), snap = run.finish()
+    sent = s["bytes"]
+    assert s["messages"] == count and s["send_calls"] == count // 8, s
+    assert r["datagrams"] == s["datagrams"] == count * size // seg and r["bytes"] == sent
+    c = Checks(request, snap)
+    if zerocopy:
+        zc = s["zerocopy"]
+        assert zc["completed"] == zc["sends"] == count and zc["unexpected"] == 0, zc
+        c.sent(snd.pid, sent, copied=0, pinned=sent)
+        c.zerocopy(sent, zc)
+        c.completions(zc["completed"], zc["copied"])
+    else:
+        c.sent(snd.pid, sent, copied=sent)
+    c.received(rcv.pid, r["bytes"])
     c.done()
 
 

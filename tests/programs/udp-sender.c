@@ -1,13 +1,15 @@
 /* udp-sender: UDP datagrams to one address, optionally MSG_ZEROCOPY, counted by itself.
  *
  *   udp-sender --addr A --port P --count N --size BYTES [--zerocopy] [--after M]
- *              [--netns NAME] [--ready-fd FD] [--timeout S]
+ *              [--gso SEG] [--batch K] [--netns NAME] [--ready-fd FD] [--timeout S]
  *
- * Sends N datagrams of BYTES (connected socket, send(2)), then reads SIOCOUTQ: the bytes of
+ * Sends N messages of BYTES (connected socket, send(2); --batch: K messages per sendmmsg(2)
+ * call), each one datagram, or with --gso one datagram per SEG bytes (UDP_SEGMENT: the kernel
+ * cuts the message, as QUIC stacks have it do). Then it reads SIOCOUTQ: the bytes of
  * its datagrams the kernel still holds. On a route whose neighbour is not resolved yet they
  * wait in the neighbour's queue and leave later, from softirq, when the ARP reply comes. It
  * writes `sent N OUTQ` to FD, waits until they have left (SIOCOUTQ 0), sends M more
- * datagrams (the neighbour is known by then), and waits for those too. With --zerocopy each
+ * messages (the neighbour is known by then), and waits for those too. With --zerocopy each
  * send is MSG_ZEROCOPY and it also waits for every completion (msgzc.h), reading the error
  * queue only then.
  *
@@ -15,9 +17,11 @@
  * kernel.kptr_restrict hides it): a socket made after another one closed may get its memory,
  * and what a tracer keeps per socket address must not outlive the socket.
  *
- * JSON: {"program","datagrams","bytes","send_calls","enobufs_retries","outq_after_first",
- *        "zerocopy":{...}|null,"sock","seconds","error"} */
+ * JSON: {"program","messages","datagrams" (on the wire),"bytes","send_calls",
+ *        "enobufs_retries","outq_after_first","zerocopy":{...}|null,"sock","seconds","error"}
+ */
 #include <linux/sockios.h>
+#include <netinet/udp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -25,12 +29,17 @@
 #include "progs.h"
 #include "msgzc.h"
 
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#define MAX_BATCH 64
+
 struct sender {
 	int fd;
 	bool zerocopy;
 	char *buf;
-	unsigned long long size;
-	unsigned long long datagrams, bytes, send_calls, enobufs_retries;
+	unsigned long long size, segments, batch;	/* segments: datagrams per message */
+	unsigned long long messages, datagrams, bytes, send_calls, enobufs_retries;
 	struct zc_account zc;
 	const char *error;
 	int error_errno;
@@ -50,34 +59,62 @@ static int outq(struct sender *s)
 	return ioctl(s->fd, SIOCOUTQ, &n) < 0 ? -1 : n;
 }
 
-/* n datagrams; ENOBUFS (zero-copy notifications hold the socket's option memory) is retried
+/* One call sending k messages (k > 1: sendmmsg); the messages it sent, or -1. */
+static int send_call(struct sender *s, unsigned long long k, int flags)
+{
+	struct iovec iov = { .iov_base = s->buf, .iov_len = s->size };
+	struct mmsghdr v[MAX_BATCH];
+	ssize_t r;
+	int n;
+
+	s->send_calls++;
+	if (k == 1) {
+		r = send(s->fd, s->buf, s->size, flags);
+		n = r < 0 ? -1 : 1;
+		v[0].msg_len = (unsigned)r;
+	} else {
+		memset(v, 0, k * sizeof(v[0]));
+		for (unsigned long long i = 0; i < k; i++) {
+			v[i].msg_hdr.msg_iov = &iov;
+			v[i].msg_hdr.msg_iovlen = 1;
+		}
+		n = sendmmsg(s->fd, v, (unsigned)k, flags);
+	}
+	for (int i = 0; i < n; i++)
+		if (v[i].msg_len != s->size) {
+			errno = EMSGSIZE;
+			return -1;
+		}
+	return n;
+}
+
+/* n messages; ENOBUFS (zero-copy notifications hold the socket's option memory) is retried
  * after reading the completions queued so far. */
 static int send_datagrams(struct sender *s, unsigned long long n, double deadline)
 {
 	int flags = s->zerocopy ? MSG_ZEROCOPY : 0;
 
 	for (unsigned long long i = 0; i < n;) {
-		ssize_t r = send(s->fd, s->buf, s->size, flags);
+		unsigned long long k = s->batch && n - i > 1 ? (n - i < s->batch ? n - i : s->batch) : 1;
+		int sent = send_call(s, k, flags);
 
-		s->send_calls++;
-		if (r < 0 && errno == ENOBUFS && now_s() < deadline) {
+		if (sent < 0 && errno == ENOBUFS && now_s() < deadline) {
 			s->enobufs_retries++;
 			if (s->zerocopy && zc_drain(s->fd, &s->zc) < 0)
 				return fail(s, "reading the error queue");
 			usleep(1000);
 			continue;
 		}
-		if (r < 0)
-			return fail(s, "send");
-		if ((unsigned long long)r != s->size) {
-			errno = EMSGSIZE;
-			return fail(s, "send returned part of a datagram");
+		if (sent < 0)
+			return fail(s, errno == EMSGSIZE ? "a send returned part of a message" : "send");
+		for (int j = 0; j < sent; j++) {
+			s->messages++;
+			s->datagrams += s->segments;
+			s->bytes += s->size;
+			if (s->zerocopy)
+				zc_sent(&s->zc, s->size);
 		}
-		s->datagrams++;
-		s->bytes += (unsigned long long)r;
-		if (s->zerocopy)
-			zc_sent(&s->zc, (unsigned long long)r);
-		i++;
+		i += (unsigned long long)sent;
 	}
 	return 0;
 }
@@ -140,9 +177,9 @@ static void print_json(const struct sender *s, int first_outq, double seconds)
 {
 	char sock[32];
 
-	printf("{\"program\":\"udp-sender\",\"datagrams\":%llu,\"bytes\":%llu,\"send_calls\":%llu,"
-	       "\"enobufs_retries\":%llu,\"outq_after_first\":%d,", s->datagrams, s->bytes,
-	       s->send_calls, s->enobufs_retries, first_outq);
+	printf("{\"program\":\"udp-sender\",\"messages\":%llu,\"datagrams\":%llu,\"bytes\":%llu,"
+	       "\"send_calls\":%llu,\"enobufs_retries\":%llu,\"outq_after_first\":%d,",
+	       s->messages, s->datagrams, s->bytes, s->send_calls, s->enobufs_retries, first_outq);
 	if (s->zerocopy)
 		zc_print(&s->zc, ",");
 	else
@@ -156,6 +193,7 @@ static void print_json(const struct sender *s, int first_outq, double seconds)
 int main(int argc, char **argv)
 {
 	unsigned long long port = 0, count = 0, size = 0, after = 0, ready_fd = 0, timeout = 20;
+	unsigned long long gso = 0;
 	const char *addr = NULL, *netns = NULL;
 	struct sender s = { .fd = -1 };
 	struct opt opts[] = {
@@ -165,6 +203,8 @@ int main(int argc, char **argv)
 		OPT_NUM_("size", &size, 1, 65507, true),
 		OPT_NUM_("after", &after, 0, 1000000, false),
 		OPT_FLAG_("zerocopy", &s.zerocopy),
+		OPT_NUM_("gso", &gso, 1, 65507, false),
+		OPT_NUM_("batch", &s.batch, 2, MAX_BATCH, false),
 		OPT_STR_("netns", &netns, false),
 		OPT_NUM_("ready-fd", &ready_fd, 3, 1023, false),
 		OPT_NUM_("timeout", &timeout, 1, 3600, false),
@@ -179,6 +219,7 @@ int main(int argc, char **argv)
 	to = ipv4_addr(addr, port);
 	enter_netns(netns);
 	s.size = size;
+	s.segments = gso ? (size + gso - 1) / gso : 1;
 	s.buf = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
 	if (!s.buf || zc_account_init(&s.zc, count + after) < 0) {
 		fprintf(stderr, "udp-sender: out of memory\n");
@@ -192,6 +233,8 @@ int main(int argc, char **argv)
 		fail(&s, "socket/connect");
 	else if (s.zerocopy && setsockopt(s.fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one)) < 0)
 		fail(&s, "SO_ZEROCOPY");
+	else if (gso && setsockopt(s.fd, SOL_UDP, UDP_SEGMENT, &(int){ (int)gso }, sizeof(int)) < 0)
+		fail(&s, "UDP_SEGMENT");
 	else
 		run(&s, count, after, ready_fd, t0 + (double)timeout, &first_outq);
 	print_json(&s, first_outq, now_s() - t0);
