@@ -82,16 +82,17 @@ def sysctl(ns, path, value):
     libc, failed = ctypes.CDLL(None, use_errno=True), []
 
     def write():
-        fd = os.open(f"/var/run/netns/{ns}", os.O_RDONLY | os.O_CLOEXEC)
         try:
-            if libc.setns(fd, 0x40000000):      # CLONE_NEWNET, this thread only
-                raise OSError(ctypes.get_errno(), f"setns {ns}")
+            fd = os.open(f"/var/run/netns/{ns}", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if libc.setns(fd, 0x40000000):      # CLONE_NEWNET, this thread only
+                    raise OSError(ctypes.get_errno(), f"setns {ns}")
+            finally:
+                os.close(fd)
             with open(f"/proc/sys/{path}", "w") as f:
                 f.write(value)
         except OSError as e:
             failed.append(e)
-        finally:
-            os.close(fd)
 
     t = threading.Thread(target=write)
     t.start()
@@ -126,12 +127,14 @@ def link(ns, dev):
 
 
 def wait_operational(ns, dev):
-    """Until dev has its qdisc. A veth end brought up before its peer gets it only when the
-    peer's carrier reaches it through linkwatch, later; until then it has the noop qdisc,
-    which drops every datagram without a word to the sender (seen: all of a GSO burst)."""
+    """Until dev is up with its qdisc. A veth end brought up before its peer gets it only when
+    the peer's carrier reaches it through linkwatch, later; until then it has the noop qdisc,
+    which drops every datagram without a word to the sender (the likely loss of a whole GSO
+    burst, once in 30 runs of this file on a loaded host)."""
     deadline = time.monotonic() + TIMEOUT
-    while (l := link(ns, dev)).get("qdisc") in (None, "noop") or l.get("operstate") != "UP":
-        assert time.monotonic() < deadline, f"{dev} in {ns} never became operational: {l}"
+    while (state := link(ns, dev)).get("qdisc") in (None, "noop") or \
+            state.get("operstate") != "UP":
+        assert time.monotonic() < deadline, f"{dev} in {ns} never became operational: {state}"
         time.sleep(0.01)
 
 
