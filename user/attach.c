@@ -207,8 +207,9 @@ struct row {
 	bool fallback;		/* used only if no other row of its group resolves */
 	bool lazy;		/* loaded with its probe point, attached by tracer_bpf_poll() */
 	const char *kfunc;	/* a kfunc the program calls: the row resolves only with it */
-	const char *arg0;	/* the target's first parameter, as the kernel's BTF names it:
-				 * the row resolves only there (a prototype that changed) */
+	/* a parameter of the target as the kernel's BTF names it: the row resolves only there
+	 * (a prototype that changed) */
+	struct { int idx; const char *name; } param;
 };
 
 /* A row's rung, probe point, program (a field of skeleton skel's progs), how it attaches and
@@ -237,6 +238,12 @@ static const struct row rows[] = {
 	{ ROW(RUNG_FENTRY, PP_FALLBACK_COPY, copy_fentry, fx_copy_ubufs, H_FEXIT, "skb_copy_ubufs"), .required = true },
 	{ ROW(RUNG_FENTRY, PP_ZC_COMPLETION, copy_fentry, fx_zc_callback, H_FENTRY, "__msg_zerocopy_callback"), .required = true },
 	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_rx_copy, H_FEXIT, "skb_copy_datagram_iter"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp_recv_in, H_FENTRY, "udp_recvmsg"), .param = { 3, "flags" }, .group = 1 },
+	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp_recv_in_noblock, H_FENTRY, "udp_recvmsg"), .param = { 3, "noblock" }, .group = 1 },
+	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp_recv_out, H_FEXIT, "udp_recvmsg"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp6_recv_in, H_FENTRY, "udpv6_recvmsg"), .param = { 3, "flags" } },
+	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp6_recv_in_noblock, H_FENTRY, "udpv6_recvmsg"), .param = { 3, "noblock" } },
+	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp6_recv_out, H_FEXIT, "udpv6_recvmsg") },
 	/* kprobe/kretprobe */
 	{ ROW(RUNG_KPROBE, PP_TX_BYTES, copy_kprobe, kp_sendmsg_in, H_KPROBE, "tcp_sendmsg"), .required = true },
 	{ ROW(RUNG_KPROBE, PP_TX_BYTES, copy_kprobe, kp_sendmsg_out, H_KRETPROBE, "tcp_sendmsg"), .required = true },
@@ -247,8 +254,8 @@ static const struct row rows[] = {
 	{ ROW(RUNG_KPROBE, PP_TX_COPY, copy_kprobe, kp_copy_from_iter, H_KRETPROBE, "_copy_from_iter_nocache"), .group = 1 },
 	{ ROW(RUNG_KPROBE, PP_TX_COPY, copy_kprobe, kp_check_object_size, H_KPROBE, "__check_object_size"), .group = 1, .fallback = true },
 	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_stream, H_KRETPROBE, "skb_zerocopy_iter_stream"), .required = true },
-	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_sg_in, H_KPROBE, "__zerocopy_sg_from_iter"), .arg0 = "msg" },
-	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_sg_in_pre60, H_KPROBE, "__zerocopy_sg_from_iter"), .arg0 = "sk" },
+	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_sg_in, H_KPROBE, "__zerocopy_sg_from_iter"), .param = { 0, "msg" } },
+	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_sg_in_pre60, H_KPROBE, "__zerocopy_sg_from_iter"), .param = { 0, "sk" } },
 	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_sg_out, H_KRETPROBE, "__zerocopy_sg_from_iter") },
 	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_pages_out, H_KRETPROBE, "get_user_pages_fast") },
 	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_pages_out, H_KRETPROBE, "pin_user_pages_fast") },
@@ -257,6 +264,12 @@ static const struct row rows[] = {
 	{ ROW(RUNG_KPROBE, PP_ZC_COMPLETION, copy_kprobe, kp_zc_callback_pre512, H_KPROBE, "sock_zerocopy_callback"), .group = 1, .fallback = true },
 	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_rx_copy_in, H_KPROBE, "skb_copy_datagram_iter"), .required = true },
 	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_rx_copy_out, H_KRETPROBE, "skb_copy_datagram_iter"), .required = true },
+	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_udp_recv_in, H_KPROBE, "udp_recvmsg"), .param = { 3, "flags" }, .group = 1 },
+	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_udp_recv_in_noblock, H_KPROBE, "udp_recvmsg"), .param = { 3, "noblock" }, .group = 1 },
+	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_udp_recv_out, H_KRETPROBE, "udp_recvmsg"), .required = true },
+	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_udp_recv_in, H_KPROBE, "udpv6_recvmsg"), .param = { 3, "flags" } },
+	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_udp_recv_in_noblock, H_KPROBE, "udpv6_recvmsg"), .param = { 3, "noblock" } },
+	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_udp_recv_out, H_KRETPROBE, "udpv6_recvmsg") },
 	/* BTF-typed tracepoints */
 	{ ROW(RUNG_TP_BTF, PP_TX_BYTES, copy_tp, tp_send_length, H_TP_BTF, "sock_send_length"), .required = true, .kfunc = CAST },
 	/* the per-skb programs: reading through bpf_rdonly_cast (6.2+), else probe reads */
@@ -384,7 +397,7 @@ static const char *resolve_row(const struct ladder *l, const struct row *r)
 	for (int i = 0; r->targets[i]; i++) {
 		const char *t = r->targets[i];
 
-		if (r->arg0 && !btf_func_param_is(btf, t, 0, r->arg0))
+		if (r->param.name && !btf_func_param_is(btf, t, r->param.idx, r->param.name))
 			continue;
 		switch (r->how) {
 		case H_FENTRY:
