@@ -91,8 +91,9 @@ $(BLAZESYM_LIB) $(BLAZESYM_HDR) &: third_party/blazesym/Cargo.toml third_party/b
 	./scripts/blazesym.sh
 
 # ---- tests ---------------------------------------------------------------
-$(BUILD)/tests/test_symbolize: tests/unit/test_symbolize.c $(BUILD)/user/frames.o $(BLAZESYM_LIB) | $(BUILD)/tests
-	$(CC) $(CFLAGS) -Iuser $< $(BUILD)/user/frames.o -o $@ -lelf $(BLAZESYM_LIBS)
+SYMBOLIZE_OBJS := $(BUILD)/user/frames.o $(BUILD)/user/trace_helpers.o
+$(BUILD)/tests/test_symbolize: tests/unit/test_symbolize.c $(SYMBOLIZE_OBJS) $(BLAZESYM_LIB) | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Iuser $< $(SYMBOLIZE_OBJS) -o $@ -lbpf -lelf $(BLAZESYM_LIBS)
 
 $(BUILD)/tests/test_irqframes: tests/unit/test_irqframes.c $(BUILD)/user/irqframes.o | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Iuser $^ -o $@

@@ -135,8 +135,9 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-/* Set by user space (at `pid add`, and every ~50 ms from the tracer's loop) while followed_tgids is not empty; when
- * clear, the program looks at the map itself (a followed pid may be newer than the hint). */
+/* Set by user space (profiler_poll, every 20-50 ms from the tracer's loop) while
+ * followed_tgids is not empty; when clear, the program looks at the map itself (a followed pid
+ * may be newer than the hint). */
 volatile int followed_hint;
 
 /* Tick source: the address of the tick's hrtimer handler (tick_nohz_handler from 6.9,

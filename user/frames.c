@@ -22,39 +22,39 @@ struct map_entry {
 	char *path;
 };
 
-/* One image's maps; the images of every process in a list (frames.images). */
+/* One image's maps; the images of every process are a list (frames.images). */
 struct proc_maps {
 	struct proc_maps *next;
-	pid_t tgid;
+	pid_t tgid; /* -1: replaced, freed by frames_forget_gone */
 	uint64_t id;
 	struct map_entry *v;
 	size_t n;
 };
 
 /* A mapped file, opened once: blazesym reads it as /proc/self/fd/N, so that a file replaced
- * at the same path (a rebuilt binary) is another source and never the mapped one's name. */
+ * at the same path (a rebuilt binary) is another source, never named for the mapped one. */
 struct elf_file {
 	struct elf_file *next;
 	char *path;
 	unsigned long ino;
-	int fd;        /* -1: the file at path is not the one mapped (gone, replaced) */
-	char src[32];  /* "/proc/self/fd/N" */
-	Elf *elf;      /* for PLT names, read when first needed */
+	int fd;       /* -1: the file at path is not the one mapped (gone, replaced) */
+	char src[32]; /* "/proc/self/fd/N" */
+	Elf *elf;     /* for PLT names, opened when first needed */
 };
 
 struct frames {
-	blaze_symbolizer *user, *kernel;
-	const blaze_syms *kres; /* the last kernel lookup's names */
+	blaze_symbolizer *sym;
 	struct proc_maps *images;
 	struct elf_file *files;
 };
 
 struct frames *frames_new(void)
 {
-	struct frames *fr = calloc(1, sizeof(*fr));
-	/* no auto_reload: each file is a source of its own (elf_file), nothing to stat per call */
+	/* no auto_reload: a file is a source of its own (elf_file), nothing to stat per call */
 	blaze_symbolizer_opts o = { .type_size = sizeof(o), .demangle = true };
-	if (!fr || elf_version(EV_CURRENT) == EV_NONE || !(fr->user = blaze_symbolizer_new_opts(&o))) {
+	struct frames *fr = calloc(1, sizeof(*fr));
+
+	if (!fr || elf_version(EV_CURRENT) == EV_NONE || !(fr->sym = blaze_symbolizer_new_opts(&o))) {
 		free(fr);
 		return NULL;
 	}
@@ -65,22 +65,22 @@ void frames_free(struct frames *fr)
 {
 	struct proc_maps *m, *nm;
 	struct elf_file *f, *nf;
-	for (m = fr ? fr->images : NULL; m; m = nm) {
+
+	if (!fr)
+		return;
+	for (m = fr->images; m; m = nm) {
 		nm = m->next;
 		proc_maps_free(m);
 	}
-	for (f = fr ? fr->files : NULL; f; f = nf) {
+	for (f = fr->files; f; f = nf) {
 		nf = f->next;
-		elf_end(f->elf); /* NULL: nothing */
+		elf_end(f->elf);
 		if (f->fd >= 0)
 			close(f->fd);
 		free(f->path);
 		free(f);
 	}
-	if (fr) {
-		frames_kernel_reload(fr);
-		blaze_symbolizer_free(fr->user);
-	}
+	blaze_symbolizer_free(fr->sym);
 	free(fr);
 }
 
@@ -102,26 +102,24 @@ struct proc_maps *proc_maps_parse(FILE *f)
 	char perms[8], *line = NULL, *path;
 	size_t cap = 0, len = 0;
 	ssize_t n;
-	int pos;
+	int pos, oom = 0;
+
 	while (m && (n = getline(&line, &len, f)) > 0) {
 		struct map_entry *nv = m->v;
+
 		pos = 0;
 		line[n - 1] = line[n - 1] == '\n' ? 0 : line[n - 1];
 		if (sscanf(line, "%llx-%llx %7s %llx %*x:%*x %lu %n", &start, &end, perms, &off, &ino,
 			   &pos) < 5 || !pos || (line[pos] != '/' && strcmp(line + pos, "[vdso]")))
 			continue;
-		if ((m->n == cap && !(nv = realloc(m->v, (cap = cap ? 2 * cap : 64) * sizeof(*nv)))) ||
-		    !(path = strdup(line + pos))) {
-			m->v = nv ? nv : m->v;
-			proc_maps_free(m);
-			m = NULL;
+		if (m->n == cap && (nv = realloc(m->v, (cap = cap ? 2 * cap : 64) * sizeof(*nv))))
+			m->v = nv;
+		if ((oom = !nv || !(path = strdup(line + pos))))
 			break;
-		}
-		m->v = nv;
 		m->v[m->n++] = (struct map_entry){ start, end, off, ino, perms[2] == 'x', path };
 	}
 	free(line);
-	if (m && !m->n) {
+	if (m && (!m->n || oom)) {
 		proc_maps_free(m);
 		m = NULL;
 	}
@@ -133,6 +131,7 @@ struct proc_maps *proc_maps_read(pid_t pid)
 	char path[64];
 	struct proc_maps *m;
 	FILE *f;
+
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	if (!(f = fopen(path, "re")))
 		return NULL;
@@ -148,7 +147,7 @@ void frames_set_image(struct frames *fr, pid_t tgid, uint64_t image, struct proc
 	struct proc_maps *old = (struct proc_maps *)frames_image(fr, tgid, image);
 
 	if (old)
-		old->tgid = -1; /* dropped by frames_forget_gone */
+		old->tgid = -1;
 	m->tgid = tgid;
 	m->id = image;
 	m->next = fr->images;
@@ -178,8 +177,10 @@ void frames_forget_gone(struct frames *fr)
 static const struct map_entry *find_map(const struct proc_maps *m, uint64_t addr)
 {
 	size_t lo = 0, hi = m ? m->n : 0;
+
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
+
 		if (m->v[mid].start <= addr)
 			lo = mid + 1;
 		else
@@ -195,6 +196,7 @@ static int vdso_fd(void)
 	struct proc_maps *m = base ? proc_maps_read(getpid()) : NULL;
 	const struct map_entry *e = find_map(m, base);
 	int fd = e ? memfd_create("vdso", MFD_CLOEXEC) : -1;
+
 	if (fd >= 0 && write(fd, (void *)base, e->end - e->start) != (ssize_t)(e->end - e->start)) {
 		close(fd);
 		fd = -1;
@@ -214,6 +216,7 @@ static struct elf_file *file_at(struct frames *fr, const struct proc_maps *m, ui
 	int vdso = e && !strcmp(e->path, "[vdso]");
 	struct elf_file *f;
 	struct stat st;
+
 	if (!e)
 		return NULL;
 	*off = addr - e->start + e->off;
@@ -239,57 +242,44 @@ static struct elf_file *file_at(struct frames *fr, const struct proc_maps *m, ui
 	return f;
 }
 
-/* The GOT slot that the x86-64 PLT stub holding file offset off jumps through (its
- * `jmp *disp32(%rip)`); the stub's start into *stub. 0 when off is in no PLT section. */
-static uint64_t plt_slot(struct elf_file *f, uint64_t off, uint64_t *stub)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Ehdr eh;
-	GElf_Shdr sh;
-	size_t shstrndx;
-	const char *sn;
-	unsigned char c[32];
-	int32_t disp;
-	if (!gelf_getehdr(f->elf, &eh) || eh.e_machine != EM_X86_64 ||
-	    elf_getshdrstrndx(f->elf, &shstrndx))
-		return 0;
-	while ((scn = elf_nextscn(f->elf, scn))) {
-		uint64_t ent;
-		/* .plt, .plt.sec, .plt.got */
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || off < sh.sh_offset ||
-		    off - sh.sh_offset >= sh.sh_size ||
-		    !(sn = elf_strptr(f->elf, shstrndx, sh.sh_name)) || strncmp(sn, ".plt", 4))
-			continue;
-		ent = sh.sh_entsize && sh.sh_entsize <= sizeof(c) ? sh.sh_entsize : 16;
-		*stub = off - (off - sh.sh_offset) % ent;
-		if (pread(f->fd, c, ent, *stub) != (ssize_t)ent)
-			return 0;
-		for (uint64_t k = 0; k + 6 <= ent; k++)
-			if (c[k] == 0xff && c[k + 1] == 0x25) {
-				memcpy(&disp, c + k + 2, 4);
-				return sh.sh_addr + (*stub - sh.sh_offset) + k + 6 + (int64_t)disp;
-			}
-	}
-	return 0;
-}
-
-/* PLT stubs have no symbol: "name@plt" into buf, after the GOT slot the stub goes through and
- * the JUMP_SLOT or GLOB_DAT relocation that fills it with a .dynsym symbol (the attribution
- * rules read memcpy@plt). 0, or -1 when off is no such stub. */
+/* PLT stubs have no symbol: "name@plt" into buf (the attribution rules read memcpy@plt) for
+ * the x86-64 stub at file offset off, after the GOT slot its `jmp *disp32(%rip)` goes
+ * through and the JUMP_SLOT or GLOB_DAT relocation that fills the slot with a .dynsym symbol.
+ * The stub's start into *stub. 0, or -1 when off is in no such stub. */
 static int plt_name(struct elf_file *f, uint64_t off, char *buf, size_t len, uint64_t *stub)
 {
 	Elf_Scn *scn = NULL, *lscn;
 	GElf_Shdr sh, lsh;
+	GElf_Ehdr eh;
 	Elf_Data *d, *syms;
 	GElf_Rela r;
 	GElf_Sym sym;
 	const char *name;
-	uint64_t slot;
-	if (!f->elf)
-		f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
-	if (!f->elf || !(slot = plt_slot(f, off, stub)))
+	unsigned char c[32];
+	uint64_t slot = 0, ent;
+	size_t shstrndx;
+	int32_t disp;
+
+	if ((!f->elf && !(f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL))) ||
+	    !gelf_getehdr(f->elf, &eh) || eh.e_machine != EM_X86_64 ||
+	    elf_getshdrstrndx(f->elf, &shstrndx))
 		return -1;
-	while ((scn = elf_nextscn(f->elf, scn))) {
+	while (!slot && (scn = elf_nextscn(f->elf, scn))) { /* .plt, .plt.sec, .plt.got */
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || off < sh.sh_offset ||
+		    off - sh.sh_offset >= sh.sh_size ||
+		    !(name = elf_strptr(f->elf, shstrndx, sh.sh_name)) || strncmp(name, ".plt", 4))
+			continue;
+		ent = sh.sh_entsize && sh.sh_entsize <= sizeof(c) ? sh.sh_entsize : 16;
+		*stub = off - (off - sh.sh_offset) % ent;
+		if (pread(f->fd, c, ent, *stub) != (ssize_t)ent)
+			return -1;
+		for (uint64_t k = 0; !slot && k + 6 <= ent; k++)
+			if (c[k] == 0xff && c[k + 1] == 0x25) {
+				memcpy(&disp, c + k + 2, 4);
+				slot = sh.sh_addr + (*stub - sh.sh_offset) + k + 6 + (int64_t)disp;
+			}
+	}
+	for (scn = NULL; slot && (scn = elf_nextscn(f->elf, scn));) {
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
 		    !(lscn = elf_getscn(f->elf, sh.sh_link)) || !gelf_getshdr(lscn, &lsh) ||
 		    lsh.sh_type != SHT_DYNSYM || !(d = elf_getdata(scn, NULL)) ||
@@ -297,6 +287,7 @@ static int plt_name(struct elf_file *f, uint64_t off, char *buf, size_t len, uin
 			continue;
 		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && gelf_getrela(d, i, &r); i++) {
 			unsigned type = GELF_R_TYPE(r.r_info);
+
 			if (r.r_offset == slot && (type == R_X86_64_JUMP_SLOT || type == R_X86_64_GLOB_DAT) &&
 			    gelf_getsym(syms, GELF_R_SYM(r.r_info), &sym) &&
 			    (name = elf_strptr(f->elf, lsh.sh_link, sym.st_name)) && *name) {
@@ -312,31 +303,29 @@ enum sym_result frames_user_name(struct frames *fr, const struct proc_maps *m, u
 				 char *buf, size_t len, uint64_t *fn_off)
 {
 	uint64_t off = 0, unused;
-	int exec = 0;
+	int exec = 0, named = 0, sized = 0;
 	struct elf_file *f = file_at(fr, m, addr, &off, &exec);
+	blaze_symbolize_src_elf src = { .type_size = sizeof(src), .debug_syms = true };
+	const blaze_syms *r;
+
 	fn_off = fn_off ? fn_off : &unused;
 	*fn_off = ~0ULL;
 	if (!f) {
 		snprintf(buf, len, "[unknown]");
 		return SYM_UNKNOWN;
 	}
-	/* PLT first: blazesym gives a PLT stub to the zero-size symbol before it (_init) */
-	if (f->fd >= 0 && exec && plt_name(f, off, buf, len, fn_off) == 0)
-		return SYM_FUNC;
-	if (f->fd >= 0) {
-		blaze_symbolize_src_elf src = { .type_size = sizeof(src), .path = f->src,
-						.debug_syms = true };
-		const blaze_syms *r = blaze_symbolize_elf_file_offsets(fr->user, &src, &off, 1);
-		int named = r && r->cnt == 1 && r->syms[0].name && r->syms[0].name[0];
-
-		if (named) {
-			snprintf(buf, len, "%s", r->syms[0].name);
-			*fn_off = off - r->syms[0].offset;
-		}
-		blaze_syms_free(r);
-		if (named)
-			return SYM_FUNC;
+	src.path = f->src;
+	r = f->fd >= 0 ? blaze_symbolize_elf_file_offsets(fr->sym, &src, &off, 1) : NULL;
+	if (r && r->cnt == 1 && r->syms[0].name && r->syms[0].name[0]) {
+		snprintf(buf, len, "%s", r->syms[0].name);
+		*fn_off = off - r->syms[0].offset;
+		named = 1;
+		sized = r->syms[0].size > 0;
 	}
+	blaze_syms_free(r);
+	/* a symbol of no size reaches to the next one: over the PLT (_init) for blazesym */
+	if ((!sized && f->fd >= 0 && exec && plt_name(f, off, buf, len, fn_off) == 0) || named)
+		return SYM_FUNC;
 	snprintf(buf, len, "[%s]", strrchr(f->path, '/') ? strrchr(f->path, '/') + 1 : f->path);
 	return SYM_MODULE;
 }
@@ -347,6 +336,7 @@ int frames_is_return_address(struct frames *fr, const struct proc_maps *m, uint6
 	int exec = 0;
 	struct elf_file *f = file_at(fr, m, addr, &off, &exec);
 	unsigned char c[7]; /* c[6]: the byte just before addr */
+
 	if (!f || !exec || f->fd < 0 || off < 7 || pread(f->fd, c, 7, off - 7) != 7)
 		return 0;
 	return c[2] == 0xe8 ||                                          /* call rel32 */
@@ -357,7 +347,8 @@ int frames_is_return_address(struct frames *fr, const struct proc_maps *m, uint6
 
 /* 1 when the function that starts at file offset fn_off has no frame of its own at address
  * addr: no `push %rbp; mov %rsp,%rbp` prologue, or addr is at the push (the word at the stack
- * pointer is then the return address); 0 when it has one; -1 when unknown. */
+ * pointer is then the return address); 0 when it has one; -1 when unknown (no symbol: the
+ * caller is not guessed). */
 static int frameless_at(struct frames *fr, const struct proc_maps *m, uint64_t addr,
 			uint64_t fn_off)
 {
@@ -365,6 +356,7 @@ static int frameless_at(struct frames *fr, const struct proc_maps *m, uint64_t a
 	int k, exec = 0;
 	struct elf_file *f = file_at(fr, m, addr, &off, &exec);
 	unsigned char c[8];
+
 	if (!f || !exec || f->fd < 0 || fn_off == ~0ULL || off < fn_off ||
 	    pread(f->fd, c, 8, fn_off) != 8)
 		return -1;
@@ -375,17 +367,6 @@ static int frameless_at(struct frames *fr, const struct proc_maps *m, uint64_t a
 	return off - fn_off <= (uint64_t)k;
 }
 
-/* libc's frameless string and memory routines, for when the prologue cannot be read. */
-static int frameless_name(const char *name)
-{
-	static const char *const pre[] = { "mem", "str", "stp", "wmem", "bzero", "rawmem" };
-	name += strncmp(name, "__", 2) ? 0 : 2;
-	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
-		if (!strncmp(name, pre[i], strlen(pre[i])))
-			return 1;
-	return 0;
-}
-
 void frames_user_stack(struct frames *fr, const struct proc_maps *m, const uint64_t *ips,
 		       int n, int have_ret, uint64_t ret,
 		       void (*emit)(void *ctx, const char *name), void *ctx)
@@ -393,19 +374,18 @@ void frames_user_stack(struct frames *fr, const struct proc_maps *m, const uint6
 	char name[512], caller[512];
 	uint64_t fn_off;
 	int i, insert = 0;
+
 	for (i = n - 1; i >= 0; i--) {
-		enum sym_result r = frames_user_name(fr, m, i ? ips[i] - 1 : ips[i], name,
-						     sizeof(name), &fn_off);
+		frames_user_name(fr, m, i ? ips[i] - 1 : ips[i], name, sizeof(name), &fn_off);
+
 		/* The walk starts at the caller's caller when the innermost function has no
 		 * frame of its own (a frameless leaf such as libc's memcpy variants, or a sample
 		 * at a function's first instruction): the word at the stack pointer is then the
 		 * return address into the skipped caller. Put back only when it follows a call
 		 * and the walk does not already have it. */
 		if (i == 0 && have_ret && m && (n < 2 || ips[1] != ret)) {
-			int fl = frameless_at(fr, m, ips[0], fn_off);
-			if (fl < 0)
-				fl = r == SYM_FUNC && frameless_name(name);
-			if (fl && frames_is_return_address(fr, m, ret)) {
+			if (frameless_at(fr, m, ips[0], fn_off) == 1 &&
+			    frames_is_return_address(fr, m, ret)) {
 				frames_user_name(fr, m, ret - 1, caller, sizeof(caller), NULL);
 				insert = 1;
 			}
@@ -414,30 +394,4 @@ void frames_user_stack(struct frames *fr, const struct proc_maps *m, const uint6
 			emit(ctx, caller);
 		emit(ctx, name);
 	}
-}
-
-void frames_kernel_reload(struct frames *fr)
-{
-	blaze_syms_free(fr->kres);
-	blaze_symbolizer_free(fr->kernel);
-	fr->kres = NULL;
-	fr->kernel = NULL;
-}
-
-int frames_kernel_names(struct frames *fr, const uint64_t *addrs, int n, const char **names)
-{
-	/* kallsyms only (it has the modules and BPF programs): no vmlinux to look for */
-	blaze_symbolize_src_kernel src = { .type_size = sizeof(src), .vmlinux = "" };
-	blaze_symbolizer_opts o = { .type_size = sizeof(o) };
-
-	blaze_syms_free(fr->kres);
-	fr->kres = NULL;
-	if (!fr->kernel)
-		fr->kernel = blaze_symbolizer_new_opts(&o);
-	if (fr->kernel && n > 0)
-		fr->kres = blaze_symbolize_kernel_abs_addrs(fr->kernel, &src, addrs, n);
-	for (int i = 0; i < n; i++)
-		names[i] = fr->kres && fr->kres->syms[i].name && fr->kres->syms[i].name[0] ?
-				   fr->kres->syms[i].name : NULL;
-	return fr->kres || n <= 0 ? 0 : -1;
 }

@@ -1,9 +1,9 @@
 /* Names of the sampled stacks' frames, for user/profile.c.
  *
- * blazesym (blazesym-c, built from third_party/blazesym) does the lookups: kernel addresses
- * through /proc/kallsyms, user ones through the ELF and DWARF symbols of the mapped file
- * (split debug files found by build-id or debug link), C++ and Rust names demangled. What it
- * does not do is here:
+ * blazesym (blazesym-c, built from third_party/blazesym) does the lookups: user addresses
+ * through the ELF and DWARF symbols of the mapped file (split debug files found by build-id
+ * or debug link), C++ and Rust names demangled (kernel addresses: kaddrs_names in
+ * user/trace_helpers.c). What it does not do is here:
  * - per-exec maps: the mappings of each image (an id the caller gives, the sampler's mm
  *   pointer) of each process, read from /proc/PID/maps while the process lives, so that its
  *   stacks are named after it exited, and a process that exec'd keeps the old image's maps
@@ -58,12 +58,5 @@ int frames_is_return_address(struct frames *fr, const struct proc_maps *m, uint6
 void frames_user_stack(struct frames *fr, const struct proc_maps *m, const uint64_t *ips,
 		       int n, int have_ret, uint64_t ret,
 		       void (*emit)(void *ctx, const char *name), void *ctx);
-
-/* Reads /proc/kallsyms afresh at the next kernel lookup (modules and BPF programs come and
- * go): call once per snapshot; it also frees what the last one loaded. */
-void frames_kernel_reload(struct frames *fr);
-/* The kernel symbols of addrs[0..n) into names (NULL where none), through blazesym's kallsyms
- * source; the names live until the next call. 0, or -1 when kallsyms cannot be read. */
-int frames_kernel_names(struct frames *fr, const uint64_t *addrs, int n, const char **names);
 
 #endif

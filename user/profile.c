@@ -18,19 +18,20 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "cgroups.h"
 #include "frames.h"
 #include "irqframes.h"
 #include "json.h"
 #include "pmu.h"
 #include "profile.h"
 #include "profile.skel.h"
+#include "tick.h"
+#include "trace_helpers.h"
 
 /* Must match bpf/profile.bpf.c (checked against the map's key size at load). */
 #define PROFILE_MAX_DEPTH 127
@@ -90,6 +91,7 @@ struct profiler {
 	struct task_event *cev;	/* one per CPU (tid = the CPU) */
 	int ncev;
 	struct frames *frames;		/* user frames' names, and the maps of each image */
+	struct kaddrs *kaddrs;		/* kernel frames' names, during one snapshot */
 	struct ring_buffer *events;	/* image_events */
 };
 
@@ -279,55 +281,6 @@ static int fail(char *err, size_t errlen, const char *fmt, const char *what, int
 	return -1;
 }
 
-/* The cgroup2 mount point (from /proc/self/mountinfo) into root; 0, or -1. */
-static int cgroup2_root(char *root, size_t len)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[1024], mnt[PATH_MAX], fstype[64];
-	int found = -1;
-
-	if (!f)
-		return -1;
-	while (found && fgets(line, sizeof(line), f)) {
-		/* id parent maj:min root mountpoint options [optional...] - fstype source ... */
-		const char *dash = strstr(line, " - ");
-
-		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
-		    sscanf(dash + 3, "%63s", fstype) != 1 || strcmp(fstype, "cgroup2"))
-			continue;
-		snprintf(root, len, "%s", mnt);
-		found = 0;
-	}
-	fclose(f);
-	return found;
-}
-
-/* Whether pid lives in the cgroup (path below the cgroup2 root) or below it. */
-static int pid_in_cgroup(pid_t pid, const char *cgroup)
-{
-	char path[64], line[PATH_MAX + 8];
-	size_t n = strlen(cgroup);
-	int in = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *rel;
-
-		if (strncmp(line, "0::", 3))
-			continue;	/* a cgroup v1 hierarchy */
-		rel = line + 3;
-		rel[strcspn(rel, "\n")] = 0;
-		in = !strcmp(cgroup, "/") ||	/* the root holds every process */
-		     (!strncmp(rel, cgroup, n) && (rel[n] == 0 || rel[n] == '/'));
-	}
-	fclose(f);
-	return in;
-}
-
 /* dir is a cgroup2 directory: its real path into real, its path below the cgroup2 mount into
  * rel ("/netio-trace-1"); 0, or -1 with err filled. */
 static int check_cgroup_dir(const char *dir, char real[PATH_MAX], char rel[PATH_MAX], char *err,
@@ -446,114 +399,6 @@ int profile_source_parse(const char *s, enum profile_source *out)
 			return 0;
 		}
 	return -1;
-}
-
-/* CONFIG_HZ=N in a kernel config read through zlib (which reads plain files too). */
-static int config_hz_from(const char *path)
-{
-	char line[256];
-	gzFile f = gzopen(path, "rb");
-	int hz = 0;
-
-	if (!f)
-		return 0;
-	while (gzgets(f, line, sizeof(line))) {
-		if (!strncmp(line, "CONFIG_HZ=", 10)) {
-			hz = atoi(line + 10);
-			break;
-		}
-	}
-	gzclose(f);
-	return hz > 0 ? hz : 0;
-}
-
-/* The kernel's CONFIG_HZ from /proc/config.gz or /boot/config-$(uname -r); 0 if unknown. */
-static int kernel_config_hz(void)
-{
-	struct utsname u;
-	char path[128 + sizeof(u.release)];
-	int hz = config_hz_from("/proc/config.gz");
-
-	if (hz || uname(&u))
-		return hz;
-	snprintf(path, sizeof(path), "/boot/config-%s", u.release);
-	return config_hz_from(path);
-}
-
-/* 1 when /proc/timer_list lists an hrtimer whose function is name (" #0: <...>, name, S:01"):
- * what the kernel really arms, where it is readable (a stopped tick may be missing). */
-static int timer_list_has(const char *name)
-{
-	FILE *f = fopen("/proc/timer_list", "re");
-	char line[256];
-	size_t len = strlen(name);
-	int found = 0;
-
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *s = strstr(line, ">, ");
-
-		if (s && !strncmp(s + 3, name, len) && s[3 + len] == ',')
-			found = 1;
-	}
-	fclose(f);
-	return found;
-}
-
-/* The address of the tick's hrtimer handler. Up to 6.8 it is tick_sched_timer, and
- * tick_nohz_handler is the low-resolution clockevent handler (no hrtimer function); 6.9
- * renamed tick_sched_timer to tick_nohz_handler. So: the candidate /proc/timer_list shows
- * armed, else tick_sched_timer where it exists, else tick_nohz_handler. 0 when neither is
- * in /proc/kallsyms (or addresses are hidden: kptr_restrict). */
-static uint64_t tick_handler_addr(void)
-{
-	static const char *const cands[] = { "tick_sched_timer", "tick_nohz_handler" };
-	uint64_t found[2] = { 0, 0 };
-	char line[512], sym[256], type;
-	unsigned long long a;
-	FILE *f = fopen("/proc/kallsyms", "re");
-	size_t i;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		/* text symbols (the tick is built in: a module's trailing field is ignored) */
-		if (sscanf(line, "%llx %c %255s", &a, &type, sym) != 3 || (type != 't' && type != 'T'))
-			continue;
-		for (i = 0; i < 2; i++)
-			if (!found[i] && !strcmp(sym, cands[i]))
-				found[i] = a;
-	}
-	fclose(f);
-	for (i = 0; i < 2; i++)
-		if (found[i] && timer_list_has(cands[i]))
-			return found[i];
-	for (i = 0; i < 2; i++)
-		if (found[i])
-			return found[i];
-	return 0;
-}
-
-/* 1 when /proc/timer_list shows a CPU whose tick is not run by an hrtimer (low-resolution
- * mode: the tick handler is then called directly, and hrtimer_expire_entry never sees it).
- * 0 when every CPU is in high-resolution mode, or the file cannot be read. */
-static int tick_lowres(void)
-{
-	FILE *f = fopen("/proc/timer_list", "re");
-	char line[256];
-	int low = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *s = strstr(line, ".hres_active");
-
-		if (s && (s = strchr(s, ':')) && atoi(s + 1) == 0)
-			low = 1;
-	}
-	fclose(f);
-	return low;
 }
 
 /* Tick source, before load: the handler's address and the decimation in the program's
@@ -967,7 +812,7 @@ static void add_kernel_frames(struct profiler *p, struct sbuf *b, const uint64_t
 
 	for (i = 0; i < n; i++)
 		addrs[i] = i ? ips[i] - 1 : ips[i];
-	frames_kernel_names(p->frames, addrs, n, names);
+	kaddrs_names(p->kaddrs, addrs, n, names);
 	if (p->tick) {
 		/* A tick sample's stack begins inside the interrupt (the BPF program, the
 		 * tracepoint, __hrtimer_run_queues, hrtimer_interrupt, ..., the entry
@@ -977,7 +822,7 @@ static void add_kernel_frames(struct profiler *p, struct sbuf *b, const uint64_t
 		skip = irq_frames_inner(names, n);
 		if (skip > 0 && skip < n) {
 			addrs[skip] = ips[skip];
-			frames_kernel_names(p->frames, addrs, n, names);
+			kaddrs_names(p->kaddrs, addrs, n, names);
 		}
 	}
 	for (i = n - 1; i >= skip; i--)
@@ -1083,7 +928,9 @@ long profiler_write_folded(struct profiler *p, FILE *out)
 	/* the maps of the images told about until now; kallsyms read afresh (modules and BPF
 	 * programs come and go) */
 	profiler_poll(p);
-	frames_kernel_reload(p->frames);
+	p->kaddrs = kaddrs_new();
+	if (!p->kaddrs)
+		return -1;
 
 	while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
 		struct sbuf b = { 0 };
@@ -1113,7 +960,8 @@ long profiler_write_folded(struct profiler *p, FILE *out)
 		lines[nlines].count = count;
 		nlines++;
 	}
-	frames_kernel_reload(p->frames);	/* kallsyms' names take memory: not kept */
+	kaddrs_free(p->kaddrs);	/* kallsyms' names take memory: not kept */
+	p->kaddrs = NULL;
 	total = write_merged(lines, nlines, out);
 	if (out && ferror(out))
 		return -1;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <blazesym.h>
 #include "trace_helpers.h"
 
 struct ksyms {
@@ -332,4 +333,43 @@ const char *human_bytes(double b, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.1f %s", b, units[u]);
 	return buf;
+}
+
+struct kaddrs {
+	blaze_symbolizer *sym;
+	const blaze_syms *last; /* the names kaddrs_names gave last */
+};
+
+struct kaddrs *kaddrs_new(void)
+{
+	struct kaddrs *k = calloc(1, sizeof(*k));
+	blaze_symbolizer_opts o = { .type_size = sizeof(o) };
+
+	if (k && !(k->sym = blaze_symbolizer_new_opts(&o))) {
+		free(k);
+		return NULL;
+	}
+	return k;
+}
+
+void kaddrs_free(struct kaddrs *k)
+{
+	if (!k)
+		return;
+	blaze_syms_free(k->last);
+	blaze_symbolizer_free(k->sym);
+	free(k);
+}
+
+int kaddrs_names(struct kaddrs *k, const uint64_t *addrs, int n, const char **names)
+{
+	/* kallsyms only (it has the modules and BPF programs): no vmlinux to look for */
+	blaze_symbolize_src_kernel src = { .type_size = sizeof(src), .vmlinux = "" };
+
+	blaze_syms_free(k->last);
+	k->last = n > 0 ? blaze_symbolize_kernel_abs_addrs(k->sym, &src, addrs, n) : NULL;
+	for (int i = 0; i < n; i++)
+		names[i] = k->last && k->last->syms[i].name && k->last->syms[i].name[0] ?
+				   k->last->syms[i].name : NULL;
+	return k->last || n <= 0 ? 0 : -1;
 }

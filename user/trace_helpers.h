@@ -4,6 +4,7 @@
 #define NETIO_TRACE_HELPERS_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct btf;
@@ -18,6 +19,15 @@ bool ksyms_has(const struct ksyms *ks, const char *name);
  * such as name.isra.0 / name.constprop.0 / name.part.0 (never name.cold). NULL if absent.
  * The returned string lives as long as ks. */
 const char *ksyms_find_func(const struct ksyms *ks, const char *name);
+
+/* Kernel addresses -> names, through blazesym's kallsyms source (modules and BPF programs
+ * included). kallsyms is read at the first lookup: a new kaddrs per snapshot sees the modules
+ * and BPF programs loaded since. kaddrs_names puts the names of addrs[0..n) into names (NULL
+ * where none); they live until the next call. 0, or -1 when kallsyms cannot be read. */
+struct kaddrs;
+struct kaddrs *kaddrs_new(void);
+void kaddrs_free(struct kaddrs *k);
+int kaddrs_names(struct kaddrs *k, const uint64_t *addrs, int n, const char **names);
 
 /* /sys/kernel/tracing/available_filter_functions (functions ftrace can patch), loaded like
  * kallsyms; NULL when it cannot be read (not mounted, or locked down). */

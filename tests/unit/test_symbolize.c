@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "frames.h"
+#include "trace_helpers.h"
 
 #include "check.h"
 
@@ -41,11 +42,11 @@ static uint64_t kallsyms_addr(const char *want)
 	return 0;
 }
 
-static const char *kernel_name(struct frames *fr, uint64_t addr)
+static const char *kernel_name(struct kaddrs *k, uint64_t addr)
 {
 	const char *name = NULL;
 
-	frames_kernel_names(fr, &addr, 1, &name);
+	kaddrs_names(k, &addr, 1, &name);
 	return name;
 }
 
@@ -158,19 +159,21 @@ int main(int argc, char **argv)
 	const char *ks;
 	uint64_t ka;
 
-	CHECK(s, "frames_new");
+	struct kaddrs *k = kaddrs_new();
+
+	CHECK(s && k, "frames_new, kaddrs_new");
 
 	/* kernel */
 	ka = kallsyms_addr("tcp_sendmsg");
 	if (ka) {
-		ks = kernel_name(s, ka + 4);
+		ks = kernel_name(k, ka + 4);
 		CHECK(ks && !strcmp(ks, "tcp_sendmsg"), "kernel: %s", ks ? ks : "(null)");
-		ks = kernel_name(s, ka);
+		ks = kernel_name(k, ka);
 		CHECK(ks && !strcmp(ks, "tcp_sendmsg"), "kernel start: %s", ks ? ks : "(null)");
 	} else {
 		fprintf(stderr, "skip kernel (kallsyms unreadable)\n");
 	}
-	CHECK(kernel_name(s, 16) == NULL, "kernel: address 16");
+	CHECK(kernel_name(k, 16) == NULL, "kernel: address 16");
 
 	char dir[] = "/tmp/test_symbolize.XXXXXX", cmd[1024], so[512];
 	int have_dir = 0;
@@ -312,6 +315,7 @@ int main(int argc, char **argv)
 		check_cxx(s, dir);
 	proc_maps_free(m);
 	frames_free(s);
+	kaddrs_free(k);
 	if (lib)
 		dlclose(lib);
 	if (have_dir) {
