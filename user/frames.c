@@ -6,14 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <blazesym.h>
-
 #include "frames.h"
+#include "trace_helpers.h"
 
 struct map_entry {
 	uint64_t start, end, off;
@@ -39,7 +37,8 @@ struct elf_file {
 	unsigned long ino;
 	int fd;       /* -1: the file at path is not the one mapped (gone, replaced) */
 	char src[32]; /* "/proc/self/fd/N" */
-	Elf *elf;     /* for PLT names, opened when first needed */
+	Elf *elf;     /* for the PLT and the debug file, opened at the first lookup */
+	char debug[128]; /* its separate debug file, "" for none */
 };
 
 struct frames {
@@ -68,10 +67,8 @@ void frames_free(struct frames *fr)
 
 	if (!fr)
 		return;
-	for (m = fr->images; m; m = nm) {
-		nm = m->next;
-		proc_maps_free(m);
-	}
+	for (m = fr->images; m; m = nm)
+		nm = m->next, proc_maps_free(m);
 	for (f = fr->files; f; f = nf) {
 		nf = f->next;
 		elf_end(f->elf);
@@ -137,8 +134,6 @@ struct proc_maps *proc_maps_read(pid_t pid)
 		return NULL;
 	m = proc_maps_parse(f);
 	fclose(f);
-	if (!m)
-		errno = ESRCH;
 	return m;
 }
 
@@ -189,22 +184,6 @@ static const struct map_entry *find_map(const struct proc_maps *m, uint64_t addr
 	return lo && addr < m->v[lo - 1].end ? &m->v[lo - 1] : NULL;
 }
 
-/* The vDSO is the same image in every process of this kernel: a memfd holding ours. */
-static int vdso_fd(void)
-{
-	unsigned long base = getauxval(AT_SYSINFO_EHDR);
-	struct proc_maps *m = base ? proc_maps_read(getpid()) : NULL;
-	const struct map_entry *e = find_map(m, base);
-	int fd = e ? memfd_create("vdso", MFD_CLOEXEC) : -1;
-
-	if (fd >= 0 && write(fd, (void *)base, e->end - e->start) != (ssize_t)(e->end - e->start)) {
-		close(fd);
-		fd = -1;
-	}
-	proc_maps_free(m);
-	return fd;
-}
-
 /* The file mapped at addr in m (NULL: none); addr's offset in it into *off, and whether the
  * mapping is executable into *exec. */
 static struct elf_file *file_at(struct frames *fr, const struct proc_maps *m, uint64_t addr,
@@ -231,7 +210,8 @@ static struct elf_file *file_at(struct frames *fr, const struct proc_maps *m, ui
 		return NULL;
 	}
 	f->ino = e->ino;
-	f->fd = vdso ? vdso_fd() : open(f->path, O_RDONLY | O_CLOEXEC);
+	/* the vDSO is the same image in every process of this kernel: ours */
+	f->fd = vdso ? vdso_image_fd() : open(f->path, O_RDONLY | O_CLOEXEC);
 	if (f->fd >= 0 && !vdso && (fstat(f->fd, &st) || st.st_ino != e->ino)) {
 		close(f->fd);
 		f->fd = -1;
@@ -260,8 +240,7 @@ static int plt_name(struct elf_file *f, uint64_t off, char *buf, size_t len, uin
 	size_t shstrndx;
 	int32_t disp;
 
-	if ((!f->elf && !(f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL))) ||
-	    !gelf_getehdr(f->elf, &eh) || eh.e_machine != EM_X86_64 ||
+	if (!f->elf || !gelf_getehdr(f->elf, &eh) || eh.e_machine != EM_X86_64 ||
 	    elf_getshdrstrndx(f->elf, &shstrndx))
 		return -1;
 	while (!slot && (scn = elf_nextscn(f->elf, scn))) { /* .plt, .plt.sec, .plt.got */
@@ -299,14 +278,32 @@ static int plt_name(struct elf_file *f, uint64_t off, char *buf, size_t len, uin
 	return -1;
 }
 
+/* blazesym's name of addr (a file offset, or with virt a virtual address) in the ELF file at
+ * path into buf, from its symbol tables (no DWARF: other names, and tens of MB); 1 (with addr's
+ * offset in the symbol and whether the symbol has a size), or 0. */
+static int blaze_name(struct frames *fr, const char *path, uint64_t addr, int virt, char *buf,
+		      size_t len, uint64_t *in_sym, int *sized)
+{
+	blaze_symbolize_src_elf src = { .type_size = sizeof(src), .path = path };
+	const blaze_syms *r = virt ? blaze_symbolize_elf_virt_offsets(fr->sym, &src, &addr, 1) :
+				     blaze_symbolize_elf_file_offsets(fr->sym, &src, &addr, 1);
+	int named = r && r->cnt == 1 && r->syms[0].name && r->syms[0].name[0];
+
+	if (named) {
+		snprintf(buf, len, "%s", r->syms[0].name);
+		*in_sym = r->syms[0].offset;
+		*sized = r->syms[0].size > 0;
+	}
+	blaze_syms_free(r);
+	return named;
+}
+
 enum sym_result frames_user_name(struct frames *fr, const struct proc_maps *m, uint64_t addr,
 				 char *buf, size_t len, uint64_t *fn_off)
 {
-	uint64_t off = 0, unused;
-	int exec = 0, named = 0, sized = 0;
+	uint64_t off = 0, va, in_sym = 0, unused;
+	int exec = 0, named, sized = 0;
 	struct elf_file *f = file_at(fr, m, addr, &off, &exec);
-	blaze_symbolize_src_elf src = { .type_size = sizeof(src), .debug_syms = true };
-	const blaze_syms *r;
 
 	fn_off = fn_off ? fn_off : &unused;
 	*fn_off = ~0ULL;
@@ -314,17 +311,16 @@ enum sym_result frames_user_name(struct frames *fr, const struct proc_maps *m, u
 		snprintf(buf, len, "[unknown]");
 		return SYM_UNKNOWN;
 	}
-	src.path = f->src;
-	r = f->fd >= 0 ? blaze_symbolize_elf_file_offsets(fr->sym, &src, &off, 1) : NULL;
-	if (r && r->cnt == 1 && r->syms[0].name && r->syms[0].name[0]) {
-		snprintf(buf, len, "%s", r->syms[0].name);
-		*fn_off = off - r->syms[0].offset;
-		named = 1;
-		sized = r->syms[0].size > 0;
-	}
-	blaze_syms_free(r);
+	if (f->fd >= 0 && !f->elf && (f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL)))
+		elf_debug_file(f->elf, f->src, f->debug, sizeof(f->debug));
+	/* a stripped file (libc): its exported names, else its debug file's .symtab */
+	named = f->elf && (blaze_name(fr, f->src, off, 0, buf, len, &in_sym, &sized) ||
+			   (f->debug[0] && !elf_file_vaddr(f->elf, off, &va) &&
+			    blaze_name(fr, f->debug, va, 1, buf, len, &in_sym, &sized)));
+	if (named)
+		*fn_off = off - in_sym;
 	/* a symbol of no size reaches to the next one: over the PLT (_init) for blazesym */
-	if ((!sized && f->fd >= 0 && exec && plt_name(f, off, buf, len, fn_off) == 0) || named)
+	if ((!sized && exec && plt_name(f, off, buf, len, fn_off) == 0) || named)
 		return SYM_FUNC;
 	snprintf(buf, len, "[%s]", strrchr(f->path, '/') ? strrchr(f->path, '/') + 1 : f->path);
 	return SYM_MODULE;

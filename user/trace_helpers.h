@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <libelf.h>
 
 struct btf;
 
@@ -28,6 +29,15 @@ struct kaddrs;
 struct kaddrs *kaddrs_new(void);
 void kaddrs_free(struct kaddrs *k);
 int kaddrs_names(struct kaddrs *k, const uint64_t *addrs, int n, const char **names);
+
+/* ELF files (libelf) for user/frames.c. The separate debug file of the file at path whose
+ * ELF is elf, when it has no .symtab and one is installed by build-id as Debian's -dbg
+ * packages do (/usr/lib/debug/.build-id/xx/yyyy.debug), into out; 0, or -1 when none. The
+ * virtual address of file offset off in elf (its PT_LOAD segments); 0, or -1. */
+int elf_debug_file(Elf *elf, const char *path, char *out, size_t len);
+int elf_file_vaddr(Elf *elf, uint64_t off, uint64_t *vaddr);
+/* A memfd holding this process's vDSO image (an ELF file), -1 when none. */
+int vdso_image_fd(void);
 
 /* /sys/kernel/tracing/available_filter_functions (functions ftrace can patch), loaded like
  * kallsyms; NULL when it cannot be read (not mounted, or locked down). */
