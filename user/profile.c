@@ -60,7 +60,6 @@ struct profile_image_event {
 	char comm[16];
 };
 
-
 /* One sampling event: on one task (pid = tid, cpu = -1), or, with a cgroup, on one CPU for
  * the tasks of that cgroup. Not on a CPU for every task: a per-CPU cpu-clock timer keeps
  * firing on a vCPU that would otherwise idle, and in a VM every such wake is an exit (the
