@@ -1,14 +1,15 @@
 /* Names of the sampled stacks' frames, for user/profile.c.
  *
  * blazesym (blazesym-c, built from third_party/blazesym) does the lookups: user addresses
- * through the ELF and DWARF symbols of the mapped file (split debug files found by build-id
- * or debug link), C++ and Rust names demangled (kernel addresses: kaddrs_names in
- * user/trace_helpers.c). What it does not do is here:
+ * through the symbol tables of the mapped file (no DWARF: bench/NOTES.md, "Frames named by
+ * blazesym"), C++ and Rust names demangled; kernel addresses: kaddrs_names in
+ * user/trace_helpers.c. What it does not do is here:
  * - per-exec maps: the mappings of each image (an id the caller gives, the sampler's mm
  *   pointer) of each process, read from /proc/PID/maps while the process lives, so that its
  *   stacks are named after it exited, and a process that exec'd keeps the old image's maps
  *   for the old image's samples;
  * - PLT stubs, which no symbol covers: "name@plt", after the GOT slot the stub jumps through;
+ * - a stripped file's symbols (libc): the .symtab of its debug file, found by build-id;
  * - the vDSO, which no file holds: named from the tracer's own (the same image);
  * - the x86-64 frame-pointer fix-up: a frameless leaf's caller, which the kernel's walk skips,
  *   put back from the word at the stack pointer when that word is a return address.
