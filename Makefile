@@ -21,6 +21,13 @@ USER_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 WL_LIB_SRCS := $(filter-out workloads/server.c workloads/client.c,$(wildcard workloads/*.c))
 WL_LIB_OBJS := $(patsubst workloads/%.c,$(BUILD)/workloads/%.o,$(WL_LIB_SRCS))
 UNIT_SRCS  := $(wildcard tests/unit/*.c)
+# blazesym-c, the tracer's symbolizer: built by scripts/blazesym.sh from third_party/blazesym
+# (pinned by its Cargo.lock), linked statically with the system libraries it needs (what
+# `cargo rustc -- --print native-static-libs` lists)
+BLAZESYM_DIR  := third_party/blazesym/target
+BLAZESYM_LIB  := $(BLAZESYM_DIR)/release/libnetio_blazesym.a
+BLAZESYM_HDR  := $(BLAZESYM_DIR)/include/blazesym.h
+BLAZESYM_LIBS := $(BLAZESYM_LIB) -lgcc_s -lutil -lrt -lpthread -lm -ldl
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 # programs of our own that the tracer was not built around (tests/integration/test_programs.py)
 PROG_SRCS  := $(wildcard tests/programs/*.c)
@@ -83,21 +90,25 @@ $(BUILD)/include/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 
 # The tracer opens a compat build through its object's skeleton (user/attach.c): the two must
-# hold the same programs and maps, in the same order (scripts/check-compat-skel.sh).
+# hold the same programs, maps and data layout (scripts/check-compat-skel.sh).
 $(BUILD)/include/%.compat.skel.h: $(BUILD)/bpf/%.compat.bpf.o $(BUILD)/include/%.skel.h scripts/check-compat-skel.sh
 	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_compat_bpf > $@.tmp
 	scripts/check-compat-skel.sh $(BUILD)/include/$*.skel.h $@.tmp
 	mv $@.tmp $@
 
-$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard common/*.h) $(wildcard bpf/*.h) $(BPF_SKELS) $(BPF_COMPAT_SKELS) | $(BUILD)/user
-	$(CC) $(CFLAGS) -I$(BUILD)/include -Ibpf -Iuser -Icommon -c $< -o $@
+$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard common/*.h) $(wildcard bpf/*.h) $(BPF_SKELS) $(BPF_COMPAT_SKELS) $(BLAZESYM_HDR) | $(BUILD)/user
+	$(CC) $(CFLAGS) -I$(BUILD)/include -I$(BLAZESYM_DIR)/include -Ibpf -Iuser -Icommon -c $< -o $@
 
-$(BUILD)/netio-tracer: $(USER_OBJS) $(COMMON_OBJS)
-	$(CC) $(CFLAGS) $^ -o $@ -lbpf -lelf -lz -lpthread
+$(BUILD)/netio-tracer: $(USER_OBJS) $(COMMON_OBJS) $(BLAZESYM_LIB)
+	$(CC) $(CFLAGS) $(USER_OBJS) $(COMMON_OBJS) -o $@ -lbpf -lelf -lz $(BLAZESYM_LIBS)
+
+$(BLAZESYM_LIB) $(BLAZESYM_HDR) &: third_party/blazesym/Cargo.toml third_party/blazesym/Cargo.lock third_party/blazesym/src/lib.rs
+	./scripts/blazesym.sh
 
 # ---- tests ---------------------------------------------------------------
-$(BUILD)/tests/test_symbolize: tests/unit/test_symbolize.c $(BUILD)/user/symbolize.o | $(BUILD)/tests
-	$(CC) $(CFLAGS) -Iuser $^ -o $@ -lelf -ldl
+SYMBOLIZE_OBJS := $(BUILD)/user/frames.o $(BUILD)/user/trace_helpers.o
+$(BUILD)/tests/test_symbolize: tests/unit/test_symbolize.c $(SYMBOLIZE_OBJS) $(BLAZESYM_LIB) | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Iuser $< $(SYMBOLIZE_OBJS) -o $@ -lbpf -lelf $(BLAZESYM_LIBS)
 
 $(BUILD)/tests/test_irqframes: tests/unit/test_irqframes.c $(BUILD)/user/irqframes.o | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Iuser $^ -o $@

@@ -43,6 +43,16 @@ struct profile_key {
 	__s32 ustack;
 	__u32 flags;
 	char comm[16];
+	__u64 image; /* the process image (its mm) the user stack belongs to; 0: none */
+};
+/* To user space, when a followed process runs code in a mapping not seen before (a new image
+ * after exec, or a library mapped later): it reads /proc/PID/maps while the process lives. */
+struct profile_image_event {
+	__u32 tgid;
+	__u32 pad;
+	__u64 image;
+	char comm[16]; /* the process's (its main thread's), to tell a later exec apart */
+	__u64 vm_start; /* the mapping's, as images_seen keys it (0: once per image) */
 };
 
 char LICENSE[] SEC("license") = "GPL";
@@ -99,6 +109,26 @@ struct {
 	__type(value, __u64);
 } leaf_ret SEC(".maps");
 
+/* (tgid, image, start of the mapping) already told to user space; LRU: an entry pushed out
+ * only costs one more event. */
+struct image_seen_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 image;
+	__u64 vm_start;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct image_seen_key);
+	__type(value, __u8);
+} images_seen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} image_events SEC(".maps");
+
 /* PROFILE_STAT_*: samples seen, counted, lost (not counted), stacks partly lost. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -107,8 +137,9 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-/* Set by user space (the maps poller, every ~100 ms) while followed_tgids is not empty; when
- * clear, the program looks at the map itself (a followed pid may be newer than the hint). */
+/* Set by user space (profiler_poll, every 20-50 ms from the tracer's loop) while
+ * followed_tgids is not empty; when clear, the program looks at the map itself (a followed pid
+ * may be newer than the hint). */
 volatile int followed_hint;
 
 /* Tick source: the address of the tick's hrtimer handler (tick_nohz_handler from 6.9,
@@ -116,6 +147,9 @@ volatile int followed_hint;
  * before load; tick_fn 0 keeps the tick program from counting anything. */
 const volatile __u64 tick_fn = 0;
 const volatile __u32 tick_every = 1;
+/* THREAD_SIZE, for the compat build's task_pt_regs() (bpf_task_pt_regs is 5.15): set by user
+ * space from the kernel's configuration (user/trace_helpers.c, kernel_stack_size). */
+const volatile __u64 kernel_stack_size = 16384;
 
 /* Ticks seen per CPU (after the handler filter), for tick_every. */
 struct {
@@ -166,10 +200,47 @@ static __always_inline __s32 stack_id(void *ctx, __u64 flags)
 	return id < 0 ? id : id + PROFILE_OVERFLOW_ID;
 }
 
+#ifndef NETIO_COMPAT	/* a callback's address (BPF_PSEUDO_FUNC) is refused before 5.13 */
+static long vma_start(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	*(__u64 *)ctx = vma->vm_start;
+	return 0;
+}
+#endif
+
+/* Tells user space about a mapping of this image it has not been told about (the one that
+ * holds the user instruction pointer ip): it then reads the process's maps, which the user
+ * stacks are symbolized with after the process is gone. Without bpf_find_vma (the compat
+ * build): once per 2 MiB of code; user space forgets one told mid-exec (profile.c). */
+static __always_inline void note_image(__u32 tgid, __u64 image, __u64 ip)
+{
+	struct image_seen_key k = { .tgid = tgid, .image = image };
+	struct profile_image_event ev = { .tgid = tgid, .image = image };
+	struct task_struct *t = current_task();
+	__u8 one = 1;
+
+#ifdef NETIO_COMPAT
+	/* no bpf_find_vma (5.17): once per 2 MiB of code run, so that a library mapped after the
+	 * first sample (by the dynamic loader) is told of too */
+	k.vm_start = ip & ~((1ULL << 21) - 1);
+#else
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_find_vma))
+		bpf_find_vma(t, ip, vma_start, &k.vm_start, 0);
+#endif
+	if (bpf_map_lookup_elem(&images_seen, &k))
+		return;
+	if (bpf_map_update_elem(&images_seen, &k, &one, BPF_NOEXIST))
+		return;
+	ev.vm_start = k.vm_start;
+	BPF_CORE_READ_STR_INTO(&ev.comm, t, group_leader, comm);
+	bpf_ringbuf_output(&image_events, &ev, sizeof(ev), 0);
+}
+
 /* The body of every sample. ctx goes to bpf_get_stackid (perf_event or tracing context);
- * irq_sp is the stack pointer the interrupt saved (perf_event: the sampled registers; 0 when
- * the caller has none, as in the tick's tracepoint), used for the frameless-leaf word. */
-static __always_inline int do_sample(void *ctx, __u64 irq_sp)
+ * irq_sp and irq_ip are the stack and instruction pointers the interrupt saved (perf_event:
+ * the sampled registers; 0 when the caller has none, as in the tick's tracepoint), used for
+ * the frameless-leaf word and for telling user space about new mappings. */
+static __always_inline int do_sample(void *ctx, __u64 irq_sp, __u64 irq_ip)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -220,28 +291,35 @@ static __always_inline int do_sample(void *ctx, __u64 irq_sp)
 	}
 	key.flags = flags;
 
-#if defined(__TARGET_ARCH_x86)
 	if (key.ustack >= 0) {
-		__u64 sp = 0, word = 0;
+		struct task_struct *t = current_task();
+#ifdef NETIO_COMPAT	/* bpf_task_pt_regs is 5.15: task_pt_regs() by hand */
+		struct pt_regs *uregs = (struct pt_regs *)((__u64)BPF_CORE_READ(t, stack) +
+							   kernel_stack_size) - 1;
+#else
+		struct pt_regs *uregs = (struct pt_regs *)bpf_task_pt_regs(t);
+#endif
+		__u64 sp = 0, word = 0, ip = 0;
 		__u32 uid = key.ustack;
 
-		/* user mode: the interrupted stack pointer is a user address (kernel addresses
-		 * have the top bit set); else the user registers saved at kernel entry */
+		key.image = (__u64)TASK_READ(t, mm);
+		/* user mode: the interrupted registers are the user's (a user stack pointer has
+		 * the top bit clear); else the user registers saved at kernel entry */
 		if ((__s64)irq_sp > 0) {
 			sp = irq_sp;
-		} else {
-#ifndef NETIO_COMPAT	/* bpf_task_pt_regs is 5.15: no leaf word for a tick sample there */
-			struct pt_regs *uregs =
-				(struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-
-			if (uregs)
-				sp = BPF_CORE_READ(uregs, sp);
-#endif
+			ip = irq_ip;
+		} else if (uregs) {
+			sp = PT_REGS_SP_CORE(uregs);
+			ip = PT_REGS_IP_CORE(uregs);
 		}
+		if (ip)
+			note_image(tgid, key.image, ip);
+#if defined(__TARGET_ARCH_x86)
+		/* x86-64: [sp] is the return address into a frameless leaf's caller */
 		if (sp && bpf_probe_read_user(&word, sizeof(word), (void *)sp) == 0)
 			bpf_map_update_elem(&leaf_ret, &uid, &word, BPF_ANY);
-	}
 #endif
+	}
 
 	cnt = bpf_map_lookup_elem(&counts, &key);
 	if (cnt) {
@@ -261,11 +339,7 @@ static __always_inline int do_sample(void *ctx, __u64 irq_sp)
 SEC("perf_event")
 int sample(struct bpf_perf_event_data *ctx)
 {
-#if defined(__TARGET_ARCH_x86)
-	return do_sample(ctx, ctx->regs.sp);
-#else
-	return do_sample(ctx, 0);
-#endif
+	return do_sample(ctx, PT_REGS_SP(&ctx->regs), PT_REGS_IP(&ctx->regs));
 }
 
 /* Every hrtimer expiry runs this; only the tick's goes further. The tick interrupts
@@ -289,5 +363,5 @@ int BPF_PROG(tick_sample, struct hrtimer *timer, ktime_t *now)
 		if ((*seq)++ % tick_every)
 			return 0;
 	}
-	return do_sample(ctx, 0);
+	return do_sample(ctx, 0, 0);
 }

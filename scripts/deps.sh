@@ -52,3 +52,6 @@ if ! command -v inferno-flamegraph >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOM
     echo "deps: cargo install inferno"
     cargo install -q --locked inferno
 fi
+
+# blazesym-c, the symbolizer netio-tracer links (pinned by third_party/blazesym/Cargo.lock)
+./scripts/blazesym.sh

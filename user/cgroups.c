@@ -80,3 +80,52 @@ int cgroup_for_each_proc(const char *dir, int (*fn)(pid_t pid, void *ctx), void 
 		closedir(d);
 	return ret;
 }
+
+/* The cgroup2 mount point (from /proc/self/mountinfo) into root; 0, or -1. */
+int cgroup2_root(char *root, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[1024], mnt[PATH_MAX], fstype[64];
+	int found = -1;
+
+	if (!f)
+		return -1;
+	while (found && fgets(line, sizeof(line), f)) {
+		/* id parent maj:min root mountpoint options [optional...] - fstype source ... */
+		const char *dash = strstr(line, " - ");
+
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+		    sscanf(dash + 3, "%63s", fstype) != 1 || strcmp(fstype, "cgroup2"))
+			continue;
+		snprintf(root, len, "%s", mnt);
+		found = 0;
+	}
+	fclose(f);
+	return found;
+}
+
+/* Whether pid lives in the cgroup (path below the cgroup2 root) or below it. */
+int pid_in_cgroup(pid_t pid, const char *cgroup)
+{
+	char path[64], line[PATH_MAX + 8];
+	size_t n = strlen(cgroup);
+	int in = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *rel;
+
+		if (strncmp(line, "0::", 3))
+			continue;	/* a cgroup v1 hierarchy */
+		rel = line + 3;
+		rel[strcspn(rel, "\n")] = 0;
+		in = !strcmp(cgroup, "/") ||	/* the root holds every process */
+		     (!strncmp(rel, cgroup, n) && (rel[n] == 0 || rel[n] == '/'));
+	}
+	fclose(f);
+	return in;
+}

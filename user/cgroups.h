@@ -13,4 +13,9 @@ int cgroup_dir_id(const char *dir, uint64_t *id, char *err, size_t errlen);
  * returns fn's first non-zero result. */
 int cgroup_for_each_proc(const char *dir, int (*fn)(pid_t pid, void *ctx), void *ctx);
 
+/* The cgroup2 mount point (from /proc/self/mountinfo) into root; 0, or -1. */
+int cgroup2_root(char *root, size_t len);
+/* Whether pid lives in the cgroup (its path below the cgroup2 root) or below it. */
+int pid_in_cgroup(pid_t pid, const char *cgroup);
+
 #endif

@@ -1,15 +1,16 @@
 /* On-CPU stack sampling of the followed processes (see profile.h and bpf/profile.bpf.c).
  *
- * User stacks are symbolized against /proc/PID/maps. The processes usually exit before the
- * snapshot that asks for their stacks, so a background thread keeps the last maps of every
- * tgid in the followed map (polled every MAPS_POLL_MS); at snapshot time a live process's
- * maps are read afresh and the cached copy is the fallback. */
+ * User stacks are named against /proc/PID/maps (user/frames.c). The processes usually exit
+ * before the snapshot that asks for their stacks, so their maps are read while they live:
+ * when the sampler tells (ring buffer image_events) that a process runs code in a mapping of
+ * an image it has not told about before, which happens at its first samples after each exec
+ * and when it first runs in a library mapped later. The tracer's loop waits on the ring
+ * buffer (profiler_events_fd) and calls profiler_poll. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/perf_event.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,14 +18,13 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "cgroups.h"
+#include "frames.h"
 #include "irqframes.h"
 #include "json.h"
 #include "pmu.h"
@@ -32,7 +32,8 @@
 #include "profile.skel.h"
 #include "profile.compat.skel.h"
 #include "builds.h"
-#include "symbolize.h"
+#include "tick.h"
+#include "trace_helpers.h"
 
 OPEN_IN_BUILD(profile)
 
@@ -54,21 +55,14 @@ struct profile_key {
 	int32_t ustack;
 	uint32_t flags;
 	char comm[16];
+	uint64_t image;
 };
-
-#define MAPS_POLL_MS 100
-#define MAX_FRAME 512
-
-/* The last maps of a process, and the ones it had before its last exec (told by its comm
- * changing): a process followed from the launch gate runs the gate's code before it execs
- * the workload, and samples of either image must meet their own maps. */
-struct maps_cache {
-	struct maps_cache *next;
-	pid_t pid;
-	struct proc_maps *maps;
+struct profile_image_event {
+	uint32_t tgid;
+	uint32_t pad;
+	uint64_t image;
 	char comm[16];
-	struct proc_maps *prev_maps;
-	char prev_comm[16];
+	uint64_t vm_start;
 };
 
 /* One sampling event: on one task (pid = tid, cpu = -1), or, with a cgroup, on one CPU for
@@ -100,27 +94,12 @@ struct profiler {
 	char cgroup_dir[PATH_MAX];	/* as given to profiler_open, for profiler_attach() */
 	struct task_event *cev;	/* one per CPU (tid = the CPU) */
 	int ncev;
-	struct symbolizer *sym;
-
-	pthread_mutex_t lock; /* cache */
-	pthread_cond_t cond;
-	int stop;
-	int poller_started;
-	pthread_t poller;
-	struct maps_cache *cache;
+	struct frames *frames;		/* user frames' names, and the maps of each image */
+	struct kaddrs *kaddrs;		/* kernel frames' names, during one snapshot */
+	struct ring_buffer *events;	/* image_events */
 };
 
-/* ---- maps cache ------------------------------------------------------------------------ */
-
-static struct maps_cache *cache_find(struct profiler *p, pid_t pid)
-{
-	struct maps_cache *c;
-
-	for (c = p->cache; c; c = c->next)
-		if (c->pid == pid)
-			return c;
-	return NULL;
-}
+/* ---- images ------------------------------------------------------------------------- */
 
 /* pid's comm (the main thread's), "" when unknown. */
 static void read_comm(pid_t pid, char comm[16])
@@ -138,107 +117,52 @@ static void read_comm(pid_t pid, char comm[16])
 	fclose(f);
 }
 
-/* Stores m (taking it) as pid's latest maps. Call with p->lock held. */
-static void cache_store(struct profiler *p, pid_t pid, struct proc_maps *m, const char *comm)
+static void forget_image(struct profiler *p, const struct profile_image_event *ev)
 {
-	struct maps_cache *c = cache_find(p, pid);
+	struct { uint32_t tgid, pad; uint64_t image, vm_start; } key = {
+		.tgid = ev->tgid, .image = ev->image, .vm_start = ev->vm_start };
 
-	if (!c) {
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			proc_maps_free(m);
-			return;
-		}
-		c->pid = pid;
-		c->next = p->cache;
-		p->cache = c;
-	}
-	if (c->maps && comm[0] && c->comm[0] && strcmp(c->comm, comm)) {
-		/* a new image (exec): keep the old one's maps for its samples */
-		proc_maps_free(c->prev_maps);
-		c->prev_maps = c->maps;
-		memcpy(c->prev_comm, c->comm, sizeof(c->prev_comm));
-		c->maps = NULL;
-	}
-	snprintf(c->comm, sizeof(c->comm), "%s", comm);
-	if (c->maps && proc_maps_equal(c->maps, m)) {
-		proc_maps_free(m);
-		return;
-	}
-	proc_maps_free(c->maps);
-	c->maps = m;
+	bpf_map_delete_elem(bpf_map__fd(p->skel->maps.images_seen), &key);
 }
 
-/* The maps for a sample of pid taken in a thread named comm. Call with p->lock held. */
-static const struct proc_maps *cache_maps(struct profiler *p, pid_t pid, const char *comm)
+/* An image_events record: the process runs code of this image in a mapping not told about
+ * before; its maps now are the image's, unless it has exec'd since (its comm changed). */
+static int on_image(void *ctx, void *data, size_t len)
 {
-	struct maps_cache *c = cache_find(p, pid);
-
-	if (!c)
-		return NULL;
-	if (c->prev_maps && strcmp(c->comm, comm) && !strcmp(c->prev_comm, comm))
-		return c->prev_maps;
-	return c->maps;
-}
-
-/* Reads pid's maps (and comm) into the cache; 0, or -1 when the process is gone. */
-static int snap_maps(struct profiler *p, pid_t pid)
-{
-	char comm[16];
+	struct profiler *p = ctx;
+	const struct profile_image_event *ev = data;
 	struct proc_maps *m;
+	char comm[16];
 
-	read_comm(pid, comm);
-	m = proc_maps_read(pid);
-	if (!m)
-		return -1;
-	pthread_mutex_lock(&p->lock);
-	cache_store(p, pid, m, comm);
-	pthread_mutex_unlock(&p->lock);
+	if (len < sizeof(*ev))
+		return 0;
+	m = proc_maps_read((pid_t)ev->tgid);
+	read_comm((pid_t)ev->tgid, comm);
+	if (m && !strncmp(comm, ev->comm, 15)) {
+		frames_set_image(p->frames, (pid_t)ev->tgid, ev->image, m);
+		return 0;
+	}
+	proc_maps_free(m);
+	if (m)	/* told mid-exec (the new image under the old name): the next sample tells again */
+		forget_image(p, ev);
 	return 0;
 }
 
-static void poll_followed(struct profiler *p)
+int profiler_events_fd(const struct profiler *p)
 {
-	int fd = bpf_map__fd(p->skel->maps.followed_tgids);
-	uint32_t key, next, *prev = NULL;
-	uint32_t tgids[256];
-	int n = 0, i;
-
-	/* the first 256 followed processes keep their maps; the rest are read at snapshot.
-	 * Under the lock: profiler_reset sets the hint too. */
-	pthread_mutex_lock(&p->lock);
-	while (n < 256 && bpf_map_get_next_key(fd, prev, &next) == 0) {
-		tgids[n++] = next;
-		key = next;
-		prev = &key;
-	}
-	p->skel->bss->followed_hint = n > 0;
-	pthread_mutex_unlock(&p->lock);
-	for (i = 0; i < n; i++)
-		snap_maps(p, (pid_t)tgids[i]);
+	return p->events ? ring_buffer__epoll_fd(p->events) : -1;
 }
 
-static void *poller_main(void *arg)
+void profiler_poll(struct profiler *p)
 {
-	struct profiler *p = arg;
-	struct timespec ts;
+	uint32_t k;
 
-	pthread_mutex_lock(&p->lock);
-	while (!p->stop) {
-		pthread_mutex_unlock(&p->lock);
-		poll_followed(p);
-		pthread_mutex_lock(&p->lock);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += MAPS_POLL_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		if (!p->stop)
-			pthread_cond_timedwait(&p->cond, &p->lock, &ts);
-	}
-	pthread_mutex_unlock(&p->lock);
-	return NULL;
+	if (p->events)
+		ring_buffer__consume(p->events);
+	/* ksoftirqd samples count while anything is followed: the program reads this hint
+	 * instead of walking the map (a process may also leave the map in the kernel) */
+	p->skel->bss->followed_hint =
+		!bpf_map_get_next_key(bpf_map__fd(p->skel->maps.followed_tgids), NULL, &k);
 }
 
 /* ---- open / close ---------------------------------------------------------------------- */
@@ -372,55 +296,6 @@ static int fail(char *err, size_t errlen, const char *fmt, const char *what, int
 	return -1;
 }
 
-/* The cgroup2 mount point (from /proc/self/mountinfo) into root; 0, or -1. */
-static int cgroup2_root(char *root, size_t len)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[1024], mnt[PATH_MAX], fstype[64];
-	int found = -1;
-
-	if (!f)
-		return -1;
-	while (found && fgets(line, sizeof(line), f)) {
-		/* id parent maj:min root mountpoint options [optional...] - fstype source ... */
-		const char *dash = strstr(line, " - ");
-
-		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
-		    sscanf(dash + 3, "%63s", fstype) != 1 || strcmp(fstype, "cgroup2"))
-			continue;
-		snprintf(root, len, "%s", mnt);
-		found = 0;
-	}
-	fclose(f);
-	return found;
-}
-
-/* Whether pid lives in the cgroup (path below the cgroup2 root) or below it. */
-static int pid_in_cgroup(pid_t pid, const char *cgroup)
-{
-	char path[64], line[PATH_MAX + 8];
-	size_t n = strlen(cgroup);
-	int in = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *rel;
-
-		if (strncmp(line, "0::", 3))
-			continue;	/* a cgroup v1 hierarchy */
-		rel = line + 3;
-		rel[strcspn(rel, "\n")] = 0;
-		in = !strcmp(cgroup, "/") ||	/* the root holds every process */
-		     (!strncmp(rel, cgroup, n) && (rel[n] == 0 || rel[n] == '/'));
-	}
-	fclose(f);
-	return in;
-}
-
 /* dir is a cgroup2 directory: its real path into real, its path below the cgroup2 mount into
  * rel ("/netio-trace-1"); 0, or -1 with err filled. */
 static int check_cgroup_dir(const char *dir, char real[PATH_MAX], char rel[PATH_MAX], char *err,
@@ -541,114 +416,6 @@ int profile_source_parse(const char *s, enum profile_source *out)
 	return -1;
 }
 
-/* CONFIG_HZ=N in a kernel config read through zlib (which reads plain files too). */
-static int config_hz_from(const char *path)
-{
-	char line[256];
-	gzFile f = gzopen(path, "rb");
-	int hz = 0;
-
-	if (!f)
-		return 0;
-	while (gzgets(f, line, sizeof(line))) {
-		if (!strncmp(line, "CONFIG_HZ=", 10)) {
-			hz = atoi(line + 10);
-			break;
-		}
-	}
-	gzclose(f);
-	return hz > 0 ? hz : 0;
-}
-
-/* The kernel's CONFIG_HZ from /proc/config.gz or /boot/config-$(uname -r); 0 if unknown. */
-static int kernel_config_hz(void)
-{
-	struct utsname u;
-	char path[128 + sizeof(u.release)];
-	int hz = config_hz_from("/proc/config.gz");
-
-	if (hz || uname(&u))
-		return hz;
-	snprintf(path, sizeof(path), "/boot/config-%s", u.release);
-	return config_hz_from(path);
-}
-
-/* 1 when /proc/timer_list lists an hrtimer whose function is name (" #0: <...>, name, S:01"):
- * what the kernel really arms, where it is readable (a stopped tick may be missing). */
-static int timer_list_has(const char *name)
-{
-	FILE *f = fopen("/proc/timer_list", "re");
-	char line[256];
-	size_t len = strlen(name);
-	int found = 0;
-
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *s = strstr(line, ">, ");
-
-		if (s && !strncmp(s + 3, name, len) && s[3 + len] == ',')
-			found = 1;
-	}
-	fclose(f);
-	return found;
-}
-
-/* The address of the tick's hrtimer handler. Up to 6.8 it is tick_sched_timer, and
- * tick_nohz_handler is the low-resolution clockevent handler (no hrtimer function); 6.9
- * renamed tick_sched_timer to tick_nohz_handler. So: the candidate /proc/timer_list shows
- * armed, else tick_sched_timer where it exists, else tick_nohz_handler. 0 when neither is
- * in /proc/kallsyms (or addresses are hidden: kptr_restrict). */
-static uint64_t tick_handler_addr(void)
-{
-	static const char *const cands[] = { "tick_sched_timer", "tick_nohz_handler" };
-	uint64_t found[2] = { 0, 0 };
-	char line[512], sym[256], type;
-	unsigned long long a;
-	FILE *f = fopen("/proc/kallsyms", "re");
-	size_t i;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		/* text symbols (the tick is built in: a module's trailing field is ignored) */
-		if (sscanf(line, "%llx %c %255s", &a, &type, sym) != 3 || (type != 't' && type != 'T'))
-			continue;
-		for (i = 0; i < 2; i++)
-			if (!found[i] && !strcmp(sym, cands[i]))
-				found[i] = a;
-	}
-	fclose(f);
-	for (i = 0; i < 2; i++)
-		if (found[i] && timer_list_has(cands[i]))
-			return found[i];
-	for (i = 0; i < 2; i++)
-		if (found[i])
-			return found[i];
-	return 0;
-}
-
-/* 1 when /proc/timer_list shows a CPU whose tick is not run by an hrtimer (low-resolution
- * mode: the tick handler is then called directly, and hrtimer_expire_entry never sees it).
- * 0 when every CPU is in high-resolution mode, or the file cannot be read. */
-static int tick_lowres(void)
-{
-	FILE *f = fopen("/proc/timer_list", "re");
-	char line[256];
-	int low = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *s = strstr(line, ".hres_active");
-
-		if (s && (s = strchr(s, ':')) && atoi(s + 1) == 0)
-			low = 1;
-	}
-	fclose(f);
-	return low;
-}
-
 /* Tick source, before load: the handler's address and the decimation in the program's
  * rodata. HZ unknown: every tick is kept and the effective frequency is reported unknown. */
 static int tick_setup(struct profiler *p, char *err, size_t errlen)
@@ -705,6 +472,8 @@ static int load_sampler(struct profiler *p, int filter_map_fd, char *err, size_t
 	int e, small_stacks = env ? atoi(env) : 0;
 
 	p->skel = profile_open_build();
+	if (p->skel)
+		p->skel->rodata->kernel_stack_size = kernel_stack_size();
 	if (!p->skel)
 		return fail(err, errlen, "%s: %s", "open profile BPF object", errno);
 	if (filter_map_fd >= 0) {
@@ -771,8 +540,6 @@ struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_
 		fail(err, errlen, "%s: %s", "profiler", ENOMEM);
 		return NULL;
 	}
-	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->cond, NULL);
 	p->freq = freq_hz > 0 ? freq_hz : 999;
 	/* auto: cycles where a PMU exists; else the tick, which fires anyway (a cpu-clock timer
 	 * of our own costs a VM exit per sample: bench/results.md has both side by side) */
@@ -787,15 +554,18 @@ struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_
 	}
 	if (load_sampler(p, filter_map_fd, err, errlen))
 		goto out;
-	p->sym = symbolizer_new();
-	if (!p->sym) {
-		fail(err, errlen, "%s: %s", "symbolizer (libelf)", ENOMEM);
+	p->frames = frames_new();
+	if (!p->frames) {
+		fail(err, errlen, "%s: %s", "symbolizer (blazesym, libelf)", ENOMEM);
+		goto out;
+	}
+	p->events = ring_buffer__new(bpf_map__fd(p->skel->maps.image_events), on_image, p, NULL);
+	if (!p->events) {
+		fail(err, errlen, "%s: %s", "ring buffer image_events", errno);
 		goto out;
 	}
 	if (start_sampling(p, src, cgroup_dir, err, errlen))
 		goto out;
-	if (pthread_create(&p->poller, NULL, poller_main, p) == 0)
-		p->poller_started = 1;
 	return p;
 out:
 	profiler_close(p);
@@ -857,18 +627,10 @@ int profiler_attach(struct profiler *p, char *err, size_t errlen)
 
 void profiler_close(struct profiler *p)
 {
-	struct maps_cache *c, *n;
 	int i;
 
 	if (!p)
 		return;
-	if (p->poller_started) {
-		pthread_mutex_lock(&p->lock);
-		p->stop = 1;
-		pthread_cond_signal(&p->cond);
-		pthread_mutex_unlock(&p->lock);
-		pthread_join(p->poller, NULL);
-	}
 	for (i = 0; i < p->ntev; i++)
 		drop_task_event(&p->tev[i]);
 	free(p->tev);
@@ -876,16 +638,9 @@ void profiler_close(struct profiler *p)
 		drop_task_event(&p->cev[i]);
 	free(p->cev);
 	bpf_link__destroy(p->tick_link);
+	ring_buffer__free(p->events);
 	profile_bpf__destroy(p->skel);
-	symbolizer_free(p->sym);
-	for (c = p->cache; c; c = n) {
-		n = c->next;
-		proc_maps_free(c->maps);
-		proc_maps_free(c->prev_maps);
-		free(c);
-	}
-	pthread_mutex_destroy(&p->lock);
-	pthread_cond_destroy(&p->cond);
+	frames_free(p->frames);
 	free(p);
 }
 
@@ -954,41 +709,24 @@ void profiler_reset(struct profiler *p)
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t *zero;
 	uint32_t i;
-	struct maps_cache **pc, *c;
 
 	/* nothing followed any more (a `clear` before this reset): ksoftirqd stops counting
-	 * now, not at the poller's next round */
-	{
-		uint32_t k;
-
-		pthread_mutex_lock(&p->lock);
-		if (bpf_map_get_next_key(bpf_map__fd(p->skel->maps.followed_tgids), NULL, &k))
-			p->skel->bss->followed_hint = 0;
-		pthread_mutex_unlock(&p->lock);
-	}
+	 * now, not at the tracer loop's next poll */
+	profiler_poll(p);
 	clear_map(bpf_map__fd(p->skel->maps.counts), sizeof(struct profile_key));
 	clear_map(bpf_map__fd(p->skel->maps.stacks), sizeof(uint32_t));
 	clear_map(bpf_map__fd(p->skel->maps.stacks_overflow), sizeof(uint32_t));
 	clear_map(bpf_map__fd(p->skel->maps.leaf_ret), sizeof(uint32_t));
+	/* the images told about so far: a process still running tells its mappings again (its
+	 * maps are read again), a gone one's maps are dropped */
+	clear_map(bpf_map__fd(p->skel->maps.images_seen), bpf_map__key_size(p->skel->maps.images_seen));
+	frames_forget_gone(p->frames);
 	zero = ncpu > 0 ? calloc(ncpu, sizeof(uint64_t)) : NULL;
 	if (zero) {
 		for (i = 0; i < PROFILE_NR_STATS; i++)
 			bpf_map_update_elem(bpf_map__fd(p->skel->maps.stats), &i, zero, BPF_ANY);
 		free(zero);
 	}
-	/* forget the maps of processes that are gone */
-	pthread_mutex_lock(&p->lock);
-	for (pc = &p->cache; (c = *pc);) {
-		if (kill(c->pid, 0) && errno == ESRCH) {
-			*pc = c->next;
-			proc_maps_free(c->maps);
-			proc_maps_free(c->prev_maps);
-			free(c);
-		} else {
-			pc = &c->next;
-		}
-	}
-	pthread_mutex_unlock(&p->lock);
 }
 
 static int read_stats(struct profiler *p, uint64_t out[PROFILE_NR_STATS])
@@ -1078,71 +816,20 @@ static int line_cmp(const void *a, const void *b)
 	return strcmp(((const struct line *)a)->s, ((const struct line *)b)->s);
 }
 
-/* libc's frameless string/memory routines (used when the prologue cannot be read). */
-static int frameless_leaf(const char *name)
+static void emit_frame(void *b, const char *name)
 {
-	static const char *const prefixes[] = { "__mem", "mem", "__str", "str", "__stp", "stp",
-						"__wmem", "wmem", "__bzero", "bzero", "__rawmem",
-						"rawmem" };
-	size_t i;
-
-	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
-			return 1;
-	return 0;
-}
-
-/* Reads pid's maps now if it still lives (once per snapshot: done[] holds the pids read). */
-static void refresh_maps(struct profiler *p, pid_t pid, pid_t *done, int *ndone, int max)
-{
-	int i;
-
-	for (i = 0; i < *ndone; i++)
-		if (done[i] == pid)
-			return;
-	if (*ndone < max)
-		done[(*ndone)++] = pid;
-	snap_maps(p, pid);
-}
-
-static void add_user_frames(struct profiler *p, struct sbuf *b, const struct proc_maps *m,
-			    const uint64_t *ips, int n, int have_ret, uint64_t ret)
-{
-	char name[MAX_FRAME], caller[MAX_FRAME];
-	int i, insert = 0;
-
-	/* The frame-pointer walk starts at the caller's caller when the innermost function
-	 * has no frame of its own (a frameless leaf such as libc's memcpy variants, or a
-	 * sample at a function's first instruction): the word at the stack pointer then is
-	 * the return address into the skipped caller. Inserted only when it follows a call
-	 * instruction and the walk does not already have it. */
-	if (n > 0 && have_ret && m && (n < 2 || ips[1] != ret)) {
-		enum frame_state st = symbolize_frame_state(p->sym, m, ips[0]);
-		int frameless = st == FRAME_NONE || st == FRAME_AT_ENTRY;
-
-		if (st == FRAME_UNKNOWN &&
-		    symbolize_user(p->sym, m, ips[0], name, sizeof(name)) == SYM_FUNC)
-			frameless = frameless_leaf(name);
-		if (frameless && symbolize_is_return_address(p->sym, m, ret)) {
-			symbolize_user(p->sym, m, ret - 1, caller, sizeof(caller));
-			insert = 1;
-		}
-	}
-	for (i = n - 1; i >= 0; i--) {
-		symbolize_user(p->sym, m, i ? ips[i] - 1 : ips[i], name, sizeof(name));
-		if (i == 0 && insert)
-			sb_frame(b, caller, "");
-		sb_frame(b, name, "");
-	}
+	sb_frame(b, name, "");
 }
 
 static void add_kernel_frames(struct profiler *p, struct sbuf *b, const uint64_t *ips, int n)
 {
 	const char *names[PROFILE_MAX_DEPTH];
+	uint64_t addrs[PROFILE_MAX_DEPTH];
 	int i, skip = 0;
 
 	for (i = 0; i < n; i++)
-		names[i] = symbolize_kernel(p->sym, i ? ips[i] - 1 : ips[i]);
+		addrs[i] = i ? ips[i] - 1 : ips[i];
+	kaddrs_names(p->kaddrs, addrs, n, names);
 	if (p->tick) {
 		/* A tick sample's stack begins inside the interrupt (the BPF program, the
 		 * tracepoint, __hrtimer_run_queues, hrtimer_interrupt, ..., the entry
@@ -1150,8 +837,10 @@ static void add_kernel_frames(struct profiler *p, struct sbuf *b, const uint64_t
 		 * the interrupted registers) never has them. The frame outside the entry is
 		 * the interrupted instruction, not a return address: no "- 1" there. */
 		skip = irq_frames_inner(names, n);
-		if (skip > 0 && skip < n)
-			names[skip] = symbolize_kernel(p->sym, ips[skip]);
+		if (skip > 0 && skip < n) {
+			addrs[skip] = ips[skip];
+			kaddrs_names(p->kaddrs, addrs, n, names);
+		}
 	}
 	for (i = n - 1; i >= skip; i--)
 		sb_frame(b, names[i] ? names[i] : "[unknown]", "_[k]");
@@ -1177,24 +866,17 @@ static int stack_ips(const struct profiler *p, int32_t id, uint64_t *ips)
 	return n;
 }
 
-/* The processes whose maps were refreshed during one write of the folded stacks. */
-struct refreshed {
-	pid_t pids[1024];
-	int n;
-};
-
 /* One sample key's stack as a folded line into b: comm, user frames, kernel frames. */
-static void fold_stack(struct profiler *p, const struct profile_key *key, struct refreshed *r,
-		       struct sbuf *b)
+static void fold_stack(struct profiler *p, const struct profile_key *key, struct sbuf *b)
 {
 	uint64_t kips[PROFILE_MAX_DEPTH], uips[PROFILE_MAX_DEPTH], ret = 0;
-	char comm[17], key_comm[17];
+	const struct proc_maps *m;
+	char comm[17];
 	char *slash;
 	int nk, nu, have_ret;
 
 	memcpy(comm, key->comm, 16);
 	comm[16] = 0;
-	memcpy(key_comm, comm, sizeof(key_comm));
 	/* the per-CPU softirq threads are one flame */
 	if (!strncmp(comm, "ksoftirqd/", 10) && (slash = strchr(comm, '/')))
 		*slash = 0;
@@ -1210,12 +892,15 @@ static void fold_stack(struct profiler *p, const struct profile_key *key, struct
 	else if (nu > 0) {
 		have_ret = bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.leaf_ret), &key->ustack,
 					       &ret) == 0;
-		refresh_maps(p, (pid_t)key->tgid, r->pids, &r->n, 1024);
-		/* the poller replaces entries: hold the lock while the maps are in use */
-		pthread_mutex_lock(&p->lock);
-		add_user_frames(p, b, cache_maps(p, (pid_t)key->tgid, key_comm), uips, nu,
-				have_ret, ret);
-		pthread_mutex_unlock(&p->lock);
+		m = frames_image(p->frames, (pid_t)key->tgid, key->image);
+		if (!m) {	/* never told about (the ring buffer was full): read it if alive */
+			struct proc_maps *now = proc_maps_read((pid_t)key->tgid);
+
+			if (now)
+				frames_set_image(p->frames, (pid_t)key->tgid, key->image, now);
+			m = now;
+		}
+		frames_user_stack(p->frames, m, uips, nu, have_ret, ret, emit_frame, b);
 	}
 
 	if (key->kstack < 0 && key->kstack != -EFAULT)
@@ -1253,12 +938,16 @@ long profiler_write_folded(struct profiler *p, FILE *out)
 {
 	int counts_fd = bpf_map__fd(p->skel->maps.counts);
 	struct profile_key key, next, *prev = NULL;
-	struct refreshed refreshed = { .n = 0 };
 	struct line *lines = NULL;
 	size_t nlines = 0, cap = 0;
 	long total;
 
-	symbolizer_load_kallsyms(p->sym); /* modules and BPF programs come and go */
+	/* the maps of the images told about until now; kallsyms read afresh (modules and BPF
+	 * programs come and go) */
+	profiler_poll(p);
+	p->kaddrs = kaddrs_new();
+	if (!p->kaddrs)
+		return -1;
 
 	while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
 		struct sbuf b = { 0 };
@@ -1268,7 +957,7 @@ long profiler_write_folded(struct profiler *p, FILE *out)
 		prev = &key;
 		if (bpf_map_lookup_elem(counts_fd, &key, &count) || count == 0)
 			continue;
-		fold_stack(p, &key, &refreshed, &b);
+		fold_stack(p, &key, &b);
 		if (b.oom) {
 			free(b.p);
 			continue;
@@ -1288,6 +977,8 @@ long profiler_write_folded(struct profiler *p, FILE *out)
 		lines[nlines].count = count;
 		nlines++;
 	}
+	kaddrs_free(p->kaddrs);	/* kallsyms' names take memory: not kept */
+	p->kaddrs = NULL;
 	total = write_merged(lines, nlines, out);
 	if (out && ferror(out))
 		return -1;

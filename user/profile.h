@@ -53,6 +53,11 @@ struct json;
  * per-CPU events on the cgroup, "cpu": the tick) and "freq" (the effective rate in Hz, an
  * integer when whole; null when unknown). */
 void profiler_write_json(const struct profiler *p, struct json *j);
+/* The sampler's notifications of new process images (a file descriptor to poll for input:
+ * -1 when none), and their handling: call profiler_poll when it is readable, and every few
+ * tens of ms anyway (it also refreshes the sampler's "anything followed" hint). */
+int profiler_events_fd(const struct profiler *p);
+void profiler_poll(struct profiler *p);
 /* Zero the stack counts (start of a run). */
 void profiler_reset(struct profiler *p);
 /* Symbolize and write folded stacks, one "frame;frame;... count" line per distinct stack,

@@ -3,11 +3,16 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <blazesym.h>
+#include <gelf.h>
 #include "trace_helpers.h"
 
 struct ksyms {
@@ -204,6 +209,27 @@ bool btf_enum_has(const struct btf *btf, const char *enum_name, const char *enum
 	return false;
 }
 
+/* THREAD_SIZE: 16 KiB on x86-64 and arm64, twice that with KASAN (its stack order), read from
+ * the kernel's configuration where it is at hand. */
+unsigned long kernel_stack_size(void)
+{
+	struct utsname u;
+	char path[256], line[256];
+	unsigned long size = 16384;
+	FILE *f;
+
+	uname(&u);
+	snprintf(path, sizeof(path), "/boot/config-%s", u.release);
+	f = fopen(path, "re");
+	if (!f)
+		return size;
+	while (fgets(line, sizeof(line), f))
+		if (!strcmp(line, "CONFIG_KASAN=y\n"))
+			size *= 2;
+	fclose(f);
+	return size;
+}
+
 bool kprobes_available(void)
 {
 	return access("/sys/bus/event_source/devices/kprobe", F_OK) == 0 ||
@@ -371,4 +397,108 @@ const char *human_bytes(double b, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.1f %s", b, units[u]);
 	return buf;
+}
+
+struct kaddrs {
+	blaze_symbolizer *sym;
+	const blaze_syms *last; /* the names kaddrs_names gave last */
+};
+
+struct kaddrs *kaddrs_new(void)
+{
+	struct kaddrs *k = calloc(1, sizeof(*k));
+	blaze_symbolizer_opts o = { .type_size = sizeof(o) };
+
+	if (k && !(k->sym = blaze_symbolizer_new_opts(&o))) {
+		free(k);
+		return NULL;
+	}
+	return k;
+}
+
+void kaddrs_free(struct kaddrs *k)
+{
+	if (!k)
+		return;
+	blaze_syms_free(k->last);
+	blaze_symbolizer_free(k->sym);
+	free(k);
+}
+
+int kaddrs_names(struct kaddrs *k, const uint64_t *addrs, int n, const char **names)
+{
+	/* kallsyms only (it has the modules and BPF programs): no vmlinux to look for */
+	blaze_symbolize_src_kernel src = { .type_size = sizeof(src), .vmlinux = "" };
+
+	blaze_syms_free(k->last);
+	k->last = n > 0 ? blaze_symbolize_kernel_abs_addrs(k->sym, &src, addrs, n) : NULL;
+	for (int i = 0; i < n; i++)
+		names[i] = k->last && k->last->syms[i].name && k->last->syms[i].name[0] ?
+				   k->last->syms[i].name : NULL;
+	return k->last || n <= 0 ? 0 : -1;
+}
+
+int elf_debug_file(Elf *elf, const char *path, char *out, size_t len)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	uint8_t *id;
+	size_t n = 0;
+	int k;
+
+	out[0] = 0;
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+			return -1;	/* symbols of its own */
+	id = blaze_read_elf_build_id(path, &n);
+	k = id && n >= 2 ? snprintf(out, len, "/usr/lib/debug/.build-id/%02x/", id[0]) : 0;
+	for (size_t i = 1; k && i < n && (size_t)k < len; i++)
+		k += snprintf(out + k, len - k, "%02x", id[i]);
+	if (k && (size_t)k < len)
+		snprintf(out + k, len - k, ".debug");
+	free(id);
+	if (!k || (size_t)k >= len || access(out, R_OK)) {
+		out[0] = 0;
+		return -1;
+	}
+	return 0;
+}
+
+int elf_file_vaddr(Elf *elf, uint64_t off, uint64_t *vaddr)
+{
+	GElf_Phdr ph;
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD || off < ph.p_offset ||
+		    off - ph.p_offset >= ph.p_filesz)
+			continue;
+		*vaddr = off - ph.p_offset + ph.p_vaddr;
+		return 0;
+	}
+	return -1;
+}
+
+int vdso_image_fd(void)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR), start, end;
+	FILE *f = base ? fopen("/proc/self/maps", "re") : NULL;
+	char line[256];
+	int fd = -1;
+
+	while (f && fd < 0 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx", &start, &end) != 2 || start != base)
+			continue;
+		fd = memfd_create("vdso", MFD_CLOEXEC);
+		if (fd >= 0 && write(fd, (void *)base, end - start) != (ssize_t)(end - start)) {
+			close(fd);
+			fd = -1;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return fd;
 }

@@ -4,7 +4,9 @@
 #define NETIO_TRACE_HELPERS_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <libelf.h>
 
 struct btf;
 
@@ -19,6 +21,24 @@ bool ksyms_has(const struct ksyms *ks, const char *name);
  * The returned string lives as long as ks. */
 const char *ksyms_find_func(const struct ksyms *ks, const char *name);
 
+/* Kernel addresses -> names, through blazesym's kallsyms source (modules and BPF programs
+ * included). kallsyms is read at the first lookup: a new kaddrs per snapshot sees the modules
+ * and BPF programs loaded since. kaddrs_names puts the names of addrs[0..n) into names (NULL
+ * where none); they live until the next call. 0, or -1 when kallsyms cannot be read. */
+struct kaddrs;
+struct kaddrs *kaddrs_new(void);
+void kaddrs_free(struct kaddrs *k);
+int kaddrs_names(struct kaddrs *k, const uint64_t *addrs, int n, const char **names);
+
+/* ELF files (libelf) for user/frames.c. The separate debug file of the file at path whose
+ * ELF is elf, when it has no .symtab and one is installed by build-id as Debian's -dbg
+ * packages do (/usr/lib/debug/.build-id/xx/yyyy.debug), into out; 0, or -1 when none. The
+ * virtual address of file offset off in elf (its PT_LOAD segments); 0, or -1. */
+int elf_debug_file(Elf *elf, const char *path, char *out, size_t len);
+int elf_file_vaddr(Elf *elf, uint64_t off, uint64_t *vaddr);
+/* A memfd holding this process's vDSO image (an ELF file), -1 when none. */
+int vdso_image_fd(void);
+
 /* /sys/kernel/tracing/available_filter_functions (functions ftrace can patch), loaded like
  * kallsyms; NULL when it cannot be read (not mounted, or locked down). */
 struct ksyms *ftrace_funcs_load(void);
@@ -29,6 +49,8 @@ bool btf_func_exists(const struct btf *btf, const char *name);
 /* enum enum_name of the kernel's BTF has enumerator (an enumerator the kernel added tells
  * what it has: BPF_FUNC_loop, BPF_MAP_TYPE_TASK_STORAGE) */
 bool btf_enum_has(const struct btf *btf, const char *enum_name, const char *enumerator);
+/* The kernel's THREAD_SIZE (the compat sampler's task_pt_regs). */
+unsigned long kernel_stack_size(void);
 /* The kernel has kprobes (CONFIG_KPROBES: the kprobe PMU or tracefs's kprobe_events). */
 bool kprobes_available(void);
 /* Parameter idx of kernel function func is called name in the kernel's BTF. */

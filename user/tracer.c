@@ -278,6 +278,8 @@ static void stats_restore(struct tracer *tr)
 
 static void periodic(struct tracer *tr)
 {
+	if (tr->prof)
+		profiler_poll(tr->prof);	/* new process images: their maps, while they live */
 	if (tr->detached)
 		return;
 	stats_tick(tr);
@@ -598,12 +600,13 @@ static int read_command(struct tracer *tr, char *line, size_t len)
 			return 0;
 		if (have == sizeof(buf))
 			have = 0;	/* a line longer than the buffer: drop it */
-		struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
-		int r = poll(&pfd, 1, 50);
+		struct pollfd pfd[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
+			{ .fd = tr->prof ? profiler_events_fd(tr->prof) : -1, .events = POLLIN } };
+		int r = poll(pfd, 2, 50);
 		periodic(tr);
 		if (r < 0 && errno != EINTR)
 			return 0;
-		if (r <= 0)
+		if (r <= 0 || !pfd[0].revents)
 			continue;
 		ssize_t got = read(STDIN_FILENO, buf + have, sizeof(buf) - have);
 		if (got < 0 && errno == EINTR)
@@ -696,11 +699,12 @@ static bool process_gone(unsigned int pid)
 	return gone;
 }
 
-static void sleep_ms(int ms)
+/* Sleeps ms, less when the sampler tells of a new process image (periodic() reads it). */
+static void sleep_ms(struct tracer *tr, int ms)
 {
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	struct pollfd pfd = { .fd = tr->prof ? profiler_events_fd(tr->prof) : -1, .events = POLLIN };
 
-	nanosleep(&ts, NULL);	/* a signal ends it early */
+	poll(&pfd, 1, ms);	/* a signal ends it early */
 }
 
 /* Moves pid into the cgroup2 directory dir, for --sample-cgroup's events to sample it; where
@@ -799,7 +803,7 @@ static int run_oneshot(struct tracer *tr)
 				break;
 		}
 		periodic(tr);
-		sleep_ms(child > 0 ? 20 : 50);
+		sleep_ms(tr, child > 0 ? 20 : 50);
 	}
 	if (child > 0) {
 		/* stopped by a signal or --duration: the command keeps running untraced */
