@@ -1,7 +1,9 @@
 """`netio-trace doctor`: what this kernel and machine allow, probed, never assumed.
 
-The BPF side (BTF, attach rungs, PMU events, MSG_ZEROCOPY) comes from `netio-tracer --probe`;
-this module adds the kernel, a namespace created and deleted for real, and the tools.
+The BPF side (BTF, attach types, PMU events, MSG_ZEROCOPY) comes from `netio-tracer --probe`,
+and the tracer loaded for real as `run` loads it (its ladder, build and what it leaves null;
+doctor_ladder.py says what each rung costs); this module adds the kernel, a namespace created
+and deleted for real, and the tools.
 """
 import json
 import os
