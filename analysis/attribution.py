@@ -137,7 +137,8 @@ RX_COPY = ("_copy_to_iter", "copy_to_user_iter", "copy_page_to_iter", "simple_co
 # Not the tracer's BPF: a program attached inside a copy is never the copy's cost.
 COPY_FRAMES = FALLBACK + COMPLETION + PINNING + TX_COPY + RX_COPY + GENERIC_KERNEL_COPY
 
-# The send and receive path (issue 17).
+# The send and receive path (issue 17). These frame lists are data, each its category's own:
+# alike in shape (long tuples of names), not copies of one another.
 SYSCALL = own("entry_SYSCALL_64*", "do_syscall_64", "x64_sys_call", "syscall_exit_to_user_mode*",
               "exit_to_user_mode_prepare", "exit_to_user_mode_loop", "syscall_enter_from_user_mode*",
               "__x64_sys_*", "__do_sys_*", "__se_sys_*", "__sys_*", "___sys_*", "____sys_*",

@@ -8,7 +8,8 @@ from analysis.contract import run_key
 
 RUNS = "runs.jsonl"
 CSV = "results.csv"
-# docs/DESIGN.md's columns first (names kept exactly), then more.
+# docs/DESIGN.md's columns first (names kept exactly), then more: a data list, alike in shape
+# to attribution's frame lists and no copy of them.
 CSV_COLUMNS = ["strategy", "msg_size", "threads", "transport", "repeat", "throughput_gbps",
                "latency_us", "cycles", "L1_cache_misses", "LLC_load_misses", "context_switches",
                "status", "error", "duration_s", "bytes_sent", "bytes_received", "messages_sent",

@@ -16,19 +16,21 @@ runs' medians, each run's median, and all pairs pooled.
 import argparse
 import sys
 
-from bench import pairs, windows
-from bench import run as R
+from netio_trace.system.netns import Topology
+from bench import harness, pairs, windows
+from bench.config import BUILD, COUNTING_ARGS, KiB, size_name
+from bench.observers import OurTracer, Untraced
 
-LEVELS = {"counting": list(R.COUNTING_ARGS), "full": []}
+LEVELS = {"counting": list(COUNTING_ARGS), "full": []}
 
 
 def _args(argv):
     ap = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.splitlines()[0])
     ap.add_argument("--old", required=True, help="build directory of the reference tracer")
-    ap.add_argument("--new", default=R.BUILD, help="build directory of the changed tracer")
+    ap.add_argument("--new", default=BUILD, help="build directory of the changed tracer")
     ap.add_argument("--transport", choices=("loopback", "veth"), default="loopback")
     ap.add_argument("--strategy", default="one-copy")
-    ap.add_argument("--size", type=int, default=16 * R.KiB)
+    ap.add_argument("--size", type=int, default=16 * KiB)
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--duration", type=float, default=0.5, help="seconds per run")
     ap.add_argument("--new-args", default="", help="extra netio-tracer arguments of the new "
@@ -59,14 +61,14 @@ def _top_programs(runs, n=6):
 
 def _windows_ab(a):
     """New against old in windows of a.windows runs per level, the levels in turn."""
-    b = R.Bench(argparse.Namespace(duration=a.duration, rounds=a.rounds))
+    b = harness.Bench(argparse.Namespace(duration=a.duration, rounds=a.rounds))
     found = {lv: [] for lv in a.levels}
     try:
-        with R.Topology(a.transport) as topo:
+        with Topology(a.transport) as topo:
             for r in range(a.windows):
                 for lv in a.levels:
-                    new = R.OurTracer(LEVELS[lv] + a.new_args, label=f"{lv}-new", build=a.new)
-                    old = R.OurTracer(LEVELS[lv], label=f"{lv}-old", build=a.old)
+                    new = OurTracer(LEVELS[lv] + a.new_args, label=f"{lv}-new", build=a.new)
+                    old = OurTracer(LEVELS[lv], label=f"{lv}-old", build=a.old)
                     run = b.netio(topo, a.strategy, a.size, 1,
                                   windows.run_seconds(a.window_pairs),
                                   windows.Windows(new, a.window_pairs, reference=old))
@@ -75,7 +77,7 @@ def _windows_ab(a):
                           f"{pairs.fmt(windows.summary(run['windows']), 3)}", file=sys.stderr)
     finally:
         b.cleanup()
-    print(f"{a.transport} {a.strategy} {R.size_name(a.size)}, {a.windows} runs of "
+    print(f"{a.transport} {a.strategy} {size_name(a.size)}, {a.windows} runs of "
           f"{a.window_pairs} pairs of windows per level; old {a.old}, new {a.new} "
           f"{' '.join(a.new_args)}")
     for lv in a.levels:
@@ -95,32 +97,32 @@ def main(argv=None):
     a = _args(argv)
     if a.windows:
         return _windows_ab(a)
-    b = R.Bench(argparse.Namespace(duration=a.duration, rounds=a.rounds))
+    b = harness.Bench(argparse.Namespace(duration=a.duration, rounds=a.rounds))
     try:
-        with R.Topology(a.transport) as topo:
+        with Topology(a.transport) as topo:
             def mk(observer):
                 return lambda: b.netio(topo, a.strategy, a.size, 1, a.duration, observer())
-            variants = [("untraced", mk(R.Untraced))]
+            variants = [("untraced", mk(Untraced))]
             for lv in a.levels:
                 for side, build, extra in (("old", a.old, []), ("new", a.new, a.new_args)):
                     variants.append((f"{lv}-{side}", mk(
-                        lambda lv=lv, side=side, build=build, extra=extra: R.OurTracer(
+                        lambda lv=lv, side=side, build=build, extra=extra: OurTracer(
                             LEVELS[lv] + extra, label=f"{lv}-{side}", build=build))))
-            res = pairs.run_interleaved(a.rounds, variants, probe=R.machine_speed,
+            res = pairs.run_interleaved(a.rounds, variants, probe=harness.machine_speed,
                                         log=lambda m: print(m, file=sys.stderr))
     finally:
         b.cleanup()
-    print(f"{a.transport} {a.strategy} {R.size_name(a.size)}, {a.rounds} rounds of "
+    print(f"{a.transport} {a.strategy} {size_name(a.size)}, {a.rounds} rounds of "
           f"{a.duration:g} s; old {a.old}, new {a.new} {' '.join(a.new_args)}")
     for v, _ in variants[1:]:
-        print(f"  {v:14s} / untraced {pairs.fmt(R._ratio(res, v, 'untraced'), 3)}; CPU/GB "
-              f"{pairs.fmt(R._ratio(res, v, 'untraced', 'cpu_s_per_gb'), 3)}; BPF ns/msg: "
+        print(f"  {v:14s} / untraced {pairs.fmt(pairs.ratio(res, v, 'untraced'), 3)}; CPU/GB "
+              f"{pairs.fmt(pairs.ratio(res, v, 'untraced', 'cpu_s_per_gb'), 3)}; BPF ns/msg: "
               f"{_top_programs(res[v])}")
     for lv in a.levels:
-        print(f"  {lv}: new / old {pairs.fmt(R._ratio(res, f'{lv}-new', f'{lv}-old'), 3)}; "
-              f"CPU/GB {pairs.fmt(R._ratio(res, f'{lv}-new', f'{lv}-old', 'cpu_s_per_gb'), 3)}; "
+        print(f"  {lv}: new / old {pairs.fmt(pairs.ratio(res, f'{lv}-new', f'{lv}-old'), 3)}; "
+              f"CPU/GB {pairs.fmt(pairs.ratio(res, f'{lv}-new', f'{lv}-old', 'cpu_s_per_gb'), 3)}; "
               f"BPF ns/msg new / old "
-              f"{pairs.fmt(R._ratio(res, f'{lv}-new', f'{lv}-old', 'bpf_ns_per_msg'), 3)}")
+              f"{pairs.fmt(pairs.ratio(res, f'{lv}-new', f'{lv}-old', 'bpf_ns_per_msg'), 3)}")
     return 0
 
 

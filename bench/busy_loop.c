@@ -1,7 +1,7 @@
 /* netio-busy-loop: pure computation for --seconds S (default 1), then prints how many blocks
  * of it ran, as JSON. No syscall, no memory traffic: what a sampler costs it is the cost of
  * the sampling interrupt itself (timer expiry, program, re-arm), which the bench's "timer
- * floor" measures beside the workloads (bench/run.py). */
+ * floor" measures beside the workloads (bench/measure_overhead.py). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

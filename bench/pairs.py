@@ -138,3 +138,23 @@ def fmt(s, digits=2, unit=""):
     out = s.get("left_out") and f", {s['left_out']} unsteady left out"
     return (f"{f.format(s['median'])}{unit} (min {f.format(s['min'])}, max {f.format(s['max'])}, "
             f"n={s['n']}{out or ''})")
+
+
+def column(runs, key):
+    """Each run's value of key (None where it has none), in round order."""
+    return [r.get(key) for r in runs]
+
+
+def ratio(res, a, b, key="recv_gbps"):
+    """summary of the paired ratios a/b of a Rounds within each round where the machine kept
+    its speed (Rounds.steady)."""
+    return ratio_summary(column(res[a], key), column(res[b], key), res.steady(a, b))
+
+
+def median_index(values):
+    """Index of the element nearest the median (for picking a representative run)."""
+    vals = [(v, i) for i, v in enumerate(values) if v is not None]
+    if not vals:
+        return None
+    vals.sort()
+    return vals[(len(vals) - 1) // 2][1]

@@ -42,8 +42,8 @@ def run_seconds(npairs):
 
 
 class Windows:
-    """An observer for Bench.netio: a tracer (bench.run.OurTracer, which loads and starts it)
-    toggled while the workload runs. stop() puts into the run `windows`: [(traced Gbit/s,
+    """An observer for Bench.netio: a tracer (bench.observers.OurTracer, which loads and starts
+    it) toggled while the workload runs. stop() puts into the run `windows`: [(traced Gbit/s,
     other Gbit/s)] per pair. The other windows are untraced, or, given a reference tracer
     (another build: bench.ab --windows), traced by the reference; the two are never attached
     at once."""
@@ -150,3 +150,15 @@ def median_ns_per_run(per_run):
 def rates(pairs_list, traced):
     """pairs.summary of the traced (or untraced) windows' Gbit/s."""
     return pairs.summary([p[0 if traced else 1] for p in pairs_list])
+
+
+def run_medians(runs):
+    """Each run's median of traced / untraced (None for a run without a pair); runs: each
+    run's pairs of windows."""
+    return [summary(w)["median"] for w in runs]
+
+
+def runs_summary(runs):
+    """pairs.summary of the runs' medians: a run is the unit a verdict counts (its windows
+    share the run's placement of threads on the CPUs)."""
+    return pairs.summary(run_medians(runs))

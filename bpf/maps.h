@@ -7,7 +7,19 @@
 #include "filter.h"
 #include "compat.h"
 
-/* allocated on first use: ~3.5 KiB per CPU per followed process */
+#ifdef NETIO_COMPAT
+/* One copy for all CPUs, preallocated, added to atomically (COUNT_ADD): before 5.11 the kernel
+ * warns at load, tainting itself, when a tracing program uses a map that allocates at run
+ * time, and a per-CPU copy of every entry preallocated would take NETIO_MAX_PROCS x 3.6 KiB
+ * per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NETIO_COMPAT_MAX_PROCS);
+	__type(key, u32);	/* tgid */
+	__type(value, struct tgid_stats);
+} tgid_stats SEC(".maps");
+#else
+/* allocated on first use: ~3.6 KiB per CPU per followed process */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -15,6 +27,7 @@ struct {
 	__type(key, u32);	/* tgid */
 	__type(value, struct tgid_stats);
 } tgid_stats SEC(".maps");
+#endif
 
 /* A process's statistics where tgid_stats cannot make its entry at once: that map allocates
  * them from an element cache refilled by an irq_work, which a burst of new processes outruns.
@@ -67,6 +80,7 @@ struct sk_info {
 	u32 seq_valid;
 	u32 pad;
 	u64 pending;		/* bytes counted, not yet claimed */
+	u64 ino;		/* a UDP socket's inode number (copy_tp.bpf.c, udp_socket_renewed) */
 };
 
 struct {
@@ -234,6 +248,8 @@ static __always_inline struct netns_stats *netns_stats_of(struct net *net)
 		return NULL;
 	return bpf_map_lookup_elem(&netns_stats, &slot);
 }
+#define NETIO_MSG_TRUNC 0x20	/* recvmsg's flag: a stream discards, a datagram says its length */
+
 #ifndef SKBFL_ZEROCOPY_ENABLE_BIT
 #define SKBFL_ZEROCOPY_ENABLE_BIT 1	/* SKBFL_ZEROCOPY_ENABLE: same value on every kernel */
 #endif

@@ -17,6 +17,7 @@ typedef __u64 u64;
 #define NETIO_HIST_SLOTS 40
 
 #define NETIO_MAX_PROCS   8192
+#define NETIO_COMPAT_MAX_PROCS 2048	/* the compat build's tgid_stats, preallocated (maps.h) */
 #define NETIO_MAX_NETNS   256
 #define NETIO_SPILL_PROCS 512	/* tgid_spill (bpf/maps.h), preallocated */
 #define NETIO_MAX_THREADS 16384
@@ -64,6 +65,8 @@ struct proc_stats {
 	u64 rx_calls;		/* receives that copied (sock_recv_length), or skb copies */
 	u64 tx_spliced_bytes;	/* part of tx_bytes sent from page-cache pages (sendfile, splice):
 				 * no copy from the user */
+	u64 rx_unsized_calls;	/* UDP receives with MSG_TRUNC whose buffer could not be read
+				 * (io_uring, recvmmsg): what they copied is not in rx_copy_bytes */
 };
 
 /* Per network namespace (inode number), per CPU: softirq-side events. */

@@ -58,6 +58,20 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _tracer_flags(parser, default):
+    """--attach, --freq and --sample-source, alike for run and trace; default: the two
+    choices' value when not given (run: None, which the sweep's defaults fill)."""
+    parser.add_argument("--attach", metavar="MODE", default=default,
+                        help=f"tracer attach rung: {'|'.join(P.ATTACH_MODES)} (default auto: "
+                        "the best the kernel allows)")
+    parser.add_argument("--freq", metavar="HZ",
+                        help=f"stack sampling frequency (default {P.DEFAULT_FREQ})")
+    parser.add_argument("--sample-source", metavar="SRC", default=default,
+                        help=f"what stacks are sampled on: {'|'.join(P.SAMPLE_SOURCES)} (default "
+                        "auto: cycles where a PMU exists, else tick: the scheduler tick, HZ per "
+                        "busy CPU at most, no timer of its own)")
+
+
 def build_parser():
     p = Parser(prog=PROG, description="Trace where a sender's bytes get copied "
                "(two-copy, one-copy, zero-copy, per-field, sendfile, io-uring, io-uring-zc) over "
@@ -97,14 +111,8 @@ def build_parser():
     passes.add_argument("--trace-only", action="store_true",
                         help="the traced pass only (faster; throughput is then measured with "
                         "the tracer attached, and the report says so)")
-    r.add_argument("--attach", metavar="MODE",
-                   help=f"tracer attach rung: {'|'.join(P.ATTACH_MODES)} (default auto: the best "
-                   f"the kernel allows)")
-    r.add_argument("--freq", metavar="HZ", help=f"stack sampling frequency (default {P.DEFAULT_FREQ})")
-    r.add_argument("--sample-source", metavar="SRC",
-                   help=f"what stacks are sampled on: {'|'.join(P.SAMPLE_SOURCES)} (default auto: "
-                   "cycles where a PMU exists, else tick: the scheduler tick, HZ per "
-                   "busy CPU at most, no timer of its own)")
+    _tracer_flags(r, None)
+    # a second pair of flags that exclude each other: like the one above in shape only
     base = r.add_mutually_exclusive_group()
     base.add_argument("--quick", action="store_true",
                       help="a small sweep (3 strategies × 4K,64K × 1 thread × veth × 3 rounds, "
@@ -129,11 +137,7 @@ def build_parser():
                    help="follow every process of this cgroup v2 directory and below it, those "
                    "there now and those that start or move there later (repeatable; with "
                    "--pid, -- CMD or alone)")
-    t.add_argument("--attach", metavar="MODE", default="auto",
-                   help=f"{'|'.join(P.ATTACH_MODES)} (default auto)")
-    t.add_argument("--freq", metavar="HZ", help=f"sampling frequency (default {P.DEFAULT_FREQ})")
-    t.add_argument("--sample-source", metavar="SRC", default="auto",
-                   help=f"{'|'.join(P.SAMPLE_SOURCES)} (default auto)")
+    _tracer_flags(t, "auto")
     t.add_argument("--json", metavar="FILE", help="write the trace object to FILE")
     t.add_argument("--folded", metavar="FILE", help="write folded stacks to FILE")
     t.add_argument("--openmetrics", metavar="FILE|:PORT",

@@ -64,15 +64,20 @@ def _save(fig, out_dir, name):
     return name
 
 
+def _by_strategy(df, x, y, height, aspect, **panels):
+    """A median line per strategy with its min–max band, a panel per column of panels (col=,
+    col_order=), a row per transport where there are several, each panel its own y scale."""
+    transports = _order(df["transport"], TRANSPORTS)
+    return sns.relplot(data=df, x=x, y=y, hue="strategy",
+                       hue_order=_order(df["strategy"], STRATEGIES), palette=PALETTE,
+                       row="transport" if len(transports) > 1 else None, row_order=transports,
+                       kind="line", estimator="median", errorbar=MINMAX, marker="o",
+                       height=height, aspect=aspect, facet_kws={"sharey": False}, **panels)
+
+
 def throughput_vs_size(df, out_dir):
     sizes = sorted(df["msg_size"].unique())
-    strategies = _order(df["strategy"], STRATEGIES)
-    transports = _order(df["transport"], TRANSPORTS)
-    g = sns.relplot(data=df, x="msg_size", y="throughput_gbps", hue="strategy",
-                    hue_order=strategies, palette=PALETTE, col="threads",
-                    row="transport" if len(transports) > 1 else None, row_order=transports,
-                    kind="line", estimator="median", errorbar=MINMAX, marker="o",
-                    height=3.2, aspect=1.1, facet_kws={"sharey": False})
+    g = _by_strategy(df, "msg_size", "throughput_gbps", 3.2, 1.1, col="threads")
     for ax in g.axes.flat:
         _size_axis(ax, sizes)
         ax.set_ylim(bottom=0)
@@ -86,14 +91,8 @@ def throughput_vs_size(df, out_dir):
 
 def latency_vs_threads(df, out_dir):
     threads = sorted(df["threads"].unique())
-    strategies = _order(df["strategy"], STRATEGIES)
-    transports = _order(df["transport"], TRANSPORTS)
-    g = sns.relplot(data=df, x="threads", y="latency_us", hue="strategy",
-                    hue_order=strategies, palette=PALETTE, col="size",
-                    col_order=[format_size(s) for s in sorted(df["msg_size"].unique())],
-                    row="transport" if len(transports) > 1 else None, row_order=transports,
-                    kind="line", estimator="median", errorbar=MINMAX, marker="o",
-                    height=3.0, aspect=0.95, facet_kws={"sharey": False})
+    g = _by_strategy(df, "threads", "latency_us", 3.0, 0.95, col="size",
+                     col_order=[format_size(s) for s in sorted(df["msg_size"].unique())])
     for ax in g.axes.flat:
         ax.set_xscale("log", base=2)
         ax.set_xticks(threads)

@@ -22,7 +22,7 @@ write_if_changed() {	# write_if_changed FILE: stdin into FILE; status 0 if it ch
 }
 
 suites=() regexes=()
-while read -r name suite regex; do
+while read -r name suite regex _extra; do
     case "$name" in ''|'#'*) continue;; esac
     grep -qx "$name" <<<"$missing" || continue
     suites+=("$suite") regexes+=("$regex")

@@ -14,7 +14,7 @@ image_of() {	# image_of REGEX: the newest installed image whose package matches 
 }
 
 found=1
-while read -r name suite regex; do
+while read -r name suite regex _extra; do
     case "$name" in ''|'#'*) continue;; esac
     img=$(image_of "$regex" || true)
     if [ $# = 0 ]; then

@@ -39,6 +39,18 @@ def needs_built(*names):
     return pytest.mark.skipif(bool(missing), reason=f"{', '.join(missing)} not built in {BUILD}")
 
 
+def namespaces(*transports):
+    """A module-wide fixture: the namespaces of each transport in turn (a parameter each,
+    none for one transport), removed at the end of the module."""
+    from netio_trace.system.netns import Topology
+
+    @pytest.fixture(scope="module", params=list(transports) if len(transports) > 1 else None)
+    def topology(request):
+        with Topology(getattr(request, "param", transports[0])) as t:
+            yield t
+    return topology
+
+
 def pytest_sessionstart(session):
     if os.environ.get("NETIO_FULL_TEST") != "1":
         return

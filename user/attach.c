@@ -207,6 +207,9 @@ struct row {
 	bool fallback;		/* used only if no other row of its group resolves */
 	bool lazy;		/* loaded with its probe point, attached by tracer_bpf_poll() */
 	const char *kfunc;	/* a kfunc the program calls: the row resolves only with it */
+	/* a parameter of the target as the kernel's BTF names it: the row resolves only there
+	 * (a prototype that changed) */
+	struct { int idx; const char *name; } param;
 };
 
 /* A row's rung, probe point, program (a field of skeleton skel's progs), how it attaches and
@@ -235,6 +238,12 @@ static const struct row rows[] = {
 	{ ROW(RUNG_FENTRY, PP_FALLBACK_COPY, copy_fentry, fx_copy_ubufs, H_FEXIT, "skb_copy_ubufs"), .required = true },
 	{ ROW(RUNG_FENTRY, PP_ZC_COMPLETION, copy_fentry, fx_zc_callback, H_FENTRY, "__msg_zerocopy_callback"), .required = true },
 	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_rx_copy, H_FEXIT, "skb_copy_datagram_iter"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp_recv_in, H_FENTRY, "udp_recvmsg"), .param = { 3, "flags" }, .group = 1 },
+	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp_recv_in_noblock, H_FENTRY, "udp_recvmsg"), .param = { 3, "noblock" }, .group = 1 },
+	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp_recv_out, H_FEXIT, "udp_recvmsg"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp6_recv_in, H_FENTRY, "udpv6_recvmsg"), .param = { 3, "flags" } },
+	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp6_recv_in_noblock, H_FENTRY, "udpv6_recvmsg"), .param = { 3, "noblock" } },
+	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp6_recv_out, H_FEXIT, "udpv6_recvmsg") },
 	/* kprobe/kretprobe */
 	{ ROW(RUNG_KPROBE, PP_TX_BYTES, copy_kprobe, kp_sendmsg_in, H_KPROBE, "tcp_sendmsg"), .required = true },
 	{ ROW(RUNG_KPROBE, PP_TX_BYTES, copy_kprobe, kp_sendmsg_out, H_KRETPROBE, "tcp_sendmsg"), .required = true },
@@ -242,9 +251,12 @@ static const struct row rows[] = {
 	{ ROW(RUNG_KPROBE, PP_TX_BYTES, copy_kprobe, kp_sendmsg_in, H_KPROBE, "udp_sendmsg") },
 	{ ROW(RUNG_KPROBE, PP_TX_BYTES, copy_kprobe, kp_sendmsg_out, H_KRETPROBE, "udp_sendmsg") },
 	{ ROW(RUNG_KPROBE, PP_TX_COPY, copy_kprobe, kp_copy_from_iter, H_KRETPROBE, "_copy_from_iter"), .group = 1 },
-	{ ROW(RUNG_KPROBE, PP_TX_COPY, copy_kprobe, kp_copy_from_iter_nc, H_KRETPROBE, "_copy_from_iter_nocache"), .group = 1 },
+	{ ROW(RUNG_KPROBE, PP_TX_COPY, copy_kprobe, kp_copy_from_iter, H_KRETPROBE, "_copy_from_iter_nocache"), .group = 1 },
 	{ ROW(RUNG_KPROBE, PP_TX_COPY, copy_kprobe, kp_check_object_size, H_KPROBE, "__check_object_size"), .group = 1, .fallback = true },
 	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_stream, H_KRETPROBE, "skb_zerocopy_iter_stream"), .required = true },
+	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_sg_in, H_KPROBE, "__zerocopy_sg_from_iter"), .param = { 0, "msg" } },
+	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_sg_in_pre60, H_KPROBE, "__zerocopy_sg_from_iter"), .param = { 0, "sk" } },
+	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_zc_sg_out, H_KRETPROBE, "__zerocopy_sg_from_iter") },
 	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_pages_out, H_KRETPROBE, "get_user_pages_fast") },
 	{ ROW(RUNG_KPROBE, PP_PINNING, copy_kprobe, kp_pages_out, H_KRETPROBE, "pin_user_pages_fast") },
 	{ ROW(RUNG_KPROBE, PP_FALLBACK_COPY, copy_kprobe, kp_copy_ubufs, H_KPROBE, "skb_copy_ubufs"), .required = true },
@@ -252,6 +264,12 @@ static const struct row rows[] = {
 	{ ROW(RUNG_KPROBE, PP_ZC_COMPLETION, copy_kprobe, kp_zc_callback_pre512, H_KPROBE, "sock_zerocopy_callback"), .group = 1, .fallback = true },
 	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_rx_copy_in, H_KPROBE, "skb_copy_datagram_iter"), .required = true },
 	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_rx_copy_out, H_KRETPROBE, "skb_copy_datagram_iter"), .required = true },
+	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_udp_recv_in, H_KPROBE, "udp_recvmsg"), .param = { 3, "flags" }, .group = 1 },
+	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_udp_recv_in_noblock, H_KPROBE, "udp_recvmsg"), .param = { 3, "noblock" }, .group = 1 },
+	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_udp_recv_out, H_KRETPROBE, "udp_recvmsg"), .required = true },
+	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_udp_recv_in, H_KPROBE, "udpv6_recvmsg"), .param = { 3, "flags" } },
+	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_udp_recv_in_noblock, H_KPROBE, "udpv6_recvmsg"), .param = { 3, "noblock" } },
+	{ ROW(RUNG_KPROBE, PP_RX_COPY, copy_kprobe, kp_udp_recv_out, H_KRETPROBE, "udpv6_recvmsg") },
 	/* BTF-typed tracepoints */
 	{ ROW(RUNG_TP_BTF, PP_TX_BYTES, copy_tp, tp_send_length, H_TP_BTF, "sock_send_length"), .required = true, .kfunc = CAST },
 	/* the per-skb programs: reading through bpf_rdonly_cast (6.2+), else probe reads */
@@ -314,7 +332,28 @@ struct ladder {
 	 * NULL when tracefs does not let us read the list: then the attach tells */
 	struct ksyms *traceable;
 	char fail_reason[PP_NR][512];	/* for the message of a forced rung */
+	bool kprobes;			/* the kernel has kprobes at all */
 };
+
+/* Why probe point pp failed at rung r, added to what failed before it:
+ * "fentry: <why>; kprobe: <why>" (the snapshot's attach_why, a forced rung's message). */
+static void note_failure(struct ladder *l, enum probe_point pp, enum rung r, const char *fmt,
+			 ...)
+{
+	char *why = l->fail_reason[pp];
+	size_t len = strlen(why), size = sizeof(l->fail_reason[pp]);
+	va_list ap;
+
+	if (len >= size - 1)
+		return;
+	len += snprintf(why + len, size - len, "%s%s: ", len ? "; " : "",
+			r == RUNG_FENTRY ? "fentry" : rung_name(r));
+	if (len >= size - 1)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why + len, size - len, fmt, ap);
+	va_end(ap);
+}
 
 static bool is_traceable(const struct ladder *l, const char *name)
 {
@@ -357,6 +396,9 @@ static const char *resolve_row(const struct ladder *l, const struct row *r)
 
 	for (int i = 0; r->targets[i]; i++) {
 		const char *t = r->targets[i];
+
+		if (r->param.name && !btf_func_param_is(btf, t, r->param.idx, r->param.name))
+			continue;
 		switch (r->how) {
 		case H_FENTRY:
 		case H_FEXIT:
@@ -367,7 +409,7 @@ static const char *resolve_row(const struct ladder *l, const struct row *r)
 			break;
 		case H_KPROBE:
 		case H_KRETPROBE: {
-			const char *s = ksyms_find_func(l->ksyms, t);
+			const char *s = l->kprobes ? ksyms_find_func(l->ksyms, t) : NULL;
 			if (s && is_traceable(l, s))
 				return s;
 			break;
@@ -573,9 +615,8 @@ static int attach_pp(struct ladder *l, void *skel, enum rung r, enum objkind k,
 		}
 		link = attach_row(l, skel, i, &err);
 		if (!link && rows[i].required) {
-			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-				 "attaching %s %s failed: %s", how_names[rows[i].how],
-				 l->resolved[i], strerror(-err));
+			note_failure(l, pp, r, "attaching %s %s failed: %s",
+				     how_names[rows[i].how], l->resolved[i], strerror(-err));
 			return 0;
 		}
 		if (!link)
@@ -591,8 +632,7 @@ static int attach_pp(struct ladder *l, void *skel, enum rung r, enum objkind k,
 	}
 	for (int g = 1; g < 4; g++)
 		if (group_seen[g] && !group_hits[g]) {
-			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-				 "no copy function could be attached");
+			note_failure(l, pp, r, "no function of its group %d could be attached", g);
 			return 0;
 		}
 	return attached;
@@ -622,8 +662,7 @@ static unsigned attach_rung(struct ladder *l, void *skel, enum rung r, enum objk
 		/* a dependency that did not attach in this rung nor before */
 		if ((deps_of(pp, r) & (1u << PP_TX_BYTES)) && !scope_available(t) &&
 		    !(ok & (1u << PP_TX_BYTES))) {
-			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-				 "needs tx_bytes at the fentry or kprobe rung");
+			note_failure(l, pp, r, "needs tx_bytes at the fentry or kprobe rung");
 			continue;
 		}
 		if (!attach_pp(l, skel, r, k, pp)) {
@@ -660,10 +699,7 @@ static unsigned loadable_alone(struct ladder *l, enum rung r, enum objkind k, un
 			ok |= 1u << pp;
 			objdefs[k].destroy(skel);
 		} else {
-			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-				 "loading %s programs failed: %s", r == RUNG_FENTRY ?
-				 "fentry/fexit" : r == RUNG_KPROBE ? "kprobe" : rung_name(r),
-				 strerror(-err));
+			note_failure(l, pp, r, "loading its programs failed: %s", strerror(-err));
 		}
 	}
 	return ok;
@@ -788,6 +824,15 @@ static enum rung forced_rung(enum attach_mode mode)
 	       mode == ATTACH_TRACEPOINT ? RUNG_TP_BTF : RUNG_NR;
 }
 
+static const char *unresolved_why(const struct ladder *l, enum rung r)
+{
+	if (r == RUNG_FENTRY && bpf_build() == BUILD_COMPAT)
+		return COMPAT_FENTRY_WHY;
+	if (r == RUNG_KPROBE && !l->kprobes)
+		return "this kernel has no kprobes (CONFIG_KPROBES unset)";
+	return "no target on this kernel";
+}
+
 /* The copy probe points, each on the first rung (fentry, kprobe, tp_btf) that resolves and
  * attaches it; only the forced rung when there is one (RUNG_NR: none). */
 static void climb_copy_rungs(struct ladder *l, enum rung forced)
@@ -805,11 +850,7 @@ static void climb_copy_rungs(struct ladder *l, enum rung forced)
 			if (!(copy_pps & (1u << pp)) || (assigned & (1u << pp)))
 				continue;
 			if (!pp_resolvable(l, pp, r)) {
-				if (!l->fail_reason[pp][0] || forced == r)
-					snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-						 r == RUNG_FENTRY && bpf_build() == BUILD_COMPAT ?
-						 COMPAT_FENTRY_WHY : "no %s target on this kernel",
-						 rung_name(r));
+				note_failure(l, pp, r, "%s", unresolved_why(l, r));
 				continue;
 			}
 			mask |= 1u << pp;
@@ -942,6 +983,20 @@ static void refuse_thread_storage_for_tests(struct tracer_bpf *t)
 		bpf_map_update_elem(t->filter_gen, &key, &on, BPF_ANY);
 }
 
+/* How many copies of a value the map holds: one per possible CPU for the per-CPU types. */
+static int map_value_copies(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 1;
+	if (info.type == BPF_MAP_TYPE_PERCPU_HASH || info.type == BPF_MAP_TYPE_PERCPU_ARRAY ||
+	    info.type == BPF_MAP_TYPE_LRU_PERCPU_HASH)
+		return libbpf_num_possible_cpus();
+	return 1;
+}
+
 /* The shared maps the rest of the tracer reads and writes, and the on-demand programs'
  * conditions. */
 static void find_shared_maps(struct tracer_bpf *t)
@@ -959,6 +1014,7 @@ static void find_shared_maps(struct tracer_bpf *t)
 	t->zc_state = shared_map_fd(t, "zc_state");
 	t->exit_wanted = shared_map_fd(t, "exit_wanted");
 	t->latency_sample = shared_map_fd(t, "latency_sample");
+	t->tgid_stats_copies = map_value_copies(t->tgid_stats);
 	for (int i = 0; i < t->nprogs; i++)
 		if (t->progs[i].lazy && !strncmp(t->progs[i].name, "tp_tcp_probe",
 							   sizeof("tp_tcp_probe") - 1))
@@ -1053,6 +1109,7 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 	l->t = t;
 	l->ksyms = ksyms_load();
 	l->traceable = ftrace_funcs_load();
+	l->kprobes = kprobes_available();
 	ret = climb(l, mode, no_latency, err, errlen);
 	for (int pp = 0; pp < PP_NR; pp++)
 		snprintf(t->why[pp], sizeof(t->why[pp]), "%s", l->fail_reason[pp]);

@@ -84,6 +84,9 @@ struct tracer_bpf {
 	/* fds of the shared maps the rest of the tracer uses (-1: none) */
 	int followed_tgids, followed_netns, followed_cgroups, filter_gen, counters, tgid_stats,
 	    tgid_spill, netns_stats, in_send, sk_owner, zc_state, exit_wanted, latency_sample;
+	/* copies of each tgid_stats value: one per CPU, or one where the map is not per-CPU
+	 * (the compat build's: bpf/maps.h) */
+	int tgid_stats_copies;
 	/* send and receive calls end at the socket layer; sys_exit is attached on demand */
 	bool sc_end_at_socket;
 	bool detached;		/* tracer_bpf_detach(): loaded, nothing attached */

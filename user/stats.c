@@ -46,14 +46,15 @@ static int ncpus(void)
 	return n;
 }
 
-/* Sum the per-CPU copies of a value made of nwords u64 counters (then other bytes). */
-static void sum_percpu(const void *percpu, size_t value_size, size_t nwords, void *out)
+/* Sum the copies (one per CPU) of a value made of nwords u64 counters (then other bytes). */
+static void sum_copies(const void *percpu, int copies, size_t value_size, size_t nwords,
+		       void *out)
 {
 	size_t stride = (value_size + 7) & ~(size_t)7;
 	u64 *o = out;
 
 	memcpy(out, percpu, value_size);	/* cpu 0, including non-counter bytes */
-	for (int c = 1; c < ncpus(); c++) {
+	for (int c = 1; c < copies; c++) {
 		const u64 *v = (const u64 *)((const char *)percpu + c * stride);
 		for (size_t w = 0; w < nwords; w++)
 			o[w] += v[w];
@@ -116,7 +117,7 @@ static int prog_stats(int fd, unsigned long long *ns, unsigned long long *runs,
 int stats_make_process(const struct tracer_bpf *t, u32 tgid)
 {
 	const size_t stride = (sizeof(struct tgid_stats) + 7) & ~7UL;
-	void *zero = calloc(ncpus(), stride);
+	void *zero = calloc(t->tgid_stats_copies, stride);
 	int err = -ENOMEM;
 
 	for (int i = 0; zero && t->tgid_stats >= 0 && i < 100; i++) {
@@ -259,8 +260,9 @@ static int read_procs(const struct tracer_bpf *t, void *buf, size_t stride, stru
 		struct proc_snap *p = find_proc(s, key, true);
 		if (!p)
 			continue;
-		sum_percpu(buf, sizeof(struct tgid_stats), offsetof(struct tgid_stats, comm) / 8, sum);
-		for (int c = 0; c < ncpus() && !sum->comm[0]; c++)
+		sum_copies(buf, t->tgid_stats_copies, sizeof(struct tgid_stats),
+			   offsetof(struct tgid_stats, comm) / 8, sum);
+		for (int c = 0; c < t->tgid_stats_copies && !sum->comm[0]; c++)
 			memcpy(sum->comm, ((struct tgid_stats *)((char *)buf + c * stride))->comm,
 			       sizeof(sum->comm));
 		add_figures(p, sum);
@@ -298,7 +300,8 @@ static void read_netns(const struct tracer_bpf *t, void *buf, struct snapshot *s
 		s->netns = n;
 		n = &s->netns[s->nnetns++];
 		n->inum = t->netns_inum[i];
-		sum_percpu(buf, sizeof(struct netns_stats), sizeof(struct netns_stats) / 8, &n->st);
+		sum_copies(buf, ncpus(), sizeof(struct netns_stats), sizeof(struct netns_stats) / 8,
+			   &n->st);
 	}
 }
 
@@ -366,6 +369,7 @@ static unsigned long long total_proc(struct snapshot *s, struct proc_snap *p)
 	s->tx_spliced_bytes += p->st.tx_spliced_bytes;
 	s->tx_calls += p->st.tx_calls;
 	s->rx_copy_bytes += p->st.rx_copy_bytes;
+	s->rx_unsized_calls += p->st.rx_unsized_calls;
 	s->pinned_pages += p->st.pinned_pages;
 	s->k.switches += p->k.switches;
 	s->k.migrations += p->k.migrations;
@@ -427,6 +431,13 @@ static void write_unavailable(const struct snapshot *s, struct json *j)
 {
 	json_key(j, "unavailable");
 	json_begin_object(j);
+	if (s->rx_unsized_calls) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "%llu UDP receives with MSG_TRUNC through io_uring or "
+			 "recvmmsg: the buffer they filled could not be read", s->rx_unsized_calls);
+		json_kv_string(j, "rx_copy_bytes", why);
+	}
 	if (!s->zc_per_process) {
 		json_kv_string(j, "processes.zc_tx_bytes", ZC_PER_PROCESS_WHY);
 		if (s->tx_copy_inferred)
@@ -462,14 +473,36 @@ static void total(const struct tracer_bpf *t, struct snapshot *s)
 			s->tx_copy_bytes += s->procs[i].st.tx_copy_bytes;
 }
 
+/* The snapshot's entry of a program attached before under another row (a kprobe program
+ * serves several functions: its run-time stats are one), its target added; else NULL. */
+static struct prog_snap *same_program(const struct tracer_bpf *t, int i, struct snapshot *s)
+{
+	for (int n = 0; n < s->nprogs; n++) {
+		size_t len;
+
+		if (s->progs[n].fd != t->progs[i].prog_fd)
+			continue;
+		len = strlen(s->progs[n].target);
+		snprintf(s->progs[n].target + len, sizeof(s->progs[n].target) - len, ",%s",
+			 t->progs[i].target);
+		return &s->progs[n];
+	}
+	return NULL;
+}
+
 /* Our programs' run time and runs since the reset, scaled up when run-time stats were on
  * only part of the time. */
 static void read_self_cost(const struct tracer_bpf *t, const struct stats_baseline *base,
 			   struct snapshot *s)
 {
 	for (int i = 0; i < t->nprogs && i < MAX_ATTACHED; i++) {
-		struct prog_snap *ps = &s->progs[s->nprogs++];
+		struct prog_snap *ps;
 		unsigned long long ns = 0, runs = 0, skipped = 0;
+
+		if (same_program(t, i, s))
+			continue;
+		ps = &s->progs[s->nprogs++];
+		ps->fd = t->progs[i].prog_fd;
 		prog_stats(t->progs[i].prog_fd, &ns, &runs, &skipped);
 		snprintf(ps->name, sizeof(ps->name), "%s", t->progs[i].name);
 		snprintf(ps->target, sizeof(ps->target), "%s", t->progs[i].target);
@@ -613,7 +646,8 @@ static void write_bytes(const struct tracer_bpf *t, const struct snapshot *s, st
 	kv_counted(j, "zc_tx_bytes", t->rung[PP_PINNING] != RUNG_UNAVAILABLE, s->zc_tx_bytes);
 	kv_counted(j, "fallback_copy_bytes", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE,
 		   s->fallback_copy_bytes);
-	kv_counted(j, "rx_copy_bytes", t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE, s->rx_copy_bytes);
+	kv_counted(j, "rx_copy_bytes", t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE &&
+		   !s->rx_unsized_calls, s->rx_copy_bytes);
 	kv_counted(j, "pinned_pages", !s->pinned_pages_null, s->pinned_pages);
 }
 
@@ -667,7 +701,7 @@ static void write_process(const struct snapshot *s, const struct proc_snap *p, s
 	json_kv_bool(j, "tx_copy_inferred", s->tx_copy_inferred);
 	json_kv_uint(j, "tx_spliced_bytes", p->st.tx_spliced_bytes);
 	kv_counted(j, "zc_tx_bytes", s->zc_per_process, p->st.zc_tx_bytes);
-	json_kv_uint(j, "rx_copy_bytes", p->st.rx_copy_bytes);
+	kv_counted(j, "rx_copy_bytes", !p->st.rx_unsized_calls, p->st.rx_copy_bytes);
 	json_kv_uint(j, "rx_copy_calls", p->st.rx_calls);
 	kv_counted(j, "pinned_pages", !s->pinned_pages_null, p->st.pinned_pages);
 	json_key(j, "syscalls");

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include "message.h"
 #include "netutil.h"
 #include "options.h"
+#include "runjson.h"
 #include "start.h"
 #include "tcp_stats.h"
 
@@ -45,16 +45,6 @@ struct conn {
 	struct wl_tcp_stats tcp;
 	char error[256];
 };
-
-static int conn_fail(struct conn *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	wl_conn_error(c->error, sizeof(c->error), c->idx, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static int connect_retry(struct conn *c)
 {
@@ -176,6 +166,7 @@ struct totals {
 	const char *first_error;
 };
 
+/* The server's sum_conns is its twin over its own struct conn (sent, not received). */
 static void sum_conns(const struct conn *conns, int nconns, const char *global_error,
 		      struct totals *t)
 {
@@ -193,11 +184,7 @@ static void sum_conns(const struct conn *conns, int nconns, const char *global_e
 			t->t0 = c->t_first;
 		if (c->bytes && c->t_end > t->t1)
 			t->t1 = c->t_end;
-		if (c->error[0]) {
-			t->errors++;
-			if (!t->first_error)
-				t->first_error = c->error;
-		}
+		wl_count_error(c->error, &t->errors, &t->first_error);
 	}
 }
 
@@ -220,10 +207,7 @@ static void put_conn(struct json *w, const struct wl_options *o, const struct co
 
 	json_begin_object(w);
 	json_kv_uint(w, "conn", c->idx);
-	json_kv_uint(w, "bytes", c->bytes);
-	json_kv_uint(w, "messages", c->bytes / o->size);
-	json_kv_double(w, "seconds", s);
-	json_kv_double(w, "throughput_gbps", wl_gbps(c->bytes, s));
+	wl_json_figures(w, c->bytes, c->bytes / o->size, s);
 	json_kv_uint(w, "recv_calls", c->recv_calls);
 	put_verify(w, o->verify, c->v.bad_bytes, c->v.bad_messages + (uint64_t)c->v.cur_bad);
 	wl_tcp_stats_json(w, &c->tcp);
@@ -242,16 +226,11 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 
 	sum_conns(conns, nconns, global_error, &t);
 	secs = t.t1 > t.t0 ? t.t1 - t.t0 : 0;
-	json_init(&w, stdout);
-	json_begin_object(&w);
-	json_kv_string(&w, "role", "client");
+	wl_json_open(&w, "client");
 	json_kv_uint(&w, "size", o->size);
 	json_kv_int(&w, "threads", o->threads);
 	json_kv_bool(&w, "verify", o->verify);
-	json_kv_uint(&w, "bytes", t.bytes);
-	json_kv_uint(&w, "messages", t.bytes / o->size);
-	json_kv_double(&w, "seconds", secs);
-	json_kv_double(&w, "throughput_gbps", wl_gbps(t.bytes, secs));
+	wl_json_figures(&w, t.bytes, t.bytes / o->size, secs);
 	json_kv_uint(&w, "recv_calls", t.calls);
 	json_key(&w, "per_thread");
 	json_begin_array(&w);
@@ -260,13 +239,8 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	json_end_array(&w);
 	put_verify(&w, o->verify, t.bad, t.bad_msgs);
 	json_kv_string(&w, "verify_unit", "bytes");
-	json_kv_int(&w, "errors", t.errors);
-	json_kv_string(&w, "error", t.first_error);
-	json_end_object(&w);
-	json_finish(&w);
-	if (t.first_error)
-		fprintf(stderr, PROG ": %s\n", t.first_error);
-	else if (o->verify && t.bad)
+	wl_json_close(&w, PROG, t.errors, t.first_error);
+	if (!t.first_error && o->verify && t.bad)
 		report_mismatch(conns, nconns, t.bad, t.bad_msgs);
 	return t.errors || (o->verify && t.bad) ? 1 : 0;
 }

@@ -100,12 +100,16 @@ double wl_gbps(uint64_t bytes, double seconds)
 	return seconds > 0 ? (double)bytes * 8 / seconds / 1e9 : 0.0;
 }
 
-void wl_conn_error(char *buf, size_t len, unsigned idx, const char *fmt, va_list ap)
+int wl_conn_error(char *buf, size_t len, unsigned idx, const char *fmt, ...)
 {
 	char msg[200];
+	va_list ap;
 
 	if (buf[0])
-		return;
+		return -1;
+	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	snprintf(buf, len, "connection %u: %s", idx, msg);
+	return -1;
 }

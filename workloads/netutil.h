@@ -23,7 +23,10 @@ int wl_resolve(const char *addr, int port, int passive, struct sockaddr_storage 
 /* "a.b.c.d:port" or "[v6]:port". */
 void wl_format_addr(const struct sockaddr *sa, char *buf, size_t len);
 /* Records "connection IDX: <message>" in buf unless an earlier error is already there (the
- * first error of a connection is the one worth reporting). */
-void wl_conn_error(char *buf, size_t len, unsigned idx, const char *fmt, va_list ap);
+ * first error of a connection is the one worth reporting). Returns -1, for `return`. */
+int wl_conn_error(char *buf, size_t len, unsigned idx, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* The same for a connection c of either workload (its `error` and `idx`). */
+#define conn_fail(c, ...) wl_conn_error((c)->error, sizeof((c)->error), (c)->idx, __VA_ARGS__)
 
 #endif

@@ -46,6 +46,19 @@ static int parse_digits(const char *s, unsigned long long *out, const char **end
 	return 0;
 }
 
+/* --NAME's value s: a whole number from lo to hi, or -1 with the reason in err. */
+static int parse_whole(const char *name, const char *s, unsigned long long lo,
+		       unsigned long long hi, unsigned long long *out, char *err, size_t errlen)
+{
+	const char *end;
+
+	if (!s || parse_digits(s, out, &end) < 0 || *end)
+		return fail(err, errlen, "--%s '%s': not a number", name, s ? s : "");
+	if (*out < lo || *out > hi)
+		return fail(err, errlen, "--%s %s: must be between %llu and %llu", name, s, lo, hi);
+	return 0;
+}
+
 int wl_parse_size(const char *s, size_t *out, char *err, size_t errlen)
 {
 	static const struct { const char *suffix; unsigned shift; } units[] = {
@@ -77,13 +90,9 @@ bad:
 int wl_parse_threads(const char *s, int *out, char *err, size_t errlen)
 {
 	unsigned long long v;
-	const char *end;
 
-	if (!s || parse_digits(s, &v, &end) < 0 || *end)
-		return fail(err, errlen, "--threads '%s': not a number", s ? s : "");
-	if (v < WL_THREADS_MIN || v > WL_THREADS_MAX)
-		return fail(err, errlen, "--threads %s: must be between %d and %d", s,
-			    WL_THREADS_MIN, WL_THREADS_MAX);
+	if (parse_whole("threads", s, WL_THREADS_MIN, WL_THREADS_MAX, &v, err, errlen) < 0)
+		return -1;
 	*out = (int)v;
 	return 0;
 }
@@ -91,12 +100,9 @@ int wl_parse_threads(const char *s, int *out, char *err, size_t errlen)
 int wl_parse_port(const char *s, int allow_zero, int *out, char *err, size_t errlen)
 {
 	unsigned long long v;
-	const char *end;
 
-	if (!s || parse_digits(s, &v, &end) < 0 || *end)
-		return fail(err, errlen, "--port '%s': not a number", s ? s : "");
-	if (v > 65535 || (v == 0 && !allow_zero))
-		return fail(err, errlen, "--port %s: must be between %d and 65535", s, allow_zero ? 0 : 1);
+	if (parse_whole("port", s, allow_zero ? 0 : 1, 65535, &v, err, errlen) < 0)
+		return -1;
 	*out = (int)v;
 	return 0;
 }
@@ -134,12 +140,9 @@ bad:
 int wl_parse_count(const char *s, uint64_t *out, char *err, size_t errlen)
 {
 	unsigned long long v;
-	const char *end;
 
-	if (!s || parse_digits(s, &v, &end) < 0 || *end)
-		return fail(err, errlen, "--count '%s': not a number", s ? s : "");
-	if (v < 1 || v > WL_COUNT_MAX)
-		return fail(err, errlen, "--count %s: must be between 1 and %llu", s, WL_COUNT_MAX);
+	if (parse_whole("count", s, 1, WL_COUNT_MAX, &v, err, errlen) < 0)
+		return -1;
 	*out = v;
 	return 0;
 }
@@ -231,7 +234,9 @@ const char *wl_usage(enum wl_role role)
 		       "                 to fresh file pages) and sent from the page cache with sendfile(2)\n"
 		       "  --udp: one datagram per message to A:P on a connected UDP socket, nobody receives\n"
 		       "         (no listening, no client); BYTES must fit the path MTU unfragmented;\n"
-		       "         not with sendfile\n"
+		       "         not with sendfile. netio-trace's forward transport sends them to\n"
+		       "         10.77.1.1, held by the run's own netio-<pid>-<n>-dst namespace; the\n"
+		       "         -fwd namespace between drops them by a blackhole route, none arrive\n"
 		       "  --check: only check that the strategy can run on this machine (io_uring\n"
 		       "           enabled and new enough): exit 0, or 2 with one line\n"
 		       "  --ready-fd FD: once listening, the `listening <port>` line goes to the open\n"

@@ -23,6 +23,7 @@
 #include "message.h"
 #include "netutil.h"
 #include "options.h"
+#include "runjson.h"
 #include "start.h"
 #include "tcp_stats.h"
 #include "uring.h"
@@ -56,7 +57,7 @@ struct conn {
 	uint8_t *flat;                  /* two-copy: the serialization buffer */
 	struct wl_message *ring;        /* zero-copy, io-uring-zc: ring of messages */
 	struct iovec (*ring_iov)[WL_FIELDS];
-	uint32_t nring;
+	uint32_t nring, slot;           /* slot: the next message's */
 	struct wl_zc_tracker zc;
 	int zc_ready;
 	struct wl_filemsg file;         /* sendfile */
@@ -77,16 +78,6 @@ static atomic_int g_stop;
 static int g_running;                   /* threads still sending, under g_lock */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_done;           /* signalled when g_running drops to 0 */
-
-static int conn_fail(struct conn *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	wl_conn_error(c->error, sizeof(c->error), c->idx, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 /* ---- setup ---------------------------------------------------------------- */
 
@@ -318,89 +309,6 @@ static int send_iov(struct conn *c, const struct iovec *base, size_t len, int zc
 	return 0;
 }
 
-static inline int keep_going(const struct wl_options *o, uint64_t n)
-{
-	if (o->count)
-		return n < o->count;
-	return !atomic_load_explicit(&g_stop, memory_order_relaxed);
-}
-
-static int run_two_copy(struct conn *c)
-{
-	const struct wl_options *o = c->o;
-	uint64_t n;
-
-	for (n = 0; keep_going(o, n); n++) {
-		if (o->verify)
-			wl_message_fill(&c->msg, c->idx, n);
-		wl_message_serialize(&c->msg, c->flat);
-		if (send_buf(c, c->flat, o->size, 0) < 0)
-			return -1;
-		c->messages++;
-	}
-	return 0;
-}
-
-static int run_one_copy(struct conn *c)
-{
-	const struct wl_options *o = c->o;
-	uint64_t n;
-
-	for (n = 0; keep_going(o, n); n++) {
-		if (o->verify)
-			wl_message_fill(&c->msg, c->idx, n);
-		if (send_iov(c, c->iov, o->size, -1) < 0)
-			return -1;
-		c->messages++;
-	}
-	return 0;
-}
-
-static int run_per_field(struct conn *c)
-{
-	const struct wl_options *o = c->o;
-	uint64_t n;
-	/* over UDP the 8 sends build one datagram: MSG_MORE on all but the last */
-	int more = o->udp ? MSG_MORE : 0;
-	int i;
-
-	for (n = 0; keep_going(o, n); n++) {
-		if (o->verify)
-			wl_message_fill(&c->msg, c->idx, n);
-		for (i = 0; i < WL_FIELDS; i++)
-			if (send_buf(c, c->msg.field[i], c->msg.len[i], i < WL_FIELDS - 1 ? more : 0) < 0)
-				return -1;
-		c->messages++;
-	}
-	return 0;
-}
-
-static int run_zero_copy(struct conn *c)
-{
-	const struct wl_options *o = c->o;
-	uint32_t slot = 0, since_drain = 0;
-	uint64_t n;
-
-	for (n = 0; keep_going(o, n); n++) {
-		/* The slot's previous message must be complete before we write or resend it. */
-		if (wl_zc_slot_busy(&c->zc, slot) && zc_wait_for(c, (int)slot) < 0)
-			return -1;
-		if (o->verify)
-			wl_message_fill(&c->ring[slot], c->idx, n);
-		if (send_iov(c, c->ring_iov[slot], o->size, (int)slot) < 0)
-			return -1;
-		c->messages++;
-		if (++since_drain >= ZC_DRAIN_EVERY) {
-			since_drain = 0;
-			if (wl_zc_drain(c->fd, &c->zc) < 0)
-				return conn_fail(c, "zero-copy: error queue: %s", strerror(errno));
-		}
-		if (++slot == c->nring)
-			slot = 0;
-	}
-	return 0;
-}
-
 /* sendfile() from off until len bytes are gone. */
 static int send_file(struct conn *c, off_t off, size_t len)
 {
@@ -419,23 +327,6 @@ static int send_file(struct conn *c, off_t off, size_t len)
 		len -= (size_t)r;
 		if (len)
 			c->partial_retries++;
-	}
-	return 0;
-}
-
-static int run_sendfile(struct conn *c)
-{
-	const struct wl_options *o = c->o;
-	uint64_t n;
-	off_t off;
-
-	for (n = 0; keep_going(o, n); n++) {
-		if (wl_filemsg_prepare(&c->file, c->idx, n, &off) < 0)
-			return conn_fail(c, "sendfile: writing message %llu to the file: %s",
-					 (unsigned long long)n, strerror(errno));
-		if (send_file(c, off, o->size) < 0)
-			return -1;
-		c->messages++;
 	}
 	return 0;
 }
@@ -470,40 +361,143 @@ static int uring_send_iov(struct conn *c, const struct iovec *base, size_t len, 
 	return 0;
 }
 
-static int run_io_uring(struct conn *c)
+/* ---- the strategies: one message each, in the loop they share -------------- */
+
+/* Message n written into m, only with --verify: without it every message is message 0,
+ * written once at setup, and the measured loop writes nothing. */
+static inline void fill(struct conn *c, struct wl_message *m, uint64_t n)
 {
-	const struct wl_options *o = c->o;
+	if (c->o->verify)
+		wl_message_fill(m, c->idx, n);
+}
+
+static int send_two_copy(struct conn *c, uint64_t n)
+{
+	fill(c, &c->msg, n);
+	wl_message_serialize(&c->msg, c->flat);
+	return send_buf(c, c->flat, c->o->size, 0);
+}
+
+static int send_one_copy(struct conn *c, uint64_t n)
+{
+	fill(c, &c->msg, n);
+	return send_iov(c, c->iov, c->o->size, -1);
+}
+
+static int send_per_field(struct conn *c, uint64_t n)
+{
+	/* over UDP the 8 sends build one datagram: MSG_MORE on all but the last */
+	int more = c->o->udp ? MSG_MORE : 0;
+
+	fill(c, &c->msg, n);
+	for (int i = 0; i < WL_FIELDS; i++)
+		if (send_buf(c, c->msg.field[i], c->msg.len[i], i < WL_FIELDS - 1 ? more : 0) < 0)
+			return -1;
+	return 0;
+}
+
+static int send_sendfile(struct conn *c, uint64_t n)
+{
+	off_t off;
+
+	if (wl_filemsg_prepare(&c->file, c->idx, n, &off) < 0)
+		return conn_fail(c, "sendfile: writing message %llu to the file: %s",
+				 (unsigned long long)n, strerror(errno));
+	return send_file(c, off, c->o->size);
+}
+
+static int send_io_uring(struct conn *c, uint64_t n)
+{
+	fill(c, &c->msg, n);
+	return uring_send_iov(c, c->iov, c->o->size, -1);
+}
+
+/* The ring slot message n goes out from, once the kernel no longer holds the slot's previous
+ * message (its completion came), with message n written into it; -1 if waiting failed. */
+static inline int ring_slot(struct conn *c, uint64_t n)
+{
+	uint32_t slot = c->slot;
+
+	if (wl_zc_slot_busy(&c->zc, slot) && zc_wait_for(c, (int)slot) < 0)
+		return -1;
+	fill(c, &c->ring[slot], n);
+	if (++c->slot == c->nring)
+		c->slot = 0;
+	return (int)slot;
+}
+
+static int send_zero_copy(struct conn *c, uint64_t n)
+{
+	int slot = ring_slot(c, n);
+
+	return slot < 0 ? -1 : send_iov(c, c->ring_iov[slot], c->o->size, slot);
+}
+
+static int send_io_uring_zc(struct conn *c, uint64_t n)
+{
+	int slot = ring_slot(c, n);
+
+	return slot < 0 ? -1 : uring_send_iov(c, c->ring_iov[slot], c->o->size, slot);
+}
+
+static inline int keep_going(const struct wl_options *o, uint64_t n)
+{
+	if (o->count)
+		return n < o->count;
+	return !atomic_load_explicit(&g_stop, memory_order_relaxed);
+}
+
+/* The loop every strategy runs: message n by send_one() until the duration or --count ends,
+ * counted once all of it is sent; drain_every > 0 reads MSG_ZEROCOPY's error queue after
+ * every drain_every messages. Always inlined with a constant send_one, so each strategy's
+ * loop is as tight as one written out: no call through a pointer per message. */
+static inline __attribute__((always_inline)) int
+send_messages(struct conn *c, int (*send_one)(struct conn *, uint64_t), uint32_t drain_every)
+{
+	uint32_t since_drain = 0;
 	uint64_t n;
 
-	for (n = 0; keep_going(o, n); n++) {
-		if (o->verify)
-			wl_message_fill(&c->msg, c->idx, n);
-		if (uring_send_iov(c, c->iov, o->size, -1) < 0)
+	for (n = 0; keep_going(c->o, n); n++) {
+		if (send_one(c, n) < 0)
 			return -1;
 		c->messages++;
+		if (drain_every && ++since_drain >= drain_every) {
+			since_drain = 0;
+			if (wl_zc_drain(c->fd, &c->zc) < 0)
+				return conn_fail(c, "zero-copy: error queue: %s", strerror(errno));
+		}
 	}
 	return 0;
 }
 
-static int run_io_uring_zc(struct conn *c)
+/* One case per strategy on purpose: each inlines its own copy of the loop (see above). */
+static void run_strategy(struct conn *c)
 {
-	const struct wl_options *o = c->o;
-	uint32_t slot = 0;
-	uint64_t n;
-
-	for (n = 0; keep_going(o, n); n++) {
-		/* The slot's previous message must be notified before we write or resend it. */
-		if (wl_zc_slot_busy(&c->zc, slot) && zc_wait_for(c, (int)slot) < 0)
-			return -1;
-		if (o->verify)
-			wl_message_fill(&c->ring[slot], c->idx, n);
-		if (uring_send_iov(c, c->ring_iov[slot], o->size, (int)slot) < 0)
-			return -1;
-		c->messages++;
-		if (++slot == c->nring)
-			slot = 0;
+	switch (c->o->strategy) {
+	case STRAT_TWO_COPY:
+		send_messages(c, send_two_copy, 0);
+		break;
+	case STRAT_ONE_COPY:
+		send_messages(c, send_one_copy, 0);
+		break;
+	case STRAT_PER_FIELD:
+		send_messages(c, send_per_field, 0);
+		break;
+	case STRAT_ZERO_COPY:
+		send_messages(c, send_zero_copy, ZC_DRAIN_EVERY);
+		break;
+	case STRAT_SENDFILE:
+		send_messages(c, send_sendfile, 0);
+		break;
+	case STRAT_IO_URING:
+		send_messages(c, send_io_uring, 0);
+		break;
+	case STRAT_IO_URING_ZC:
+		send_messages(c, send_io_uring_zc, 0);
+		break;
+	default:
+		break;
 	}
-	return 0;
 }
 
 /* Every notification, or fail loudly after a bounded wait. */
@@ -538,33 +532,8 @@ static void *conn_thread(void *arg)
 
 	pthread_barrier_wait(&g_barrier);
 	c->t_start = wl_now();
-	if (ok) {
-		switch (c->o->strategy) {
-		case STRAT_TWO_COPY:
-			run_two_copy(c);
-			break;
-		case STRAT_ONE_COPY:
-			run_one_copy(c);
-			break;
-		case STRAT_PER_FIELD:
-			run_per_field(c);
-			break;
-		case STRAT_ZERO_COPY:
-			run_zero_copy(c);
-			break;
-		case STRAT_SENDFILE:
-			run_sendfile(c);
-			break;
-		case STRAT_IO_URING:
-			run_io_uring(c);
-			break;
-		case STRAT_IO_URING_ZC:
-			run_io_uring_zc(c);
-			break;
-		default:
-			break;
-		}
-	}
+	if (ok)
+		run_strategy(c);
 	c->t_end = wl_now();
 	if (c->zc_ready)
 		zc_finish(c, c->error[0] ? 0.5 : ZC_FINAL_WAIT_S);
@@ -584,6 +553,8 @@ static void *conn_thread(void *arg)
 
 /* ---- output --------------------------------------------------------------- */
 
+/* The sender's own count of its zero-copy sends (the tracer's, from the kernel's side, is
+ * user/stats.c's "zerocopy": alike in shape, other fields). */
 static void put_zc(struct json *w, const struct wl_zc_counters *z)
 {
 	json_key(w, "zerocopy");
@@ -690,6 +661,7 @@ static void add_tcp(struct wl_tcp_stats *tt, const struct wl_tcp_stats *t, int *
 	tt->valid = 1;
 }
 
+/* The client's sum_conns is its twin over its own struct conn (received, not sent). */
 static void sum_conns(const struct conn *conns, int nconns, const char *global_error,
 		      struct totals *t)
 {
@@ -717,11 +689,7 @@ static void sum_conns(const struct conn *conns, int nconns, const char *global_e
 			t->t0 = c->t_start;
 		if (c->t_end > t->t1)
 			t->t1 = c->t_end;
-		if (c->error[0]) {
-			t->errors++;
-			if (!t->first_error)
-				t->first_error = c->error;
-		}
+		wl_count_error(c->error, &t->errors, &t->first_error);
 	}
 	if (ntcp)
 		t->tcp.rtt_us = (uint32_t)(rtt_sum / (uint64_t)ntcp);
@@ -733,10 +701,7 @@ static void put_conn(struct json *w, const struct conn *c)
 
 	json_begin_object(w);
 	json_kv_uint(w, "conn", c->idx);
-	json_kv_uint(w, "bytes", c->bytes);
-	json_kv_uint(w, "messages", c->messages);
-	json_kv_double(w, "seconds", s);
-	json_kv_double(w, "throughput_gbps", wl_gbps(c->bytes, s));
+	wl_json_figures(w, c->bytes, c->messages, s);
 	json_kv_uint(w, "send_calls", c->send_calls);
 	json_kv_uint(w, "partial_retries", c->partial_retries);
 	json_kv_uint(w, "enobufs_retries", c->enobufs_retries);
@@ -769,19 +734,14 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 
 	sum_conns(conns, nconns, global_error, &t);
 	secs = t.t1 > t.t0 ? t.t1 - t.t0 : 0;
-	json_init(&w, stdout);
-	json_begin_object(&w);
-	json_kv_string(&w, "role", "server");
+	wl_json_open(&w, "server");
 	json_kv_string(&w, "strategy", wl_strategy_name(o->strategy));
 	json_kv_string(&w, "proto", o->udp ? "udp" : "tcp");
 	json_kv_uint(&w, "size", o->size);
 	json_kv_int(&w, "threads", o->threads);
 	json_kv_int(&w, "port", port);
 	json_kv_bool(&w, "verify", o->verify);
-	json_kv_uint(&w, "bytes", t.bytes);
-	json_kv_uint(&w, "messages", t.messages);
-	json_kv_double(&w, "seconds", secs);
-	json_kv_double(&w, "throughput_gbps", wl_gbps(t.bytes, secs));
+	wl_json_figures(&w, t.bytes, t.messages, secs);
 	put_steady(&w, steady);
 	json_kv_uint(&w, "send_calls", t.calls);
 	json_kv_uint(&w, "partial_retries", t.partial);
@@ -793,12 +753,7 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	for (int i = 0; i < nconns; i++)
 		put_conn(&w, &conns[i]);
 	json_end_array(&w);
-	json_kv_int(&w, "errors", t.errors);
-	json_kv_string(&w, "error", t.first_error);
-	json_end_object(&w);
-	json_finish(&w);
-	if (t.first_error)
-		fprintf(stderr, PROG ": %s\n", t.first_error);
+	wl_json_close(&w, PROG, t.errors, t.first_error);
 	return t.errors ? 1 : 0;
 }
 

@@ -65,33 +65,35 @@ def _split(text, what):
     return list(dict.fromkeys(items))
 
 
+def _choice(value, noun, allowed):
+    """value if it is one of allowed, else UsageError naming them."""
+    if value not in allowed:
+        raise UsageError(f"unknown {noun} {value!r} (choose from {', '.join(allowed)})")
+    return value
+
+
+def _whole(text, noun, lo, hi, unit=""):
+    """text as a whole number from lo to hi, else UsageError (unit: " Hz" and the like)."""
+    try:
+        n = int(text)
+    except (TypeError, ValueError):
+        of_unit = f" of{unit}" if unit else ""
+        raise UsageError(f"{noun} {text!r} is not a whole number{of_unit}") from None
+    if n < lo or n > hi:
+        raise UsageError(f"{noun} {text} is out of range ({lo} to {hi}{unit})")
+    return n
+
+
 def parse_strategies(text):
-    items = _split(text, "strategies")
-    for s in items:
-        if s not in STRATEGIES:
-            raise UsageError(f"unknown strategy {s!r} (choose from {', '.join(STRATEGIES)})")
-    return tuple(items)
+    return tuple(_choice(s, "strategy", STRATEGIES) for s in _split(text, "strategies"))
 
 
 def parse_transports(text):
-    items = _split(text, "transport")
-    for t in items:
-        if t not in TRANSPORTS:
-            raise UsageError(f"unknown transport {t!r} (choose from {', '.join(TRANSPORTS)})")
-    return tuple(items)
+    return tuple(_choice(t, "transport", TRANSPORTS) for t in _split(text, "transport"))
 
 
 def parse_threads(text):
-    out = []
-    for p in _split(text, "threads"):
-        try:
-            n = int(p)
-        except ValueError:
-            raise UsageError(f"threads {p!r} is not a whole number") from None
-        if n < 1 or n > MAX_THREADS:
-            raise UsageError(f"threads {p} is out of range (1 to {MAX_THREADS})")
-        out.append(n)
-    return tuple(sorted(set(out)))
+    return tuple(sorted({_whole(p, "threads", 1, MAX_THREADS) for p in _split(text, "threads")}))
 
 
 def parse_size_list(text):
@@ -114,36 +116,19 @@ def parse_duration(text):
 
 
 def parse_repeat(text):
-    try:
-        n = int(text)
-    except (TypeError, ValueError):
-        raise UsageError(f"repeat {text!r} is not a whole number") from None
-    if n < 1 or n > MAX_REPEAT:
-        raise UsageError(f"repeat {text} is out of range (1 to {MAX_REPEAT})")
-    return n
+    return _whole(text, "repeat", 1, MAX_REPEAT)
 
 
 def parse_freq(text):
-    try:
-        n = int(text)
-    except (TypeError, ValueError):
-        raise UsageError(f"freq {text!r} is not a whole number of Hz") from None
-    if n < MIN_FREQ or n > MAX_FREQ:
-        raise UsageError(f"freq {text} is out of range ({MIN_FREQ} to {MAX_FREQ} Hz)")
-    return n
+    return _whole(text, "freq", MIN_FREQ, MAX_FREQ, " Hz")
 
 
 def parse_attach(text):
-    if text not in ATTACH_MODES:
-        raise UsageError(f"unknown attach mode {text!r} (choose from {', '.join(ATTACH_MODES)})")
-    return text
+    return _choice(text, "attach mode", ATTACH_MODES)
 
 
 def parse_sample_source(text):
-    if text not in SAMPLE_SOURCES:
-        raise UsageError(f"unknown sample source {text!r} (choose from "
-                         f"{', '.join(SAMPLE_SOURCES)})")
-    return text
+    return _choice(text, "sample source", SAMPLE_SOURCES)
 
 
 def check_combinations(strategies, sizes, transports):

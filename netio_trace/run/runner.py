@@ -77,19 +77,25 @@ def _wait_listening(server, err_path, timeout):
                         f"{_last_line(err_path)}")
 
 
+def _outlived(survivor, failed, who, failed_err):
+    """failed ended badly while survivor runs: give survivor 2 s to end too, else the run
+    fails with failed's own words."""
+    try:
+        survivor.wait(timeout=2.0)
+    except subprocess.TimeoutExpired:
+        pass
+    if survivor.poll() is None:
+        raise RunFailed(f"{who} exited with status {failed.returncode} mid-run: "
+                        f"{_last_line(failed_err) or 'no message'}")
+
+
 def _wait_both(server, client, limit, c_err, s_err):
     """Wait for the server to finish its duration and the client to drain. A peer that dies
     early (the server then waits on accept or send) ends the run with its own words."""
     deadline = time.monotonic() + limit
     while server.poll() is None:
         if client.poll() not in (None, 0):
-            try:
-                server.wait(timeout=2.0)
-            except subprocess.TimeoutExpired:
-                pass
-            if server.poll() is None:
-                raise RunFailed(f"client exited with status {client.returncode} mid-run: "
-                                f"{_last_line(c_err) or 'no message'}")
+            _outlived(server, client, "client", c_err)
             break
         if time.monotonic() > deadline:
             raise RunFailed(f"server still running {limit:.0f} s after start (killed)")
@@ -98,13 +104,7 @@ def _wait_both(server, client, limit, c_err, s_err):
         wait_for_exit([server, client] if client.poll() is None else [server],
                       deadline - time.monotonic())
     if server.returncode not in (0, None) and client.poll() is None:
-        try:
-            client.wait(timeout=2.0)
-        except subprocess.TimeoutExpired:
-            pass
-        if client.poll() is None:
-            raise RunFailed(f"server exited with status {server.returncode} mid-run: "
-                            f"{_last_line(s_err) or 'no message'}")
+        _outlived(client, server, "server", s_err)
     try:
         client.wait(timeout=CLIENT_GRACE)
     except Exception:

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from bench import run as bench
+from bench import harness, markdown_overhead, measure_overhead, observers
 from conftest import BUILD, needs_built, needs_root
 
 BUSY = os.path.join(BUILD, "netio-busy-loop")
@@ -34,36 +34,36 @@ def test_busy_loop_reports_its_rate_and_refuses_bad_input():
 
 @pytest.fixture
 def small_bench():
-    b = bench.Bench(argparse.Namespace(duration=0.4, rounds=1))
+    b = harness.Bench(argparse.Namespace(duration=0.4, rounds=1))
     yield b
     b.cleanup()
 
 
 @pytest.mark.skipif(not shutil.which("bpftrace"), reason="bpftrace not installed (make deps)")
 def test_each_sampler_samples_the_loop_at_its_rate(small_bench):
-    before = bench.bpf_programs()
+    before = harness.bpf_programs()
     dur = small_bench.args.duration
-    ours = small_bench.busy_loop(dur, bench.sampling_alone(bench.timer_source()))
+    ours = small_bench.busy_loop(dur, observers.sampling_alone(observers.timer_source()))
     # sampling alone: only the stack sampler (and the one probe point it keeps) attached
-    assert set(ours["attached"]) == bench.SAMPLING_ALONE_ATTACHED
+    assert set(ours["attached"]) == observers.SAMPLING_ALONE_ATTACHED
     # 999 Hz on the loop's CPU for the loop's time (the loop is on-CPU the whole run)
     assert 0.5 * 999 * dur < ours["samples"] < 1.5 * 999 * dur, ours
-    tick = small_bench.busy_loop(dur, bench.sampling_alone("tick"))
+    tick = small_bench.busy_loop(dur, observers.sampling_alone("tick"))
     assert tick["sample_source"] == "tick"
     assert 0 < tick["samples"] < 0.6 * 999 * dur, tick     # CONFIG_HZ <= 1000 on a busy CPU
-    peer = small_bench.busy_loop(dur, bench.BpftraceTimer())
+    peer = small_bench.busy_loop(dur, observers.BpftraceTimer())
     assert peer["samples"] >= 0.5 * 999 * dur, peer     # every CPU's events, the loop's among them
     for run in (ours, tick, peer):
         assert run["blocks_per_s"] > 0
-    assert bench.bpf_programs() == before
+    assert harness.bpf_programs() == before
 
 
 @pytest.mark.skipif(not shutil.which("bpftrace"), reason="bpftrace not installed (make deps)")
 def test_timer_floor_table_has_every_sampler_and_records_its_verdicts(small_bench):
-    lines = bench.timer_floor(small_bench)
+    lines = measure_overhead.timer_floor(small_bench)
     rows = lines[lines.index("|---|---|---|---|---|---|") + 1:]
-    assert len(rows) == len(bench.TIMER_FLOOR)
-    for (variant, what), row in zip(bench.TIMER_FLOOR, rows):
+    assert len(rows) == len(markdown_overhead.TIMER_FLOOR)
+    for (variant, what), row in zip(markdown_overhead.TIMER_FLOOR, rows):
         assert row.startswith(f"| {what} |")
         assert "n=1" in row         # one round: every cell is a measured summary, no n/a
     assert "Untraced: " in lines[0]

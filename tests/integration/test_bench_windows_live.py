@@ -8,8 +8,7 @@ import subprocess
 
 import pytest
 
-from bench import run as bench
-from bench import windows
+from bench import harness, observers, windows
 from conftest import needs_built, needs_root
 from netio_trace.system.netns import Topology
 
@@ -33,12 +32,12 @@ def test_traced_windows_have_the_tracer_attached_and_untraced_ones_nothing(monke
         seen.append((traced, links()))
         return rate
     monkeypatch.setattr(windows.Windows, "_window", counted)
-    before_links, before_progs = links(), bench.bpf_programs()
-    b = bench.Bench(argparse.Namespace(duration=0.5))
+    before_links, before_progs = links(), harness.bpf_programs()
+    b = harness.Bench(argparse.Namespace(duration=0.5))
     try:
         with Topology("loopback") as topo:
             run = b.netio(topo, "one-copy", 16384, 1, windows.run_seconds(3),
-                          windows.Windows(bench.counting_level(), 3))
+                          windows.Windows(observers.counting_level(), 3))
     finally:
         b.cleanup()
     assert len(run["windows"]) == 3
@@ -46,4 +45,4 @@ def test_traced_windows_have_the_tracer_attached_and_untraced_ones_nothing(monke
     assert [t for t, _ in seen] == [True, False, False, True, True, False]
     assert all(n > before_links for t, n in seen if t)
     assert all(n == before_links for t, n in seen if not t)
-    assert bench.bpf_programs() == before_progs
+    assert harness.bpf_programs() == before_progs

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import CLIENT, SERVER, needs_built, needs_root
+from conftest import CLIENT, SERVER, namespaces, needs_built, needs_root
 from netio_trace.system.netns import Topology
 from netio_trace.system.procs import wait_listening
 
@@ -72,16 +72,8 @@ def run_pair(topo, server_args, client_args, timeout=30):
     return json.loads(out), json.loads(cli.stdout)
 
 
-@pytest.fixture(scope="module", params=["loopback", "veth"])
-def topo(request):
-    with Topology(request.param) as t:
-        yield t
-
-
-@pytest.fixture(scope="module")
-def lo_topo():
-    with Topology("loopback") as t:
-        yield t
+topo = namespaces("loopback", "veth")
+lo_topo = namespaces("loopback")
 
 
 @pytest.mark.parametrize("size", [1024, 65536])

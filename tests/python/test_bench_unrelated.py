@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from bench import run, unrelated
+from bench import markdown, measure_overhead, unrelated
 
 
 def _run(calls, blocks):
@@ -44,7 +44,7 @@ def test_section_renders_the_verdict_from_the_steady_pairs(monkeypatch):
     b = types.SimpleNamespace(args=types.SimpleNamespace(guest_rounds=7, guest_seconds=0.3),
                               verdicts=[])
     b.record = lambda *v: b.verdicts.append(v)
-    md = run.section_unrelated(b)
+    md = measure_overhead.section_unrelated(b)
     fentry_row = next(line for line in md.splitlines() if line.startswith("| fentry"))
     assert "0.990" in fentry_row and "| 2 |" in fentry_row and "met" in fentry_row
     assert b.verdicts[0][2]["median"] == pytest.approx(0.99)
@@ -57,6 +57,6 @@ def test_a_guest_without_result_is_reported_not_raised(monkeypatch):
     b = types.SimpleNamespace(args=types.SimpleNamespace(guest_rounds=7, guest_seconds=0.3),
                               verdicts=[])
     b.record = lambda *v: b.verdicts.append(v)
-    md = run.section_unrelated(b)
+    md = measure_overhead.section_unrelated(b)
     assert "Not measured: the guest gave no result: vng status 124" in md
-    assert run.verdict(b.verdicts[0][2], unrelated.TARGET) == "n/a"
+    assert markdown.verdict(b.verdicts[0][2], unrelated.TARGET) == "n/a"

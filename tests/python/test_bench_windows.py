@@ -100,12 +100,11 @@ def test_run_seconds_hold_every_pair():
 
 
 def test_a_verdict_counts_runs_not_windows():
-    from bench import run as bench
+    from bench import markdown
     runs = [[(9.0, 10.0)] * 5, [(8.0, 10.0)] * 5, [(9.5, 10.0)] * 5]
-    c = bench.WindowCase("loopback one-copy 16 KiB", "counting", runs, [])
-    s = bench._window_verdict_summary(c)
+    s = windows.runs_summary(runs)
     assert s["n"] == 3 and s["median"] == pytest.approx(0.9)
-    assert bench.verdict(s, 0.85) == "undecided (n=3: a verdict needs 5)"
+    assert markdown.verdict(s, 0.85) == "undecided (n=3: a verdict needs 5)"
 
 
 def test_with_a_reference_the_two_tracers_take_turns_never_together(fast):
@@ -138,21 +137,23 @@ def test_with_a_reference_the_two_tracers_take_turns_never_together(fast):
 def test_a_missed_case_shows_where_its_bpf_time_went():
     """Section 1w's profile of a miss: each program's ns per run over the case's runs,
     costliest first; a case that met its target gets none."""
-    from bench import run as bench
+    from bench import markdown_overhead
+    from bench.config import WindowCase
     runs = [[(9.0, 10.0)] * 5] * 5                     # 0.9 in every run: below 0.95
     progs = [{"tp_send_length": (1800, 10), "tp_xmit": (900, 10)}] * 5
-    missed = bench.WindowCase("veth two-copy 16 KiB", "counting", runs, [], progs)
-    met = bench.WindowCase("veth two-copy 64 KiB", "counting", [[(10.0, 10.0)] * 5] * 5, [],
+    missed = WindowCase("veth two-copy 16 KiB", "counting", runs, [], progs)
+    met = WindowCase("veth two-copy 64 KiB", "counting", [[(10.0, 10.0)] * 5] * 5, [],
                            progs)
-    b = types.SimpleNamespace(args=types.SimpleNamespace(window_runs=5, window_pairs=5))
-    md = bench._md_windows(b, [missed, met])
+    args = types.SimpleNamespace(window_runs=5, window_pairs=5)
+    md = markdown_overhead.section_windows(args, [missed, met])
     profile = [line for line in md.splitlines() if line.startswith("- ")]
     assert profile == ["- veth two-copy 16 KiB, counting: `tp_send_length` 180, `tp_xmit` 90"]
 
 
 def test_the_headline_case_is_also_held_to_its_headline_target():
-    from bench import run as bench
-    c = bench.WindowCase("loopback one-copy 16 KiB", "counting", [], [])
-    assert bench._window_targets(c) == [bench.TARGET_COUNTING, bench.TARGET_COUNTING_HEADLINE]
-    c = bench.WindowCase("veth one-copy 16 KiB", "full", [], [])
-    assert bench._window_targets(c) == [bench.TARGET_OVERHEAD]
+    from bench import config, markdown_overhead
+    c = config.WindowCase("loopback one-copy 16 KiB", "counting", [], [])
+    assert markdown_overhead.window_targets(c) == [config.TARGET_COUNTING,
+                                                   config.TARGET_COUNTING_HEADLINE]
+    c = config.WindowCase("veth one-copy 16 KiB", "full", [], [])
+    assert markdown_overhead.window_targets(c) == [config.TARGET_OVERHEAD]

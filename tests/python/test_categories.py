@@ -173,18 +173,15 @@ def test_ambiguous_lock_decided_by_the_wake_up_around_it():
     """_raw_spin_unlock_irqrestore is where a tick lands after an irqs-off section. Inside a
     wake-up (sock_def_readable → try_to_wake_up) it is the wake-up's: sched. Elsewhere it is
     a lock's: locks."""
+    for kernel, around, category in (
+            ("host-6.18", ("tcp_data_queue", "sock_def_readable"), "sched"),
+            ("guest-6.1", ("sock_def_readable", "__wake_up_common_lock"), "sched"),
+            ("host-6.18", ("netif_rx_internal", "enqueue_to_backlog"), "locks"),
+            ("host-6.18", ("sk_reset_timer", "__mod_timer"), "locks")):
+        stack = real_stack(kernel, *around, "_raw_spin_unlock_irqrestore")
+        assert A.classify(stack) == category, (kernel, around)
     woken = real_stack("host-6.18", "tcp_data_queue", "sock_def_readable",
                        "_raw_spin_unlock_irqrestore")
-    assert A.classify(woken) == "sched"
-    guest_woken = real_stack("guest-6.1", "sock_def_readable", "__wake_up_common_lock",
-                             "_raw_spin_unlock_irqrestore")
-    assert A.classify(guest_woken) == "sched"
-    backlog = real_stack("host-6.18", "netif_rx_internal", "enqueue_to_backlog",
-                         "_raw_spin_unlock_irqrestore")
-    assert A.classify(backlog) == "locks"
-    timer = real_stack("host-6.18", "sk_reset_timer", "__mod_timer",
-                       "_raw_spin_unlock_irqrestore")
-    assert A.classify(timer) == "locks"
     # the same frame inside a copy is the copy's (the lock rules do not match under a copy)
     assert A.classify(woken[:1] + ["skb_copy_ubufs_[k]", "_raw_spin_unlock_irqrestore_[k]"]) \
         == "fallback_copy"

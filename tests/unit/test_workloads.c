@@ -232,50 +232,59 @@ static void test_iov_advance(void)
 	}
 }
 
+/* nmsg messages of connection 7 back to back in stream, message n carrying the bytes of
+ * message n % ring (ring = nmsg: each its own). */
+static void write_stream(struct wl_message *m, uint8_t *stream, size_t nmsg, size_t ring)
+{
+	for (size_t n = 0; n < nmsg; n++) {
+		wl_message_fill(m, 7, n % ring);
+		wl_message_serialize(m, stream + n * m->size);
+	}
+}
+
+/* v made for connection conn, then fed len bytes of stream, chunk bytes at a time. */
+static void feed(struct wl_verifier *v, size_t size, uint32_t conn, const uint8_t *stream,
+		 size_t len, size_t chunk)
+{
+	wl_verifier_init(v, size, conn);
+	for (size_t pos = 0; pos < len; pos += chunk)
+		wl_verifier_feed(v, stream + pos, pos + chunk <= len ? chunk : len - pos);
+}
+
 static void test_verifier_stream(void)
 {
-	const size_t size = 1000, nmsg = 20;
-	uint8_t *stream = malloc(size * nmsg);
+	const size_t size = 1000, nmsg = 20, len = size * nmsg;
+	uint8_t *stream = malloc(len);
 	struct wl_message m;
 	struct wl_verifier v;
-	size_t n, pos, chunk;
+	size_t chunk;
 
 	CHECK(wl_message_init(&m, size) == 0 && stream, "init");
-	for (n = 0; n < nmsg; n++) {
-		wl_message_fill(&m, 7, n);
-		wl_message_serialize(&m, stream + n * size);
-	}
+	write_stream(&m, stream, nmsg, nmsg);
 	/* any chunking gives the same answer */
 	for (chunk = 1; chunk < 2100; chunk = chunk * 3 + 1) {
-		wl_verifier_init(&v, size, 7);
-		for (pos = 0; pos < size * nmsg; pos += chunk)
-			wl_verifier_feed(&v, stream + pos,
-					 pos + chunk <= size * nmsg ? chunk : size * nmsg - pos);
+		feed(&v, size, 7, stream, len, chunk);
 		CHECK(v.bad_bytes == 0 && v.msg == nmsg, "chunk %zu: bad %llu, messages %llu", chunk,
 		      (unsigned long long)v.bad_bytes, (unsigned long long)v.msg);
 	}
 	/* a stream stopping mid-message says how far it got */
-	wl_verifier_init(&v, size, 7);
-	wl_verifier_feed(&v, stream, size + 130);
+	feed(&v, size, 7, stream, size + 130, len);
 	CHECK(v.msg == 1 && wl_verifier_partial(&v) == 130, "partial %zu",
 	      wl_verifier_partial(&v));
 	/* one flipped byte: one bad byte, one bad message */
 	stream[5 * size + 999] ^= 1;
-	wl_verifier_init(&v, size, 7);
-	wl_verifier_feed(&v, stream, size * nmsg);
+	feed(&v, size, 7, stream, len, len);
 	CHECK(v.bad_bytes == 1 && v.bad_messages == 1, "flip: %llu bytes %llu messages",
 	      (unsigned long long)v.bad_bytes, (unsigned long long)v.bad_messages);
 	stream[5 * size + 999] ^= 1;
 	/* the wrong connection's stream */
-	wl_verifier_init(&v, size, 8);
-	wl_verifier_feed(&v, stream, size * nmsg);
+	feed(&v, size, 8, stream, len, len);
 	CHECK(v.bad_messages == nmsg, "another connection: %llu bad messages",
 	      (unsigned long long)v.bad_messages);
 	CHECK(!wl_verifier_resends(&v), "another connection's bytes taken for resent messages");
 	/* two messages swapped (a buffer reused out of order) */
 	memcpy(stream, stream + 3 * size, size);
-	wl_verifier_init(&v, size, 7);
-	wl_verifier_feed(&v, stream, size * nmsg);
+	feed(&v, size, 7, stream, len, len);
 	CHECK(v.bad_messages == 1, "message 3 in place of 0: %llu bad messages",
 	      (unsigned long long)v.bad_messages);
 	CHECK(!wl_verifier_resends(&v), "message 3 in place of 0 taken for a resend");
@@ -287,25 +296,17 @@ static void test_verifier_stream(void)
  * turn (message n carries message n % R's bytes). The verifier tells that from corruption. */
 static void test_verifier_resends(void)
 {
-	const size_t size = 1000, nmsg = 20;
-	uint8_t *stream = malloc(size * nmsg);
+	const size_t size = 1000, nmsg = 20, len = size * nmsg;
+	uint8_t *stream = malloc(len);
 	struct wl_message m;
 	struct wl_verifier v;
-	size_t n, ring, chunk;
+	size_t ring, chunk;
 
 	CHECK(wl_message_init(&m, size) == 0 && stream, "init");
 	for (ring = 1; ring <= 4; ring++) {
-		for (n = 0; n < nmsg; n++) {
-			wl_message_fill(&m, 7, n % ring);
-			wl_message_serialize(&m, stream + n * size);
-		}
+		write_stream(&m, stream, nmsg, ring);
 		for (chunk = 1; chunk < 2100; chunk = chunk * 3 + 1) {
-			size_t pos;
-
-			wl_verifier_init(&v, size, 7);
-			for (pos = 0; pos < size * nmsg; pos += chunk)
-				wl_verifier_feed(&v, stream + pos,
-						 pos + chunk <= size * nmsg ? chunk : size * nmsg - pos);
+			feed(&v, size, 7, stream, len, chunk);
 			CHECK(v.bad_messages == nmsg - ring && wl_verifier_resends(&v) &&
 			      v.period == ring, "ring %zu, chunk %zu: %llu bad, resends %d, period %llu",
 			      ring, chunk, (unsigned long long)v.bad_messages, wl_verifier_resends(&v),
@@ -314,16 +315,11 @@ static void test_verifier_resends(void)
 	}
 	/* the same with one byte corrupted: not only resent messages any more */
 	stream[17 * size + 3] ^= 0x40;
-	wl_verifier_init(&v, size, 7);
-	wl_verifier_feed(&v, stream, size * nmsg);
+	feed(&v, size, 7, stream, len, len);
 	CHECK(v.bad_bytes && !wl_verifier_resends(&v), "a corrupted resend taken for a clean one");
 	/* nothing wrong: nothing resent */
-	for (n = 0; n < nmsg; n++) {
-		wl_message_fill(&m, 7, n);
-		wl_message_serialize(&m, stream + n * size);
-	}
-	wl_verifier_init(&v, size, 7);
-	wl_verifier_feed(&v, stream, size * nmsg);
+	write_stream(&m, stream, nmsg, nmsg);
+	feed(&v, size, 7, stream, len, len);
 	CHECK(!v.bad_bytes && !wl_verifier_resends(&v), "a good stream called a resend");
 	wl_message_free(&m);
 	free(stream);
@@ -465,6 +461,14 @@ static void test_parse_values(void)
 	CHECK(wl_parse_port("0", 1, &n, err, sizeof(err)) == 0 && n == 0, "server port 0");
 	CHECK(wl_parse_port("0", 0, &n, err, sizeof(err)) == -1, "client port 0 accepted");
 	CHECK(wl_parse_port("65536", 1, &n, err, sizeof(err)) == -1, "port 65536 accepted");
+	/* the whole-number options give their two reasons alike */
+	wl_parse_port("0", 0, &n, err, sizeof(err));
+	CHECK(strcmp(err, "--port 0: must be between 1 and 65535") == 0, "port 0: %s", err);
+	wl_parse_threads("4x", &n, err, sizeof(err));
+	CHECK(strcmp(err, "--threads '4x': not a number") == 0, "threads 4x: %s", err);
+	wl_parse_count("0", &c, err, sizeof(err));
+	CHECK(strcmp(err, "--count 0: must be between 1 and 1099511627776") == 0, "count 0: %s",
+	      err);
 	CHECK(wl_parse_cc("cubic", &(const char *){ 0 }, err, sizeof(err)) == 0, "cc cubic");
 	CHECK(wl_parse_cc("a/b", &(const char *){ 0 }, err, sizeof(err)) == -1, "cc a/b accepted");
 	CHECK(wl_parse_cc("", &(const char *){ 0 }, err, sizeof(err)) == -1, "empty cc accepted");

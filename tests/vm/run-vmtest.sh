@@ -1,29 +1,32 @@
 #!/usr/bin/env bash
-# make vmtest: the tracer's tests inside Debian's stock kernel (6.1: fentry/fexit and kprobes
-# work there, sock_send_length does not exist), booted with virtme-ng under QEMU/TCG (KVM
-# hangs on this machine, so --disable-kvm; slow: the subset is short).
+# make vmtest: the kernel matrix. Every kernel of tests/vm/kernels (Debian's 5.10, 6.1 and 6.12:
+# scripts/deps-kernels.sh installs them) is booted with virtme-ng under QEMU/TCG by
+# scripts/vm-exec.sh (slow: the tests run with less data there, NETIO_VMTEST=1), and runs
+#   - the tracer's exactness and ladder tests: tests/integration/test_tracer.py, every strategy
+#     and transport the kernel can run in test_zerocopy_paths.py, the programs of
+#     test_programs.py, plus the kernel's extra test files (the fourth column there);
+#   - doctor (`./netio-trace doctor --json`, which must pass);
+#   - the tracer once on its own, whose snapshot gives the kernel's ladder.
+# Guests boot NETIO_VM_JOBS at a time (default 2: one host thread each). A guest that gives no
+# results is booted once more, and its first attempt's console, last test line and watchdog
+# log are printed; a test that fails is never retried. The output ends with each kernel's
+# "N passed, N failed" and the table kernel x probe point -> rung (the host's kernel included),
+# then the totals; the exit status is non-zero on any failure.
 #
-# Runs tests/integration/test_tracer.py with NETIO_VMTEST=1 (--probe, one-copy and zero-copy
-# over veth at 64 KiB on the fentry rung, the same with --attach kprobe) and
-# tests/integration/test_zerocopy_paths.py (issue 16's strategies and the forward path, with
-# less data; on 6.1 every forwarded zero-copy skb is copied) and
-# tests/integration/test_categories_live.py (issue 17: "other" under its target on live runs,
-# the shares printed), prints "N passed, N failed" and exits non-zero on any failure.
-#
-# The guest is booted by scripts/vm-exec.sh (QEMU/TCG, the vCPUs on one host thread: why there).
-# A guest that still gives no results is booted once more, and the first attempt's kernel
-# console, last test line and watchdog log are printed. A test that fails is never retried.
-#
-# Environment: NETIO_BUILD (binaries, default <repo>/build), NETIO_VM_KERNEL (default: the
-# newest /boot/vmlinuz-*), NETIO_VM_TIMEOUT (seconds per boot, default 300; a boot and the
-# tests take ~40 s here), NETIO_VM_KEEP=1 (keep the guest's logs).
+# Environment: NETIO_BUILD (binaries, default <repo>/build), NETIO_VM_KERNELS (names of
+# tests/vm/kernels to boot, space separated; default all), NETIO_VM_TIMEOUT (seconds per boot,
+# default 1200), NETIO_VM_JOBS, NETIO_VM_KEEP=1 (keep the guests' logs), VMTEST_K (a pytest -k
+# expression).
 set -uo pipefail
 
 root="$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)"
 build="${NETIO_BUILD:-$root/build}"
-timeout_s="${NETIO_VM_TIMEOUT:-480}"
+timeout_s="${NETIO_VM_TIMEOUT:-1200}"
+jobs="${NETIO_VM_JOBS:-2}"
 export NETIO_VM_TIMEOUT="$timeout_s"
 python="$root/.venv/bin/python"
+COMMON_TESTS="tests/integration/test_tracer.py tests/integration/test_zerocopy_paths.py"
+COMMON_TESTS+=" tests/integration/test_programs.py"
 
 fail() {
     echo "vmtest: $*" >&2
@@ -42,35 +45,51 @@ if [ -n "${NETIO_VM_KEEP:-}" ]; then
 else
     trap 'rm -rf "$scratch"' EXIT
 fi
+trap 'kill -TERM $(jobs -p) 2>/dev/null; wait; exit 130' INT TERM HUP
 
-# VMTEST_K, a pytest -k expression (spaces allowed), quoted for the guest's shell
+# the kernels to boot: "name image extra-tests"
+declare -a names images extras
+while read -r name suite regex extra; do
+    case "$name" in ''|'#'*) continue;; esac
+    if [ -n "${NETIO_VM_KERNELS:-}" ] && ! grep -qw -- "$name" <<<"$NETIO_VM_KERNELS"; then
+        continue
+    fi
+    img="$("$root/scripts/kernels.sh" "$name")" ||
+        fail "kernel $name is not installed (make deps installs it: scripts/deps-kernels.sh)"
+    names+=("$name") images+=("$img") extras+=("${extra//,/ }")
+done <"$root/tests/vm/kernels"
+[ ${#names[@]} -gt 0 ] || fail "no kernel selected (NETIO_VM_KERNELS=${NETIO_VM_KERNELS:-})"
+
 k_arg=${VMTEST_K:+"-k '$VMTEST_K'"}
-# What runs inside the guest (from the repository's root), into the attempt's directory $out
-# ($1), the directory the guest shares with us.
-cat >"$scratch/inner.sh" <<INNER
+# inner_script TESTS: what runs inside a guest, from the repository's root, into the attempt's
+# directory $out ($1), which the guest shares with us
+inner_script() {
+    cat <<INNER
 #!/bin/sh
 out="\$1"
 echo "guest kernel \$(uname -r)" >"\$out/pytest.log"
 # if the tests hang, leave a trace of why before the host's timeout ends the guest
 ( sleep $((timeout_s - 90)); { ps aux; dmesg | tail -n 50; } >"\$out/hang.log" 2>&1 ) &
+"$build/netio-tracer" --json "\$out/ladder.json" -- true >"\$out/ladder.log" 2>&1
+NETIO_BUILD="$build" "$root/netio-trace" doctor --json >"\$out/doctor.json" 2>"\$out/doctor.err"
+echo \$? >"\$out/doctor.rc"
 NETIO_BUILD="$build" NETIO_VMTEST=1 PYTHONPATH="$root" PYTHONDONTWRITEBYTECODE=1 \\
     NETIO_TRACER_SKIP="${NETIO_TRACER_SKIP:-}" \\
     timeout -k 10 $((timeout_s - 60)) "$python" -m pytest -p no:cacheprovider -v -rfEP $k_arg \\
-    --junitxml="\$out/junit.xml" tests/integration/test_tracer.py \\
-    tests/integration/test_zerocopy_paths.py \\
-    tests/integration/test_categories_live.py >>"\$out/pytest.log" 2>&1
+    --junitxml="\$out/junit.xml" $1 >>"\$out/pytest.log" 2>&1
 echo \$? >"\$out/rc"
 INNER
-chmod +x "$scratch/inner.sh"
+}
 
-# boot_guest DIR: one boot running the tests into DIR, the kernel console in DIR/vm.log; a
-# guest that cannot be booted here at all ends the run
+# boot_guest I ATTEMPT: kernel I's guest running its tests into scratch/NAME/ATTEMPT
 boot_guest() {
-    local out="$1"
+    local i="$1" out="$scratch/${names[$1]}/$2"
     mkdir -p "$out"
-    cp "$scratch/inner.sh" "$out/inner.sh"
-    "$root/scripts/vm-exec.sh" "$out" "$out/inner.sh"
-    [ $? = 3 ] && fail "the guest cannot be booted here (above)"
+    inner_script "$COMMON_TESTS ${extras[$i]}" >"$out/inner.sh"
+    chmod +x "$out/inner.sh"
+    NETIO_VM_KERNEL="${images[$i]}" "$root/scripts/vm-exec.sh" "$out" "$out/inner.sh" \
+        >"$out/vm-exec.log" 2>&1
+    echo $? >"$out/vm-exec.rc"
 }
 
 # what a guest without results left: its last test line, the console's end, the watchdog's log
@@ -83,24 +102,39 @@ explain_no_results() {
     [ -s "$out/hang.log" ] && { echo "vmtest: guest watchdog:"; tail -n 60 "$out/hang.log"; }
 }
 
-out="$scratch/boot1"
-boot_guest "$out"
-if [ ! -s "$out/junit.xml" ]; then
-    explain_no_results "$out"
-    echo "vmtest: booting the guest once more (a guest without results is retried once)"
-    out="$scratch/boot2"
-    boot_guest "$out"
+start=$(date +%s)
+for i in "${!names[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    echo "vmtest: booting ${names[$i]} (${images[$i]})"
+    boot_guest "$i" boot1 &
+done
+wait
+for i in "${!names[@]}"; do
+    out="$scratch/${names[$i]}/boot1"
+    [ "$(cat "$out/vm-exec.rc")" = 3 ] && { cat "$out/vm-exec.log"; fail "a guest cannot be booted here"; }
     if [ ! -s "$out/junit.xml" ]; then
+        echo "vmtest: ${names[$i]}:"
         explain_no_results "$out"
-        echo "0 passed, 1 failed"
-        exit 1
+        echo "vmtest: booting ${names[$i]} once more (a guest without results is retried once)"
+        boot_guest "$i" boot2
     fi
-fi
+done
 
-read -r passed failed < <("$python" - "$out/junit.xml" <<'PY'
+total_passed=0 total_failed=0 ladders=()
+"$build/netio-tracer" --json "$scratch/host-ladder.json" -- true >"$scratch/host-ladder.log" 2>&1
+ladders+=("host $(uname -r)=$scratch/host-ladder.json")
+for i in "${!names[@]}"; do
+    name="${names[$i]}"
+    out="$scratch/$name/boot2"
+    [ -d "$out" ] || out="$scratch/$name/boot1"
+    read -r passed failed < <("$python" - "$out/junit.xml" <<'PY'
 import sys
 import xml.etree.ElementTree as ET
-root = ET.parse(sys.argv[1]).getroot()
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except (OSError, ET.ParseError):
+    print(0, 1)
+    sys.exit()
 suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
 t = sum(int(s.get("tests", 0)) for s in suites)
 f = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
@@ -108,11 +142,25 @@ k = sum(int(s.get("skipped", 0)) for s in suites)
 print(t - f - k, f)
 PY
 )
-if [ "${failed:-1}" != 0 ] || [ "$(cat "$out/rc" 2>/dev/null)" != 0 ]; then
-    cat "$out/pytest.log"
-    [ "${failed:-0}" = 0 ] && failed=1
-fi
-# what the guest measured (printed by the tests, e.g. the unrelated-syscall rates)
-grep -a "^getpid calls/s" "$out/pytest.log" | sed 's/^/vmtest: /'
-echo "${passed:-0} passed, ${failed:-1} failed"
-[ "${failed:-1}" = 0 ]
+    [ -s "$out/junit.xml" ] || explain_no_results "$out"
+    if [ "${failed:-1}" != 0 ] || [ "$(cat "$out/rc" 2>/dev/null)" != 0 ]; then
+        echo "vmtest: $name: pytest's log:"
+        cat "$out/pytest.log"
+        [ "${failed:-0}" = 0 ] && failed=1
+    fi
+    if [ "$(cat "$out/doctor.rc" 2>/dev/null)" = 0 ]; then
+        passed=$((passed + 1))
+    else
+        echo "vmtest: $name: doctor failed:"; cat "$out/doctor.err" 2>/dev/null
+        failed=$((failed + 1))
+    fi
+    grep -a "^getpid calls/s" "$out/pytest.log" | sed "s/^/vmtest: $name: /"
+    echo "vmtest: $name ($(sed -n 's/^guest kernel //p' "$out/pytest.log")): ${passed:-0} passed, ${failed:-1} failed"
+    total_passed=$((total_passed + ${passed:-0})) total_failed=$((total_failed + ${failed:-1}))
+    ladders+=("$name $(sed -n 's/^guest kernel //p' "$out/pytest.log")=$out/ladder.json")
+done
+echo "vmtest: the ladder, kernel x probe point -> rung"
+"$python" "$root/tests/vm/rung_table.py" "${ladders[@]}"
+echo "vmtest: ${#names[@]} kernels in $(( $(date +%s) - start )) s"
+echo "$total_passed passed, $total_failed failed"
+[ "$total_failed" = 0 ]
