@@ -21,6 +21,23 @@ def split(runs):
     return traced, traced, True
 
 
+def asked(runs, sweep=None):
+    """The passes the sweep asked for, a subset of ("untraced", "traced"): sweep.json's
+    `passes` (its `trace` in files from before the two passes), else the passes its runs were
+    recorded in (a run that failed is recorded in its pass too)."""
+    if isinstance(sweep, dict):
+        if isinstance(sweep.get("passes"), list):
+            return {p for p in sweep["passes"] if p in ("untraced", "traced")}
+        if "trace" in sweep:
+            return {"traced" if sweep["trace"] else "untraced"}
+    return {"traced" if results.traced(r) else "untraced" for r in runs}
+
+
+def traced_failures(runs):
+    """The traced pass's runs that did not succeed, in the order they were recorded."""
+    return [r for r in runs if results.traced(r) and not results.ok(r)]
+
+
 def _config(r):
     return tuple(r[k] for k in CONFIG)
 

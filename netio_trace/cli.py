@@ -362,6 +362,7 @@ def cmd_run(a):
     preflight(params)
     # results/ made here (the default --out) goes to the invoking user too
     made_results = a.out is None and not resume and not os.path.exists(os.path.dirname(out))
+    made_out = not os.path.exists(out)
     make_out_dir(out, "--resume" if resume else "--out")
     from rich.console import Console
     from netio_trace.run.sweep import run_sweep
@@ -371,7 +372,18 @@ def cmd_run(a):
     try:
         return run_sweep(params, out, console, resume=resume, build_report=not a.no_report)
     finally:     # finished, failed or interrupted: what was written is the invoking user's
+        if made_out:     # a sweep stopped before its first run leaves no directory behind
+            _remove_if_empty(out, os.path.dirname(out) if made_results else None)
         ownership.give_back(os.path.dirname(out) if made_results else out)
+
+
+def _remove_if_empty(*dirs):
+    for d in dirs:
+        try:
+            if d:
+                os.rmdir(d)      # only an empty directory goes
+        except OSError:
+            return
 
 
 # ---- trace -----------------------------------------------------------------------------------

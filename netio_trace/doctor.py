@@ -1,7 +1,9 @@
 """`netio-trace doctor`: what this kernel and machine allow, probed, never assumed.
 
-The BPF side (BTF, attach rungs, PMU events, MSG_ZEROCOPY) comes from `netio-tracer --probe`;
-this module adds the kernel, a namespace created and deleted for real, and the tools.
+The BPF side (BTF, attach types, PMU events, MSG_ZEROCOPY) comes from `netio-tracer --probe`,
+and the tracer loaded for real as `run` loads it (its ladder, build and what it leaves null;
+doctor_ladder.py says what each rung costs); this module adds the kernel, a namespace created
+and deleted for real, and the tools.
 """
 import json
 import os
@@ -9,7 +11,7 @@ import socket
 import sys
 
 from analysis import files
-from netio_trace import tracer
+from netio_trace import doctor_ladder as ladder, tracer
 from netio_trace.system import cgroup, machine, netns, paths
 TOOLS = ("ip", "perf", "iperf3", "bpftool", "inferno-flamegraph", "inferno-diff-folded",
          "chromium")
@@ -70,8 +72,29 @@ def tool_paths():
     return {t: files.find_tool(t) for t in TOOLS}
 
 
+LOADED_KEYS = ("attach", "attach_why", "bpf_build", "probes", "unavailable", "software_from")
+
+
+def load_tracer():
+    """The doctor object's `tracer`: the tracer loaded for real, as `run` loads it (`--probe`
+    only tries attach types), or why it cannot load."""
+    out = {"path": paths.binary("netio-tracer"), "error": None, "loaded": False}
+    try:
+        info = tracer.check_load()
+    except tracer.TracerError as e:
+        out["error"] = str(e)
+        return out
+    out["loaded"] = True
+    out.update({k: info.get(k) for k in LOADED_KEYS})
+    for k in ("attach", "attach_why"):       # loaded with --no-sample: `sampling` says instead
+        if isinstance(out[k], dict):
+            out[k] = {p: v for p, v in out[k].items() if p not in ladder.NOT_LOADED}
+    return out
+
+
 def collect():
-    """The doctor object (docs/DESIGN.md): kernel, btf, attach, pmu, msg_zerocopy, netns, tools."""
+    """The doctor object (docs/DESIGN.md): kernel, btf, attach, pmu, msg_zerocopy, netns, tools,
+    and the tracer loaded for real."""
     out = {"kernel": os.uname().release}
     errors = []
     try:
@@ -80,6 +103,8 @@ def collect():
     except tracer.TracerError as e:
         tp, tracer_error = {}, str(e)
         errors.append(tracer_error)
+    loaded = load_tracer() if tracer_error is None else {
+        "path": paths.binary("netio-tracer"), "error": tracer_error, "loaded": False}
     attach = tp.get("attach") if isinstance(tp.get("attach"), dict) else {}
     out["btf"] = tp.get("btf") if "btf" in tp else None
     out["attach"] = {k: attach.get(k) for k in ATTACH_KEYS}
@@ -103,7 +128,7 @@ def collect():
     m = machine.info()
     out["machine"] = {k: m[k] for k in ("hostname", "cpu", "cores", "memory_gib",
                                         "virtualization", "default_cc", "optmem_max")}
-    out["tracer"] = {"path": paths.binary("netio-tracer"), "error": tracer_error}
+    out["tracer"] = loaded
     for k, v in tp.items():
         if k not in out:
             out[k] = v
@@ -137,6 +162,9 @@ def problems(d, tracer_error=None):
     if tracer_error is None and d.get("btf") is False:
         out.append("this kernel has no BTF (/sys/kernel/btf/vmlinux); the tracer needs "
                    "CONFIG_DEBUG_INFO_BTF=y (or use `run --no-trace`)")
+    elif tracer_error is None and (d.get("tracer") or {}).get("error"):
+        out.append(f"the tracer cannot load on this kernel: {d['tracer']['error']}; "
+                   "`run --no-trace` measures without it")
     if not (d.get("tools") or {}).get("ip"):
         out.append("`ip` (iproute2) not found; install it: apt-get install iproute2")
     elif d.get("netns") is False:
@@ -157,6 +185,41 @@ def _mark(v):
     return str(v)
 
 
+def _escape(text):
+    from rich.markup import escape
+    return escape(text) if text else ""
+
+
+def tracer_rows(tr):
+    """(rows, notes) for the tracer loaded for real: loaded or not (its reason), its BPF build,
+    each probe point's rung with why it is not higher, where the software counters come from,
+    and the figures it leaves null; what a rung costs is a numbered note under the table."""
+    if not tr.get("loaded"):
+        return [("tracer", _mark(False), _escape(tr.get("error") or "not loaded"))], []
+    rows = [("tracer", _mark(True), f"loaded ({_escape(tr.get('path'))})")]
+    notes = []
+
+    def with_note(text, cost):
+        if not cost:
+            return text or ""
+        if cost not in notes:
+            notes.append(cost)
+        return "; ".join(x for x in (text, f"cost: note {notes.index(cost) + 1}") if x)
+
+    build = ladder.build_row(tr)
+    if build:
+        rows.append(("BPF build", _escape(build[0]), _escape(with_note(*build[1:]))))
+    for point, rung, why, cost in ladder.point_rows(tr):
+        rows.append((f"probe: {point}", _escape(rung), _escape(with_note(why, cost))))
+    counters = ladder.counters_row(tr)
+    if counters:
+        rows.append(("software counters", _escape(counters[0]),
+                     _escape(with_note(*counters[1:]))))
+    for figure, why in ladder.unavailable_rows(tr):
+        rows.append((f"null: {figure}", "unavailable", _escape(why)))
+    return rows, notes
+
+
 def print_table(d, console=None):
     from rich.console import Console
     from rich.table import Table
@@ -167,11 +230,12 @@ def print_table(d, console=None):
     t.add_column("result")
     t.add_column("detail", overflow="fold")
     t.add_row("kernel", d["kernel"], f"{d['machine'].get('cpu')}, {d['machine'].get('cores')} cores")
-    err = d.get("tracer", {}).get("error")
-    t.add_row("tracer", _mark(err is None), err or d["tracer"]["path"])
     t.add_row("BTF", _mark(d.get("btf")), "/sys/kernel/btf/vmlinux")
     for k, v in d["attach"].items():
         t.add_row(f"attach: {k}", _mark(v), "")
+    rows, notes = tracer_rows(d.get("tracer") or {})
+    for row in rows:
+        t.add_row(*row)
     pmu = d.get("pmu") or {}
     if pmu:
         for k, v in pmu.items():
@@ -190,6 +254,8 @@ def print_table(d, console=None):
     for k, v in d["tools"].items():
         t.add_row(f"tool: {k}", _mark(v is not None), v or "not found")
     console.print(t)
+    for i, note in enumerate(notes, 1):
+        console.print(f"note {i}: {_escape(note)}")
 
 
 def warnings(d):

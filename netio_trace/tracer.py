@@ -6,6 +6,7 @@ import os
 import select
 import signal
 import subprocess
+import tempfile
 import time
 
 from netio_trace.system import machine, paths, state
@@ -94,6 +95,12 @@ class ControlTracer:
             return " | ".join(lines[-n:])
         except OSError:
             return ""
+
+    def last_words(self):
+        """The last line the tracer wrote to its log, without its name: what it could not do
+        when it exited (the log holds its stderr). None without a log or a line."""
+        tail = self._tail_log(1)
+        return tail.removeprefix("netio-tracer: ").strip() or None
 
     def _read_line(self, timeout, what):
         deadline = time.monotonic() + timeout
@@ -237,6 +244,38 @@ def probe(timeout=60.0):
     if not isinstance(d, dict):
         raise TracerError("netio-tracer --probe printed JSON that is not an object")
     return d
+
+
+def start_failure(t, error):
+    """One line for a tracer `t` that did not start: its own last line when it exited (what it
+    could not load, and why), else what the client saw (a timeout, an `error` answer)."""
+    if t.proc is not None and t.proc.poll() is not None:
+        words = t.last_words()
+        if words:
+            return words
+    return str(error)
+
+
+def check_load(attach="auto", timeout=READY_TIMEOUT):
+    """Load the tracer for real (`--control --no-sample`), read its ready line, take one
+    snapshot with nothing followed, quit. Returns the ready object with the snapshot's
+    `unavailable` and `software_from` added; TracerError with the tracer's own one-line reason
+    when it cannot load. `--probe` only tries attach types: this is what `run` will get."""
+    with tempfile.TemporaryDirectory(prefix="netio-tracer-check-") as d:
+        t = ControlTracer(attach=attach, log_path=os.path.join(d, "tracer.log"),
+                          extra_args=["--no-sample"])
+        try:
+            t.start(timeout)
+            snap = t.snapshot(os.path.join(d, "snapshot.json"))
+        except TracerError as e:
+            raise TracerError(start_failure(t, e)) from None
+        finally:
+            t.close()
+    info = dict(t.ready_info) if isinstance(t.ready_info, dict) else {}
+    info["unavailable"] = snap.get("unavailable") if isinstance(snap, dict) else None
+    perf = snap.get("perf") if isinstance(snap, dict) else None
+    info["software_from"] = perf.get("software_from") if isinstance(perf, dict) else None
+    return info
 
 
 def trace_argv(pid=None, cmd=None, cgroups=(), attach="auto", freq=None, json_path=None,

@@ -1,5 +1,6 @@
 """report.md and report.html (and results.csv, plots, flame graphs), rebuilt from runs.jsonl and
-the folded stacks alone: `netio-trace report DIR`.
+the folded stacks alone (and sweep.json where it is, for what the sweep asked for): `netio-trace
+report DIR`.
 
 Every figure is a median over repeats with its min and max; the answers (crossovers, why
 zero-copy loses, threads) are computed from the data, never written in advance.
@@ -15,6 +16,7 @@ from analysis.contract import (COMPARED_PAIRS, FIELD_STRATEGIES, STRATEGIES, STR
 from analysis.sizes import format_bytes, format_size
 from report import doc as docmod
 from report import flamegraph
+from report import untraced
 
 PAIRS = COMPARED_PAIRS
 RETRANS_FLAG = 0.01
@@ -557,11 +559,13 @@ def _sweep_desc(runs):
             + (f" of {join(durs, lambda d: f'{d:g}')} s per run" if durs else ""))
 
 
-def _passes_note(answers, traced, answers_traced, source):
-    """Which pass each figure comes from (docs/DESIGN.md, "Two passes")."""
+def _passes_note(answers, traced, answers_traced, source, why_untraced=None):
+    """Which pass each figure comes from (docs/DESIGN.md, "Two passes"); why_untraced: why no
+    traced run succeeded (report/untraced.py)."""
     if not traced:
-        return ("Measured without the tracer (`--no-trace`): throughput and latency are the "
-                "workloads' own; there is no copy accounting, syscall histogram or stack here.")
+        why = why_untraced or "measured without the tracer"
+        return (f"{why[0].upper()}{why[1:]}: throughput and latency are the workloads' own; "
+                "there is no copy accounting, syscall histogram or stack here.")
     sampling = (f"stack sampling on {', '.join(f'`{x}`' for x in source)}" if source
                 else "no stack sampling")
     if answers_traced:
@@ -597,11 +601,11 @@ def tracer_cost_rows(runs):
             for k in keys]
 
 
-def _tracer_cost_section(d, runs, selfns):
+def _tracer_cost_section(d, runs, selfns, sweep=None):
     d.h(2, "What the instrument cost in this sweep")
     rows = tracer_cost_rows(runs)
     if not rows:
-        d.p("No configuration ran both untraced and traced (`--no-trace` or `--trace-only`): "
+        d.p(f"No configuration ran both untraced and traced {untraced.one_pass_why(runs, sweep)}: "
             "the tracer's cost was not measured in this sweep.")
         return
     d.p("Throughput the workloads kept with the tracer attached: traced / untraced, paired "
@@ -617,8 +621,9 @@ class _Context:
     """What every section of the report reads: the runs split by pass, the machine, how the
     traced pass sampled, the plots and flame graphs drawn."""
 
-    def __init__(self, out_dir, runs, plot_files, plot_errors, flames, flame_notes):
-        self.out_dir, self.runs = out_dir, runs
+    def __init__(self, out_dir, runs, plot_files, plot_errors, flames, flame_notes, sweep=None):
+        self.out_dir, self.runs, self.sweep = out_dir, runs, sweep
+        self.why_untraced = untraced.why_untraced(runs, sweep)
         self.ok = [r for r in runs if results.ok(r)]
         self.answers, self.traced, self.answers_traced = passes.split(runs)
         self.bad = [r for r in runs if not results.ok(r)]
@@ -653,7 +658,7 @@ def _machine_section(d, c):
         "ran in interleaved rounds (every configuration once, then again), and ratios are paired "
         "within a round. Latency here is duration × threads / messages (mean time per message on "
         "one connection); per-call syscall latency comes from the tracer's histograms.")
-    d.p(_passes_note(answers, traced, answers_traced, source), "note")
+    d.p(_passes_note(answers, traced, answers_traced, source, c.why_untraced), "note")
     timer_sources = [s for s in source if s in ("cpu-clock", "tick")]
     timer_text = " and ".join({"cpu-clock": "the software `cpu-clock` timer",
                                "tick": "the scheduler tick"}[s] for s in timer_sources)
@@ -765,7 +770,7 @@ def _tracer_section(d, c):
                 [[k, ", ".join(f"{v} ({n})" for v, n in cnt.most_common())] for k, cnt in sorted(per.items())],
                 left=2)
     else:
-        d.p("No run was traced (`--no-trace`).")
+        d.p(f"No run was traced: {c.why_untraced or 'no traced run succeeded'}.")
     miss = _missing_counters(ok)
     if miss:
         d.p("Counters missing on this machine (reported empty, never 0): "
@@ -774,7 +779,7 @@ def _tracer_section(d, c):
         d.p("Every perf counter was countable.")
     selfns = stats.spread(_num(((r.get("trace") or {}).get("self") or {}).get("ns_per_message"))
                           for r in traced)
-    _tracer_cost_section(d, runs, selfns)
+    _tracer_cost_section(d, runs, selfns, c.sweep)
     few = [r for r in traced if (r.get("attribution") or {}).get("few_samples")]
     if few:
         d.p(f"{len(few)} traced run(s) have fewer than {attribution.FEW_SAMPLES} stack samples: "
@@ -879,9 +884,10 @@ SECTIONS = (_machine_section, _headline_section, _answers_section, _flags_sectio
             _tracer_section, _summary_section, _plots_section, _flames_section, _files_section)
 
 
-def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes):
-    """The report as a Doc, section by section (SECTIONS, in page order)."""
-    c = _Context(out_dir, runs, plot_files, plot_errors, flames, flame_notes)
+def compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes, sweep=None):
+    """The report as a Doc, section by section (SECTIONS, in page order); sweep: sweep.json,
+    what the sweep asked for."""
+    c = _Context(out_dir, runs, plot_files, plot_errors, flames, flame_notes, sweep)
     d = docmod.Doc("netio-trace report: where the bytes get copied, and what each copy costs")
     for section in SECTIONS:
         section(d, c)
@@ -935,11 +941,12 @@ def build(out_dir, console=None):
         raise ReportError(f"{runs_path} holds no run")
     results.write_csv(os.path.join(out_dir, results.CSV), runs)
     from report import plots
+    sweep = untraced.read_sweep(out_dir)
     plot_dir = os.path.join(out_dir, "plots")
-    plot_files, plot_errors = plots.make_all(runs, plot_dir)
+    plot_files, plot_errors = plots.make_all(runs, plot_dir, untraced.short_why(runs, sweep))
     ok = [r for r in runs if results.ok(r)]
     flames, flame_notes = flame_graphs(out_dir, ok)
-    d = compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes)
+    d = compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes, sweep)
     _write(os.path.join(out_dir, "report.md"), d.markdown())
     _write(os.path.join(out_dir, "report.html"), d.html())
     return {"runs": len(runs), "ok": len(ok), "plots": plot_files, "plot_errors": plot_errors,

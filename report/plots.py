@@ -166,11 +166,13 @@ def cycles_per_byte(df, out_dir):
     return _save(fig, out_dir, "cycles_per_byte.png")
 
 
-def _no_cache_misses_reason(traced_runs):
-    """Why no cache miss was counted: (title, detail)."""
+def _no_cache_misses_reason(traced_runs, why_untraced=None):
+    """Why no cache miss was counted: (title, detail); why_untraced: why no traced run
+    succeeded, in a few words (report/untraced.py, short_why)."""
     if not traced_runs:
         return ("Cache misses: not counted in this sweep",
-                "--no-trace: no traced run, and perf counters run only beside the tracer")
+                f"{why_untraced or 'no traced run'}: no traced run, and perf counters run "
+                "only beside the tracer")
     perfs = [r.get("perf") for r in traced_runs]
     if all(p is None for p in perfs):
         return ("Cache misses: not counted in this sweep",
@@ -180,11 +182,11 @@ def _no_cache_misses_reason(traced_runs):
             "(never reported as 0)")
 
 
-def cache_misses(df, out_dir, traced_runs=()):
+def cache_misses(df, out_dir, traced_runs=(), why_untraced=None):
     have = [c for c in ("L1_cache_misses", "LLC_load_misses")
             if df is not None and df[c].notna().any()]
     if not have:
-        title, detail = _no_cache_misses_reason(list(traced_runs))
+        title, detail = _no_cache_misses_reason(list(traced_runs), why_untraced)
         fig, ax = plt.subplots(figsize=(7, 2.2))
         ax.axis("off")
         ax.text(0.5, 0.6, title, ha="center", va="center", fontsize=14, weight="bold")
@@ -365,7 +367,7 @@ PLOTS = ("throughput_vs_size", "latency_vs_threads", "cycles_per_byte", "cache_m
          "syscall_latency", "zerocopy_fallback", "threads_scaling", "tracer_cost")
 
 
-def _draw(name, answers, traced, all_runs, frames, out_dir):
+def _draw(name, answers, traced, all_runs, frames, out_dir, why_untraced=None):
     """One plot from the pass its figures come from (docs/DESIGN.md, "Two passes")."""
     df_answers, df_traced, df_all = frames
     fn = globals()[name]
@@ -376,14 +378,16 @@ def _draw(name, answers, traced, all_runs, frames, out_dir):
     if name == "tracer_cost":
         return fn(df_all, out_dir)
     if name == "cache_misses":
-        return fn(df_traced, out_dir, traced)
+        return fn(df_traced, out_dir, traced, why_untraced)
     if name == "syscall_latency":
         return fn(traced, out_dir) if traced else None
     return fn(df_traced, out_dir) if df_traced is not None else None
 
 
-def make_all(runs, out_dir):
-    """Write every plot; returns {plot name: file name or None} and a list of errors."""
+def make_all(runs, out_dir, why_untraced=None):
+    """Write every plot; returns {plot name: file name or None} and a list of errors.
+    why_untraced: why no traced run succeeded, in a few words (report/untraced.py,
+    short_why), for the plot it empties."""
     from analysis import passes
     os.makedirs(out_dir, exist_ok=True)
     sns.set_theme(style="whitegrid", context="notebook", font_scale=0.85)
@@ -394,7 +398,7 @@ def make_all(runs, out_dir):
         return {p: None for p in PLOTS}, ["no successful run to plot"]
     for name in PLOTS:
         try:
-            written[name] = _draw(name, answers, traced, runs, frames, out_dir)
+            written[name] = _draw(name, answers, traced, runs, frames, out_dir, why_untraced)
         except Exception as e:   # one bad plot must not cost the report
             plt.close("all")
             written[name] = None

@@ -5,7 +5,8 @@ import os
 
 from netio_trace.system import cgroup
 from netio_trace.system.signals import critical
-from netio_trace.tracer import ControlTracer, TracerError, samples_on_perf_events
+from netio_trace.tracer import (ControlTracer, TracerError, samples_on_perf_events,
+                                start_failure)
 
 
 class Instrument:
@@ -18,19 +19,15 @@ class Instrument:
         self.attached = False
 
     def open(self):
-        """Start the tracer (detached). Raises TracerError only for a rung or sample source
-        the user forced; otherwise the failure is kept in self.error."""
+        """Start the tracer (detached), once, before the sweep's first run. Raises TracerError
+        with the tracer's own one-line reason when it cannot load: every traced run would fail
+        the same way."""
         if not self.params.trace:
             return
         # stack samples on perf events come from one event per CPU on the workloads' cgroup
         if samples_on_perf_events(self.params.sample_source):
             self.cg = cgroup.WorkloadCgroup.create()
-        try:
-            self.tracer = self._start()
-        except TracerError as e:
-            if self.params.attach != "auto" or self.params.sample_source != "auto":
-                raise
-            self.error = str(e)
+        self.tracer = self._start()
 
     def _start(self):
         for sample_cgroup in ([self.cg.path, None] if self.cg is not None else [None]):
@@ -44,11 +41,12 @@ class Instrument:
                 t.detach_probes()
                 self.attached = False
                 return t
-            except TracerError:
+            except TracerError as e:
+                why = start_failure(t, e)
                 with critical():
                     t.close()
                 if sample_cgroup is None:
-                    raise
+                    raise TracerError(why) from None
             except BaseException:      # interrupted while loading: stop it by its pid
                 with critical():
                     t.close()

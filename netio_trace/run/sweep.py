@@ -138,19 +138,24 @@ def _announce(params, out_dir, console, todo):
 
 
 def _run_sweep(params, out_dir, console, resume, build_report):
-    if not resume:
-        write_sweep_file(out_dir, params, {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                            "machine": machine.info()})
-    todo = _pending(params, out_dir)
-    _announce(params, out_dir, console, todo)
     sweep = _Sweep(params, out_dir, console)
+    had_log = os.path.exists(sweep.instrument.log_path)
     interrupted = None
     t0 = time.monotonic()
     with Guard():
         try:
+            # the tracer first: a kernel it cannot load on stops the sweep before its first
+            # run, with nothing of it written
             status = _open_instrument(sweep)
             if status:
+                _discard_unstarted(sweep, had_log)
                 return status
+            if not resume:
+                write_sweep_file(out_dir, params, {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                                    "machine": machine.info()})
+            todo = _pending(params, out_dir)
+            _announce(params, out_dir, console, todo)
+            _describe_instrument(sweep)
             with Progress(len(todo), console, report_estimate=2.5 + 0.015 * len(todo),
                           run_estimate=params.duration + 0.2) as prog:
                 for slot in todo:
@@ -162,6 +167,11 @@ def _run_sweep(params, out_dir, console, resume, build_report):
             interrupted = signal.SIGINT
         finally:
             sweep.instrument.close()
+    if interrupted is not None and not os.path.exists(os.path.join(out_dir, SWEEP_FILE)):
+        _discard_unstarted(sweep, had_log)
+        console.print(f"[yellow]interrupted ({signal.Signals(interrupted).name}) before the "
+                      f"first run: nothing written[/]")
+        return 128 + int(interrupted)
     if interrupted is not None:
         n = len(results.read_runs(sweep.runs_path))
         console.print(f"[yellow]interrupted ({signal.Signals(interrupted).name}): {n} finished "
@@ -172,19 +182,40 @@ def _run_sweep(params, out_dir, console, resume, build_report):
 
 
 def _open_instrument(sweep):
-    """Load the tracer (detached); 2 when a rung or sample source the user forced fails."""
+    """Load the tracer (detached), once; 2, with one line, when it cannot load: with a rung or
+    sample source the user forced, that flag; else the tracer's reason and `--no-trace`."""
     params = sweep.params
     try:
         sweep.instrument.open()
     except TracerError as e:
-        flag = (f"--attach {params.attach}" if params.attach != "auto"
-                else f"--sample-source {params.sample_source}")
-        sweep.console.print(f"netio-trace run: {flag}: {e}", style="red")
+        if params.attach != "auto" or params.sample_source != "auto":
+            flag = (f"--attach {params.attach}" if params.attach != "auto"
+                    else f"--sample-source {params.sample_source}")
+            line = f"netio-trace run: {flag}: {e}"
+        else:
+            line = (f"netio-trace run: the tracer cannot load on this kernel "
+                    f"({os.uname().release}): {e}; `--no-trace` runs untraced")
+        # one line, whatever the width, and the tracer's words are no markup
+        sweep.console.print(line, style="red", markup=False, highlight=False, soft_wrap=True)
         return 2
+    return 0
+
+
+def _describe_instrument(sweep):
     line = sweep.instrument.describe()
     if line:
-        sweep.console.print(line if sweep.instrument.tracer else f"[red]{line}[/]")
-    return 0
+        sweep.console.print(line)
+
+
+def _discard_unstarted(sweep, had_log):
+    """A sweep stopped before its first run leaves nothing: the tracer's log goes, its reason
+    said, unless it was there before (a resumed sweep's, which keeps what came before)."""
+    if had_log:
+        return
+    try:
+        os.unlink(sweep.instrument.log_path)
+    except FileNotFoundError:
+        pass
 
 
 def _build_report(out_dir, console, runs_path):

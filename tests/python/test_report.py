@@ -138,6 +138,9 @@ def test_report_says_the_figures_were_measured_traced(built, fixture_dir):
         r["traced"] = False
         untraced.append(json.dumps(r))
     (fixture_dir / "runs.jsonl").write_text("\n".join(untraced) + "\n")
+    sweep = json.loads((fixture_dir / "sweep.json").read_text())
+    sweep.update(trace=False, passes=["untraced"])
+    (fixture_dir / "sweep.json").write_text(json.dumps(sweep))
     report.build(str(fixture_dir))
     md = (fixture_dir / "report.md").read_text()
     assert "Measured without the tracer (`--no-trace`)" in md

@@ -1,0 +1,111 @@
+"""The loaded tracer's ladder, for `netio-trace doctor`'s table: per probe point the rung it got
+and, where that is not the best rung (docs/DESIGN.md, "Attach ladder") or nothing at all, why
+(the tracer's own `attach_why`) and what it costs the user. Each cost says where it was
+measured (bench/NOTES.md, bench/results.md) or that it was not: no figure here is estimated.
+"""
+
+POINTS = ("tx_bytes", "tx_copy", "pinning", "fallback_copy", "zc_completion", "rx_copy",
+          "syscalls")
+# doctor loads the tracer with --no-sample: `stacks` is unavailable there by request, and the
+# `sampling` object of --probe says what samples stacks
+NOT_LOADED = ("stacks",)
+BEST = "fentry"
+
+SYS_ENTER = (
+    "every syscall of every process on the machine runs a program (sys_enter/sys_exit), "
+    "traced or not: a getpid loop kept 0.610 (0.551–0.710) of its untraced rate at sys_enter "
+    "against 0.978 on the fentry rung (6.1 guest, bench/results.md section 8, 2026-11-26), "
+    "0.626 on the 6.18 host (bench/NOTES.md, \"Where the tracer's cost goes\")")
+KPROBE = (
+    "each call enters a kprobe handler (a breakpoint trap, or the ftrace path at a function's "
+    "entry) and returns through a kretprobe trampoline, where fentry/fexit are direct calls; "
+    "not measured in bench/ (the 6.18 host has no kprobes)")
+PER_SKB = (
+    "counted by programs on every skb of the machine (net_dev_start_xmit, "
+    "netif_receive_skb), followed or not; the traced workload kept 0.966 (0.945–1.004) of "
+    "its untraced throughput under those programs alone (one-copy 16 KiB loopback, 6.18 host, "
+    "bench/NOTES.md, \"Where the tracer's cost goes\")")
+INFERRED_COPY = (
+    "computed as tx bytes − zero-copy bytes − spliced bytes (`tx_copy_inferred`), not seen "
+    "at the copy functions: where one of those is not counted per process, neither is the copy "
+    "(the `unavailable` rows)")
+NO_COMPLETIONS = (
+    "the trace's `completions`, `completed_sends` and `copied_sends` are null: the sender's "
+    "own error queue (SO_EE_CODE_ZEROCOPY_COPIED) is the only account of its completions")
+COMPAT = (
+    "a followed thread's state is a hash entry looked up at every event, where the storage "
+    "build reads task-local storage: not measured as a build; on the 6.18 host task storage "
+    "in place of per-event hash lookups took the BPF time per message to 0.695 of before "
+    "(one-copy 16 KiB loopback, bench/NOTES.md, \"Where the tracer's cost goes\")")
+PERF_SOFTWARE = (
+    "context switches, migrations, faults and task-clock from a perf software event per "
+    "followed thread, scheduled out and in at each of its context switches: the kernel's own "
+    "counters in their place took throughput to 1.065 (1.027–1.103) of before (one-copy "
+    "16 KiB loopback, 6.18 host, bench/NOTES.md, \"Where the tracer's cost goes\")")
+
+
+def cost(point, rung):
+    """What `point` on `rung` costs the user against the best rung, or None where nothing is
+    lost or nothing is known."""
+    if rung == "kprobe":
+        return KPROBE
+    if point == "syscalls" and rung in ("tp_btf", "tracepoint"):
+        return SYS_ENTER
+    if point in ("pinning", "fallback_copy") and rung in ("tp_btf", "tracepoint"):
+        return PER_SKB
+    if point == "tx_copy" and rung == "inferred":
+        return INFERRED_COPY
+    if point == "zc_completion" and rung == "unavailable":
+        return NO_COMPLETIONS
+    return None
+
+
+def point_rows(loaded):
+    """[(probe point, rung, why or None, cost or None)] of the loaded tracer's ready line:
+    why and cost only where the point is below the best rung or unavailable."""
+    attach = loaded.get("attach") if isinstance(loaded.get("attach"), dict) else {}
+    why = loaded.get("attach_why") if isinstance(loaded.get("attach_why"), dict) else {}
+    names = list(POINTS) + [p for p in attach if p not in POINTS and p not in NOT_LOADED]
+    rows = []
+    for p in names:
+        rung = attach.get(p)
+        if rung is None:
+            rows.append((p, "not reported", "the tracer's ready line does not name it", None))
+        elif rung == BEST:
+            rows.append((p, rung, None, None))
+        else:
+            rows.append((p, rung, why.get(p), cost(p, rung)))
+    return rows
+
+
+def build_row(loaded):
+    """(name, what it is, cost or None) of the BPF build the tracer chose (user/builds.c), or
+    None."""
+    b = loaded.get("bpf_build")
+    if not isinstance(b, dict) or not b.get("name"):
+        return None
+    if b["name"] != "compat":
+        return (b["name"], "a followed thread's state in task-local storage: no hash lookup on "
+                "the send, receive and syscall paths", None)
+    missing = b.get("missing")
+    lacks = (f"this kernel lacks {missing}" if missing
+             else "forced (NETIO_BPF_BUILD): the kernel has what the storage build needs")
+    return "compat", lacks, COMPAT
+
+
+def counters_row(loaded):
+    """(source, what it is, cost or None) of the software counters (`software_from`), or
+    None."""
+    src = loaded.get("software_from")
+    if not src:
+        return None
+    if src == "perf_event":
+        return src, "a perf software event per followed thread", PERF_SOFTWARE
+    return (src, "the kernel's own per-thread counters, read at thread exit and before a "
+            "snapshot", None)
+
+
+def unavailable_rows(loaded):
+    """[(figure, why)] of the figures the tracer leaves null here (its `unavailable`)."""
+    u = loaded.get("unavailable")
+    return sorted(u.items()) if isinstance(u, dict) else []
