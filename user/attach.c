@@ -960,16 +960,15 @@ static void defer_sys_exit(struct tracer_bpf *t);
 static void count_tx_at_syscalls(struct tracer_bpf *t)
 {
 	uint32_t key = EXIT_TX_BYTES, one = 1;
-
-	char why[sizeof(t->why[0])];
+	char *why = t->why[PP_TX_BYTES];
+	size_t len = strlen(why);
 
 	if (!t->tx_from_syscalls || t->exit_wanted < 0 ||
 	    bpf_map_update_elem(t->exit_wanted, &key, &one, BPF_ANY))
 		return;
-	snprintf(why, sizeof(why), "%s", t->why[PP_TX_BYTES]);
-	snprintf(t->why[PP_TX_BYTES], sizeof(t->why[PP_TX_BYTES]), "%.40s; counted from "
-		 "sendto, sendmsg, write and sendfile on TCP/UDP sockets (io_uring's, writev's and "
-		 "sendmmsg's sends are not seen)", why);
+	snprintf(why + len, sizeof(t->why[0]) - len, "%stracepoint: counted from sendto, sendmsg, "
+		 "write and sendfile on TCP/UDP sockets (io_uring's, writev's and sendmmsg's sends "
+		 "are not seen)", len ? "; " : "");
 }
 
 /* Tests: NETIO_TEST_NO_THREAD_STORAGE=1 makes every thread's storage fail (filter_gen[1],

@@ -100,7 +100,7 @@ struct tracer_bpf {
 	bool kernel_counts;
 	/* why each probe point is not on a higher rung (or not at all): the last failure seen
 	 * while climbing, "" where none */
-	char why[PP_NR][256];
+	char why[PP_NR][512];
 	/* the inode number of the namespace in each slot of netns_stats (0: free); a slot is
 	 * given at `netns add` and freed at the first reset after `clear` */
 	unsigned int netns_inum[NETIO_MAX_NETNS];
