@@ -112,37 +112,21 @@ int fx_rx_copy(u64 *ctx)
 }
 
 /* rx_copy of UDP: udp_recvmsg/udpv6_recvmsg(sk, msg, len, flags, addr_len) (5.19+), and
- * before 5.19 with noblock before flags: one entry program each (user/attach.c picks by the
- * kernel's BTF); the return is the same */
-SEC("fentry")
-int BPF_PROG(fx_udp_recv_in, struct sock *sk, struct msghdr *msg, size_t len, int flags)
-{
-	on_udp_recv_enter(len, flags);
-	return 0;
+ * before 5.19 with noblock before flags: one entry program each per function (an fentry
+ * program is loaded for one; user/attach.c picks by the kernel's BTF); the return is the
+ * same */
+#define FENTRY_UDP_RECV(prog, ...)						\
+SEC("fentry")									\
+int BPF_PROG(prog, struct sock *sk, struct msghdr *msg, size_t len, __VA_ARGS__)	\
+{										\
+	on_udp_recv_enter(len, flags);						\
+	return 0;								\
 }
 
-SEC("fentry")
-int BPF_PROG(fx_udp_recv_in_noblock, struct sock *sk, struct msghdr *msg, size_t len,
-	     int noblock, int flags)
-{
-	on_udp_recv_enter(len, flags);
-	return 0;
-}
-
-SEC("fentry")
-int BPF_PROG(fx_udp6_recv_in, struct sock *sk, struct msghdr *msg, size_t len, int flags)
-{
-	on_udp_recv_enter(len, flags);
-	return 0;
-}
-
-SEC("fentry")
-int BPF_PROG(fx_udp6_recv_in_noblock, struct sock *sk, struct msghdr *msg, size_t len,
-	     int noblock, int flags)
-{
-	on_udp_recv_enter(len, flags);
-	return 0;
-}
+FENTRY_UDP_RECV(fx_udp_recv_in, int flags)
+FENTRY_UDP_RECV(fx_udp_recv_in_noblock, int noblock, int flags)
+FENTRY_UDP_RECV(fx_udp6_recv_in, int flags)
+FENTRY_UDP_RECV(fx_udp6_recv_in_noblock, int noblock, int flags)
 
 FEXIT_RET(fx_udp_recv_out, on_udp_recv_exit, int)
 FEXIT_RET(fx_udp6_recv_out, on_udp_recv_exit, int)

@@ -147,20 +147,16 @@ int BPF_KRETPROBE(kp_rx_copy_out, int ret)
 }
 
 /* rx_copy of UDP: udp_recvmsg/udpv6_recvmsg, with or without noblock (as on the fentry rung) */
-SEC("kprobe")
-int BPF_KPROBE(kp_udp_recv_in, struct sock *sk, struct msghdr *msg, size_t len, int flags)
-{
-	on_udp_recv_enter(len, flags);
-	return 0;
+#define KPROBE_UDP_RECV(prog, ...)						\
+SEC("kprobe")									\
+int BPF_KPROBE(prog, struct sock *sk, struct msghdr *msg, size_t len, __VA_ARGS__)	\
+{										\
+	on_udp_recv_enter(len, flags);						\
+	return 0;								\
 }
 
-SEC("kprobe")
-int BPF_KPROBE(kp_udp_recv_in_noblock, struct sock *sk, struct msghdr *msg, size_t len,
-	       int noblock, int flags)
-{
-	on_udp_recv_enter(len, flags);
-	return 0;
-}
+KPROBE_UDP_RECV(kp_udp_recv_in, int flags)
+KPROBE_UDP_RECV(kp_udp_recv_in_noblock, int noblock, int flags)
 
 KRETPROBE_RET(kp_udp_recv_out, on_udp_recv_exit, int)
 

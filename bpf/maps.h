@@ -200,12 +200,15 @@ static __always_inline struct proc_stats *proc_get(u32 tgid)
 #if defined(__TARGET_ARCH_x86)
 #define SYSCALL_NR(regs) ((regs)->orig_ax)
 #define SYSCALL_NR_READ(regs) BPF_CORE_READ(regs, orig_ax)
+#define SYSCALL_NR_CORE(regs) SYSCALL_NR_READ(regs)
 #elif defined(__TARGET_ARCH_arm64)
 #define SYSCALL_NR(regs) ((regs)->syscallno)
 #define SYSCALL_NR_READ(regs) BPF_CORE_READ(regs, syscallno)
+#define SYSCALL_NR_CORE(regs) SYSCALL_NR_READ(regs)
 #else
 #define SYSCALL_NR(regs) (-1L)
 #define SYSCALL_NR_READ(regs) (-1L)
+#define SYSCALL_NR_CORE(regs) (-1L)
 #endif
 
 /* Classes whose end the socket layer marks; the others end at sys_exit and are counted at

@@ -73,24 +73,22 @@ struct {
 	__type(value, __u8);
 } followed_tgids SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, PROFILE_MAX_STACKS);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, PROFILE_MAX_DEPTH * sizeof(__u64));
-} stacks SEC(".maps");
+#define STACK_MAP(name, entries)						\
+struct {									\
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);					\
+	__uint(max_entries, entries);						\
+	__uint(key_size, sizeof(__u32));					\
+	__uint(value_size, PROFILE_MAX_DEPTH * sizeof(__u64));			\
+} name SEC(".maps");
+
+STACK_MAP(stacks, PROFILE_MAX_STACKS)
 
 /* A stack trace map keeps one stack per bucket of its hash and refuses (-EEXIST) a stack whose
  * bucket holds another: a tick sample's kernel stack ends at the interrupted instruction, so
  * nearly every sample is a new stack and some meet a taken bucket, and a hot stack that does
  * (a lock spinning in one place) loses every one of its samples. Those go here; a stack that
  * collides in both is lost and counted as such (bench/NOTES.md, "Lost stacks"). */
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, PROFILE_OVERFLOW_STACKS);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, PROFILE_MAX_DEPTH * sizeof(__u64));
-} stacks_overflow SEC(".maps");
+STACK_MAP(stacks_overflow, PROFILE_OVERFLOW_STACKS)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

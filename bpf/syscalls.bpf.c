@@ -228,41 +228,28 @@ static __always_inline int on_exit(int cls, long ret)
 	return 0;
 }
 
-/* tp_btf: regs is a typed kernel pointer, read directly */
-SEC("tp_btf/sys_enter")
-int BPF_PROG(sc_enter, struct pt_regs *regs, long id)
-{
-	int cls = sc_class(id);
-
-	if (cls < 0)
-		return 0;
-	return on_enter(cls, id, PT_REGS_PARM1(regs),
-			cls == SC_RECVMSG ? PT_REGS_PARM3(regs) : 0);
+/* The raw_syscalls tracepoints, in two builds of one body: tp_btf, where regs is a typed kernel
+ * pointer read directly, and raw_tp, which probe-reads it (READ: the suffix of libbpf's
+ * PT_REGS_PARMn macros, and of SYSCALL_NR) */
+#define SYS_ENTER_EXIT(sec, enter, exit, READ)					\
+SEC(sec "/sys_enter")								\
+int BPF_PROG(enter, struct pt_regs *regs, long id)				\
+{										\
+	int cls = sc_class(id);							\
+										\
+	if (cls < 0)								\
+		return 0;							\
+	return on_enter(cls, id, PT_REGS_PARM1##READ(regs),			\
+			cls == SC_RECVMSG ? PT_REGS_PARM3##READ(regs) : 0);	\
+}										\
+SEC(sec "/sys_exit")								\
+int BPF_PROG(exit, struct pt_regs *regs, long ret)				\
+{										\
+	return on_exit(sc_class(SYSCALL_NR##READ(regs)), ret);			\
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(sc_exit, struct pt_regs *regs, long ret)
-{
-	return on_exit(sc_class(SYSCALL_NR(regs)), ret);
-}
-
-/* raw_tp: the same with probe reads */
-SEC("raw_tp/sys_enter")
-int BPF_PROG(sc_enter_raw, struct pt_regs *regs, long id)
-{
-	int cls = sc_class(id);
-
-	if (cls < 0)
-		return 0;
-	return on_enter(cls, id, PT_REGS_PARM1_CORE(regs),
-			cls == SC_RECVMSG ? PT_REGS_PARM3_CORE(regs) : 0);
-}
-
-SEC("raw_tp/sys_exit")
-int BPF_PROG(sc_exit_raw, struct pt_regs *regs, long ret)
-{
-	return on_exit(sc_class(SYSCALL_NR_READ(regs)), ret);
-}
+SYS_ENTER_EXIT("tp_btf", sc_enter, sc_exit, )
+SYS_ENTER_EXIT("raw_tp", sc_enter_raw, sc_exit_raw, _CORE)
 
 /* fentry/fexit on the syscall functions themselves (the attach ladder's first rung for
  * syscalls, issue 15): only the calls we follow run a program, where sys_enter/sys_exit put
