@@ -23,13 +23,12 @@
 #include <sys/types.h>
 
 struct frames;
-struct proc_maps;
-
 struct frames *frames_new(void);
 void frames_free(struct frames *fr);
 
 /* A process's file mappings: NULL when /proc/PID/maps cannot be read or is empty (the
  * process exited). proc_maps_parse reads a maps file's text from f. */
+struct proc_maps;
 struct proc_maps *proc_maps_read(pid_t pid);
 struct proc_maps *proc_maps_parse(FILE *f);
 void proc_maps_free(struct proc_maps *m);

@@ -15,11 +15,11 @@
 #include <gelf.h>
 #include "trace_helpers.h"
 
+/* Sorted names, each pointing into the pool, which holds them back to back. */
 struct ksyms {
-	char **names;
-	size_t n, cap;
-	char *pool;		/* all names, back to back */
-	size_t pool_len, pool_cap;
+	char *pool;
+	size_t n;
+	char *names[];
 };
 
 static int cmp_str(const void *a, const void *b)
@@ -53,14 +53,11 @@ struct ksyms *ftrace_funcs_load(void)
 
 static struct ksyms *names_load(FILE *f, bool kallsyms_format)
 {
-	struct ksyms *ks;
-	char line[512], type, name[256];
+	char line[512], type, name[256], *pool = NULL;
+	size_t pool_len = 0, pool_cap = 0, *offs = NULL, noffs = 0, capoffs = 0;
 	unsigned long long addr;
-	size_t *offs = NULL, noffs = 0, capoffs = 0;
+	struct ksyms *ks = NULL;
 
-	ks = calloc(1, sizeof(*ks));
-	if (!ks)
-		goto fail;
 	while (fgets(line, sizeof(line), f)) {
 		if (kallsyms_format) {
 			if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
@@ -71,53 +68,48 @@ static struct ksyms *names_load(FILE *f, bool kallsyms_format)
 			continue;
 		}
 		size_t len = strlen(name) + 1;
-		if (ks->pool_len + len > ks->pool_cap) {
-			size_t cap = ks->pool_cap ? ks->pool_cap * 2 : 1 << 20;
-			char *p = realloc(ks->pool, cap);
+		if (pool_len + len > pool_cap) {
+			size_t cap = pool_cap ? pool_cap * 2 : 1 << 20;
+			char *p = realloc(pool, cap);
 			if (!p)
-				goto fail;
-			ks->pool = p;
-			ks->pool_cap = cap;
+				goto out;
+			pool = p;
+			pool_cap = cap;
 		}
 		if (noffs == capoffs) {
 			size_t cap = capoffs ? capoffs * 2 : 65536;
 			size_t *p = realloc(offs, cap * sizeof(*p));
 			if (!p)
-				goto fail;
+				goto out;
 			offs = p;
 			capoffs = cap;
 		}
-		offs[noffs++] = ks->pool_len;
-		memcpy(ks->pool + ks->pool_len, name, len);
-		ks->pool_len += len;
+		offs[noffs++] = pool_len;
+		memcpy(pool + pool_len, name, len);
+		pool_len += len;
 	}
 	if (ferror(f) || (!kallsyms_format && noffs == 0))
-		goto fail;	/* e.g. EPERM on read */
-	fclose(f);
-	f = NULL;
-	ks->names = malloc((noffs ? noffs : 1) * sizeof(char *));
-	if (!ks->names)
-		goto fail;
-	for (size_t i = 0; i < noffs; i++)
-		ks->names[i] = ks->pool + offs[i];
+		goto out;	/* e.g. EPERM on read */
+	ks = malloc(sizeof(*ks) + noffs * sizeof(ks->names[0]));
+	if (!ks)
+		goto out;
+	ks->pool = pool;
 	ks->n = noffs;
+	for (size_t i = 0; i < noffs; i++)
+		ks->names[i] = pool + offs[i];
+	qsort(ks->names, ks->n, sizeof(ks->names[0]), cmp_str);
+out:
+	fclose(f);
 	free(offs);
-	qsort(ks->names, ks->n, sizeof(char *), cmp_str);
+	if (!ks)
+		free(pool);
 	return ks;
-fail:
-	if (f)
-		fclose(f);
-	free(offs);
-	ksyms_free(ks);
-	return NULL;
 }
 
 void ksyms_free(struct ksyms *ks)
 {
-	if (!ks)
-		return;
-	free(ks->names);
-	free(ks->pool);
+	if (ks)
+		free(ks->pool);
 	free(ks);
 }
 

@@ -16,39 +16,21 @@
 #include <sys/stat.h>
 
 #include "progs.h"
+#include "stream.h"
 
 struct server {
-	int file, conn;
-	unsigned long long file_bytes;
-	unsigned long long header_bytes, spliced_bytes, send_calls, sendfile_calls;
-	const char *error;
-	int error_errno;
+	int file;
+	unsigned long long file_bytes, spliced_bytes, sendfile_calls;
+	struct stream_send conn;	/* the connection; its send(2)s are the header lines */
+	struct prog_error err;
 };
-
-static int fail(struct server *s, const char *what)
-{
-	s->error = what;
-	s->error_errno = errno;
-	return -1;
-}
 
 static int send_header(struct server *s, unsigned long long n)
 {
 	char line[64];
 	int len = snprintf(line, sizeof(line), "FILE %llu\r\n", n);
 
-	for (int off = 0; off < len;) {
-		ssize_t r = send(s->conn, line + off, (size_t)(len - off), 0);
-
-		s->send_calls++;
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return fail(s, "send");
-		off += (int)r;
-		s->header_bytes += (unsigned long long)r;
-	}
-	return 0;
+	return send_whole(&s->conn, line, (size_t)len) < 0 ? fail(&s->err, "send") : 0;
 }
 
 static int send_file(struct server *s)
@@ -56,76 +38,63 @@ static int send_file(struct server *s)
 	off_t off = 0;
 
 	while ((unsigned long long)off < s->file_bytes) {
-		ssize_t r = sendfile(s->conn, s->file, &off, s->file_bytes - (unsigned long long)off);
+		ssize_t r = sendfile(s->conn.fd, s->file, &off,
+				     s->file_bytes - (unsigned long long)off);
 
 		s->sendfile_calls++;
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
-			return r < 0 ? fail(s, "sendfile") : (errno = EIO, fail(s, "file shrank"));
+		if (r < 0)
+			return fail(&s->err, "sendfile");
+		if (r == 0)
+			return fail_with(&s->err, "file shrank", EIO);
 		s->spliced_bytes += (unsigned long long)r;
 	}
 	return 0;
 }
 
-/* Listen, say so, take one connection. The port, or -1. */
-static int accept_one(struct server *s, struct sockaddr_in *a, unsigned long long ready_fd)
+static void print_json(const struct server *s, const struct sockaddr_in *a,
+		       unsigned long long repeat)
 {
-	socklen_t len = sizeof(*a);
-	int one = 1, lfd = socket(AF_INET, SOCK_STREAM, 0);
-
-	if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(lfd, (struct sockaddr *)a, sizeof(*a)) < 0 || listen(lfd, 1) < 0 ||
-	    getsockname(lfd, (struct sockaddr *)a, &len) < 0)
-		return fail(s, "listen");
-	say_ready(ready_fd, "listening %d", ntohs(a->sin_port));
-	fprintf(stderr, "listening %d\n", ntohs(a->sin_port));
-	s->conn = accept(lfd, NULL, NULL);
-	close(lfd);
-	return s->conn < 0 ? fail(s, "accept") : ntohs(a->sin_port);
+	json_begin();
+	printf("\"port\":%d,\"file_bytes\":%llu,\"repeat\":%llu,\"header_bytes\":%llu,"
+	       "\"spliced_bytes\":%llu,\"bytes\":%llu,\"send_calls\":%llu,\"sendfile_calls\":%llu,",
+	       ntohs(a->sin_port), s->file_bytes, repeat, s->conn.bytes, s->spliced_bytes,
+	       s->conn.bytes + s->spliced_bytes, s->conn.calls, s->sendfile_calls);
 }
 
 int main(int argc, char **argv)
 {
-	unsigned long long port = 0, repeat = 1, ready_fd = 0, timeout = 60;
-	const char *addr = "0.0.0.0", *netns = NULL, *path = NULL;
-	struct server s = { .file = -1, .conn = -1 };
+	unsigned long long repeat = 1;
+	const char *path = NULL;
+	struct place pl = { .addr = "0.0.0.0", .timeout = 60 };
+	struct server s = { .file = -1 };
 	struct opt opts[] = {
 		OPT_STR_("file", &path, true),
 		OPT_NUM_("repeat", &repeat, 1, 1000000, false),
-		OPT_STR_("addr", &addr, false),
-		OPT_NUM_("port", &port, 0, 65535, false),
-		OPT_STR_("netns", &netns, false),
-		OPT_NUM_("ready-fd", &ready_fd, 3, 1023, false),
-		OPT_NUM_("timeout", &timeout, 1, 3600, false),
+		OPTS_LISTEN_ON(&pl),
+		OPTS_RUN(&pl),
+		OPT_READY_FD(&pl),
 		OPT_END,
 	};
 	struct sockaddr_in a;
 	struct stat st;
-	int bound;
 	double t0;
 
-	prog_name = "file-server";
-	parse_options(opts, argc, argv);
-	a = ipv4_addr(addr, port);
+	prog_start("file-server", opts, argc, argv);
 	s.file = open(path, O_RDONLY | O_CLOEXEC);
 	if (s.file < 0 || fstat(s.file, &st) < 0 || !S_ISREG(st.st_mode) || !st.st_size)
 		usage_error("--file '%s': not a readable, non-empty regular file", path);
 	s.file_bytes = (unsigned long long)st.st_size;
-	enter_netns(netns);
-	alarm((unsigned)timeout);
-	bound = accept_one(&s, &a, ready_fd);
+	a = place_enter(&pl);
+	alarm((unsigned)pl.timeout);
+	s.conn.fd = tcp_accept_one(&a, pl.ready_fd, &s.err);
 	t0 = now_s();
-	for (unsigned long long i = 0; bound >= 0 && i < repeat; i++)
+	for (unsigned long long i = 0; s.conn.fd >= 0 && i < repeat; i++)
 		if (send_header(&s, s.file_bytes) < 0 || send_file(&s) < 0)
 			break;
-	if (s.conn >= 0 && close(s.conn) < 0 && !s.error)
-		fail(&s, "close");
-	printf("{\"program\":\"file-server\",\"port\":%d,\"file_bytes\":%llu,\"repeat\":%llu,"
-	       "\"header_bytes\":%llu,\"spliced_bytes\":%llu,\"bytes\":%llu,\"send_calls\":%llu,"
-	       "\"sendfile_calls\":%llu,\"seconds\":%.6f,", bound, s.file_bytes, repeat,
-	       s.header_bytes, s.spliced_bytes, s.header_bytes + s.spliced_bytes, s.send_calls,
-	       s.sendfile_calls, now_s() - t0);
-	json_str_or_null("error", error_text(s.error, s.error_errno), "}\n");
-	return report_error(s.error, s.error_errno);
+	if (s.conn.fd >= 0 && close(s.conn.fd) < 0)
+		fail(&s.err, "close");
+	print_json(&s, &a, repeat);
+	return json_end(now_s() - t0, &s.err);
 }

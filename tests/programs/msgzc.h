@@ -89,6 +89,7 @@ static inline int zc_drain(int fd, struct zc_account *a)
 		if (recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
 			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
 		a->notifications++;
+		/* a twin of workloads/zerocopy.c's walk: the programs share no code with it */
 		for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
 			struct sock_extended_err serr;
 

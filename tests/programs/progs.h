@@ -1,7 +1,9 @@
-/* What the test programs of tests/programs/ share: strict option parsing, entering a network
- * namespace, the ready line, addresses and the clock. Nothing here comes from workloads/ or
- * common/: these programs check the tracer against counts of their own, so they must not
- * share the code (or the mistakes) of the workloads the tracer was built around.
+/* What the test programs of tests/programs/ share: strict option parsing (and the options
+ * they have in common), entering a network namespace, the ready line, addresses, the clock,
+ * the error kept for the JSON line, and that line's first and last members (stream.h: TCP).
+ * Nothing here comes from workloads/ or common/: these programs check the tracer against
+ * counts of their own, so they must not share the code (or the mistakes) of the workloads the
+ * tracer was built around.
  *
  * Every program prints one JSON object on stdout with what it counted itself. Exit status: 0
  * done, 1 runtime failure (the JSON still printed, with "error"), 2 bad usage (one line on
@@ -54,6 +56,23 @@ struct opt {
 #define OPT_NUM_(n, p, lo, hi, req) \
 	{ .name = (n), .kind = OPT_NUM, .value = (p), .min = (lo), .max = (hi), .required = (req) }
 #define OPT_END { .name = NULL }
+
+/* Where a program sends or listens, in which namespace, and for how long. */
+struct place {
+	const char *addr, *netns;
+	unsigned long long port, ready_fd, timeout;
+};
+
+/* --addr A --port P of a sender (both required) or of a listener (A 0.0.0.0, as its struct
+ * place is initialised, and P 0, any port, unless given); --netns NAME and --timeout S of
+ * every program; --ready-fd FD of one that says when it is ready (say_ready). */
+#define OPTS_SEND_TO(pl) \
+	OPT_STR_("addr", &(pl)->addr, true), OPT_NUM_("port", &(pl)->port, 1, 65535, true)
+#define OPTS_LISTEN_ON(pl) \
+	OPT_STR_("addr", &(pl)->addr, false), OPT_NUM_("port", &(pl)->port, 0, 65535, false)
+#define OPTS_RUN(pl) \
+	OPT_STR_("netns", &(pl)->netns, false), OPT_NUM_("timeout", &(pl)->timeout, 1, 3600, false)
+#define OPT_READY_FD(pl) OPT_NUM_("ready-fd", &(pl)->ready_fd, 3, 1023, false)
 
 /* A decimal number, digits only, within [min, max]. */
 static inline unsigned long long parse_num(const char *name, const char *s,
@@ -119,6 +138,14 @@ static inline void parse_options(struct opt *opts, int argc, char **argv)
 			usage_error("--%s is required", o->name);
 }
 
+/* The start of a main: the program's name, for its messages, and its options (exit 2 on bad
+ * usage). */
+static inline void prog_start(const char *name, struct opt *opts, int argc, char **argv)
+{
+	prog_name = name;
+	parse_options(opts, argc, argv);
+}
+
 /* --netns NAME: enter /var/run/netns/NAME (as `ip netns` names them) before any socket. */
 static inline void enter_netns(const char *name)
 {
@@ -146,6 +173,15 @@ static inline struct sockaddr_in ipv4_addr(const char *addr, unsigned long long 
 	return a;
 }
 
+/* The address of --addr and --port, and --netns entered. */
+static inline struct sockaddr_in place_enter(const struct place *pl)
+{
+	struct sockaddr_in a = ipv4_addr(pl->addr, pl->port);
+
+	enter_netns(pl->netns);
+	return a;
+}
+
 /* One line to the ready descriptor (--ready-fd, > 2, or 0: none), e.g. "listening 5301". */
 static inline void say_ready(unsigned long long fd, const char *fmt, ...)
 {
@@ -164,6 +200,13 @@ static inline void say_ready(unsigned long long fd, const char *fmt, ...)
 			strerror(errno));
 		exit(1);
 	}
+}
+
+/* A listener's line, to the ready descriptor and to stderr (for a reader of either). */
+static inline void say_listening(unsigned long long ready_fd, int port)
+{
+	say_ready(ready_fd, "listening %d", port);
+	fprintf(stderr, "listening %d\n", port);
 }
 
 /* Segments a TCP socket retransmitted (a retransmitted zero-copy skb received again is copied
@@ -186,24 +229,38 @@ static inline double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* "what: strerror(errnum)" in a static buffer, or NULL when what is NULL (no error). */
-static inline const char *error_text(const char *what, int errnum)
+/* What failed (the first step that did, and its errno), for the JSON's "error" and the exit
+ * status; what NULL: nothing did. */
+struct prog_error {
+	const char *what;
+	int errnum;
+};
+
+/* Keeps what failed with errnum, unless something failed before (the cause); -1, for the
+ * caller to return. */
+static inline int fail_with(struct prog_error *e, const char *what, int errnum)
+{
+	if (!e->what) {
+		e->what = what;
+		e->errnum = errnum;
+	}
+	return -1;
+}
+
+static inline int fail(struct prog_error *e, const char *what)
+{
+	return fail_with(e, what, errno);
+}
+
+/* "what: strerror(errnum)" in a static buffer, or NULL when nothing failed. */
+static inline const char *error_text(const struct prog_error *e)
 {
 	static char text[192];
 
-	if (!what)
+	if (!e->what)
 		return NULL;
-	snprintf(text, sizeof(text), "%s: %s", what, strerror(errnum));
+	snprintf(text, sizeof(text), "%s: %s", e->what, strerror(e->errnum));
 	return text;
-}
-
-/* The exit status, after the error's one line on stderr: 1 on an error, else 0. */
-static inline int report_error(const char *what, int errnum)
-{
-	if (!what)
-		return 0;
-	fprintf(stderr, "%s: %s\n", prog_name, error_text(what, errnum));
-	return 1;
 }
 
 /* A JSON string value: the programs' own error messages (strerror and fixed text only). */
@@ -217,6 +274,42 @@ static inline void json_str_or_null(const char *key, const char *s, const char *
 	for (; *s; s++)
 		printf(*s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
 	printf("\"%s", sep);
+}
+
+/* The JSON line's first member; the program's own members follow, each ending in ','. */
+static inline void json_begin(void)
+{
+	printf("{\"program\":\"%s\",", prog_name);
+}
+
+/* The JSON line's last members, "seconds" and "error", and the exit status: 1 after the
+ * error's one line on stderr, else 0. */
+static inline int json_end(double seconds, const struct prog_error *e)
+{
+	printf("\"seconds\":%.6f,", seconds);
+	json_str_or_null("error", error_text(e), "}\n");
+	if (!e->what)
+		return 0;
+	fprintf(stderr, "%s: %s\n", prog_name, error_text(e));
+	return 1;
+}
+
+/* Exit 1 before any run: no JSON (nothing was counted). */
+static inline void out_of_memory(void)
+{
+	fprintf(stderr, "%s: out of memory\n", prog_name);
+	exit(1);
+}
+
+/* n bytes of c, from the start of a page (zero-copy sends pin the buffer's pages). */
+static inline char *page_buffer(unsigned long long n, char c)
+{
+	char *buf = aligned_alloc(4096, (n + 4095) / 4096 * 4096);
+
+	if (!buf)
+		out_of_memory();
+	memset(buf, c, n);
+	return buf;
 }
 
 #endif

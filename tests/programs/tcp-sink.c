@@ -1,6 +1,6 @@
 /* tcp-sink: one TCP connection, received until the peer closes it, counted by itself.
  *
- *   tcp-sink --port P [--addr A] [--connect] [--netns NAME] [--ready-fd FD] [--timeout S]
+ *   tcp-sink [--port P] [--addr A] [--connect] [--netns NAME] [--ready-fd FD] [--timeout S]
  *
  * Listens on A:P (default 0.0.0.0, P 0: any port), writes `listening PORT` to FD and to
  * stderr and accepts one connection; with --connect it connects to A:P instead (retrying for
@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "progs.h"
+#include "stream.h"
 
 #define SINK_BUF (64 << 10)
 
@@ -24,94 +25,59 @@ static void on_alarm(int sig)
 	timed_out = 1;
 }
 
-/* The connection: accepted (after the listening line), or connected with retries. */
-static int open_connection(struct sockaddr_in *a, bool do_connect, unsigned long long ready_fd,
-			   int *port, const char **what)
+/* recv(2) into buf until end-of-file; the bytes in *bytes, the calls in *calls. */
+static void receive_all(int fd, char *buf, unsigned long long *bytes, unsigned long long *calls,
+			struct prog_error *e)
 {
-	socklen_t len = sizeof(*a);
-	int one = 1, lfd, c;
+	for (;;) {
+		ssize_t n = recv(fd, buf, SINK_BUF, 0);
 
-	if (do_connect) {
-		for (double end = now_s() + 5;; usleep(10000)) {
-			c = socket(AF_INET, SOCK_STREAM, 0);
-			if (c >= 0 && connect(c, (struct sockaddr *)a, sizeof(*a)) == 0)
-				return c;
-			*what = "connect";
-			if (c < 0 || errno != ECONNREFUSED || now_s() > end)
-				return -1;
-			close(c);
+		++*calls;
+		if (n > 0)
+			*bytes += (unsigned long long)n;
+		else if (n == 0)
+			return;
+		else if (errno != EINTR || timed_out) {
+			fail(e, "recv");
+			return;
 		}
 	}
-	*what = "listen";
-	lfd = socket(AF_INET, SOCK_STREAM, 0);
-	if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(lfd, (struct sockaddr *)a, sizeof(*a)) < 0 || listen(lfd, 1) < 0 ||
-	    getsockname(lfd, (struct sockaddr *)a, &len) < 0)
-		return -1;
-	*port = ntohs(a->sin_port);
-	say_ready(ready_fd, "listening %d", *port);
-	fprintf(stderr, "listening %d\n", *port);
-	*what = "accept";
-	c = accept(lfd, NULL, NULL);
-	close(lfd);
-	return c;
 }
 
 int main(int argc, char **argv)
 {
-	unsigned long long port = 0, ready_fd = 0, timeout = 60, bytes = 0, calls = 0;
-	const char *addr = "0.0.0.0", *netns = NULL, *what = NULL;
+	unsigned long long bytes = 0, calls = 0;
+	struct place pl = { .addr = "0.0.0.0", .timeout = 60 };
+	struct prog_error err = { 0 };
 	bool do_connect = false;
 	struct opt opts[] = {
-		OPT_STR_("addr", &addr, false),
-		OPT_NUM_("port", &port, 0, 65535, true),
+		OPTS_LISTEN_ON(&pl),
 		OPT_FLAG_("connect", &do_connect),
-		OPT_STR_("netns", &netns, false),
-		OPT_NUM_("ready-fd", &ready_fd, 3, 1023, false),
-		OPT_NUM_("timeout", &timeout, 1, 3600, false),
+		OPTS_RUN(&pl),
+		OPT_READY_FD(&pl),
 		OPT_END,
 	};
 	struct sockaddr_in a;
-	int fd, bound, err = 0;
-	char *buf = malloc(SINK_BUF);
+	char *buf;
 	double t0;
+	int fd;
 
-	prog_name = "tcp-sink";
-	parse_options(opts, argc, argv);
-	if (do_connect && !port)
+	prog_start("tcp-sink", opts, argc, argv);
+	if (do_connect && !pl.port)
 		usage_error("--connect needs a --port of 1..65535");
-	a = ipv4_addr(addr, port);
-	bound = (int)port;
-	enter_netns(netns);
-	if (!buf) {
-		fprintf(stderr, "tcp-sink: out of memory\n");
-		return 1;
-	}
+	a = place_enter(&pl);
+	buf = malloc(SINK_BUF);
+	if (!buf)
+		out_of_memory();
 	/* a peer that never comes or never closes: the blocked call fails with EINTR */
 	sigaction(SIGALRM, &(struct sigaction){ .sa_handler = on_alarm }, NULL);
-	alarm((unsigned)timeout);
-	fd = open_connection(&a, do_connect, ready_fd, &bound, &what);
+	alarm((unsigned)pl.timeout);
+	fd = do_connect ? tcp_connect_retrying(&a, &err) : tcp_accept_one(&a, pl.ready_fd, &err);
 	t0 = now_s();
-	if (fd < 0)
-		err = errno;
-	while (fd >= 0) {
-		ssize_t n = recv(fd, buf, SINK_BUF, 0);
-
-		calls++;
-		if (n > 0) {
-			bytes += (unsigned long long)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR && !timed_out)
-			continue;
-		if (n < 0) {
-			what = "recv";
-			err = errno;
-		}
-		break;
-	}
-	printf("{\"program\":\"tcp-sink\",\"port\":%d,\"bytes\":%llu,\"recv_calls\":%llu,"
-	       "\"seconds\":%.6f,", bound, bytes, calls, now_s() - t0);
-	json_str_or_null("error", error_text(err ? what : NULL, err), "}\n");
-	return report_error(err ? what : NULL, err);
+	if (fd >= 0)
+		receive_all(fd, buf, &bytes, &calls, &err);
+	json_begin();
+	printf("\"port\":%d,\"bytes\":%llu,\"recv_calls\":%llu,", ntohs(a.sin_port), bytes,
+	       calls);
+	return json_end(now_s() - t0, &err);
 }

@@ -17,115 +17,74 @@
 
 #include "progs.h"
 #include "msgzc.h"
+#include "stream.h"
 
 struct sender {
-	int fd;
-	char *buf;
-	unsigned long long size, bytes, send_calls, enobufs_retries;
+	struct stream_send out;	/* MSG_ZEROCOPY, each send taking an id of zc */
 	struct zc_account zc;
-	const char *error;
-	int error_errno;
+	char *buf;
+	unsigned long long size;
+	struct prog_error err;
 };
 
-static int fail(struct sender *s, const char *what)
+static void took_id(void *zc, unsigned long long n)
 {
-	s->error = what;
-	s->error_errno = errno;
-	return -1;
+	zc_sent(zc, n);
 }
 
-static int connect_retrying(struct sender *s, const struct sockaddr_in *a)
-{
-	for (double end = now_s() + 5;; usleep(10000)) {
-		s->fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (s->fd >= 0 && connect(s->fd, (const struct sockaddr *)a, sizeof(*a)) == 0)
-			return 0;
-		if (s->fd < 0 || errno != ECONNREFUSED || now_s() > end)
-			return fail(s, "connect");
-		close(s->fd);
-	}
-}
-
-static int send_message(struct sender *s, double deadline)
-{
-	for (unsigned long long off = 0; off < s->size;) {
-		ssize_t r = send(s->fd, s->buf + off, s->size - off, MSG_ZEROCOPY);
-
-		s->send_calls++;
-		if (r < 0 && errno == ENOBUFS && now_s() < deadline) {
-			s->enobufs_retries++;
-			usleep(1000);
-			continue;
-		}
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return fail(s, "send");
-		zc_sent(&s->zc, (unsigned long long)r);
-		s->bytes += (unsigned long long)r;
-		off += (unsigned long long)r;
-	}
-	return 0;
-}
-
-static void run(struct sender *s, const struct sockaddr_in *a, unsigned long long count,
-		double deadline)
+static void run(struct sender *s, const struct sockaddr_in *a, unsigned long long count)
 {
 	int one = 1;
 
-	if (connect_retrying(s, a) < 0)
+	s->out.fd = tcp_connect_retrying(a, &s->err);
+	if (s->out.fd < 0)
 		return;
-	if (setsockopt(s->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one)) < 0) {
-		fail(s, "SO_ZEROCOPY");
+	if (setsockopt(s->out.fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one)) < 0) {
+		fail(&s->err, "SO_ZEROCOPY");
 		return;
 	}
 	for (unsigned long long i = 0; i < count; i++)
-		if (send_message(s, deadline) < 0)
+		if (send_whole(&s->out, s->buf, s->size) < 0) {
+			fail(&s->err, "send");
 			return;
-	if (shutdown(s->fd, SHUT_WR) < 0)
-		fail(s, "shutdown");
-	else if (zc_wait_all(s->fd, &s->zc, deadline - now_s()) < 0)
-		fail(s, "waiting for the zero-copy completions");
+		}
+	if (shutdown(s->out.fd, SHUT_WR) < 0)
+		fail(&s->err, "shutdown");
+	else if (zc_wait_all(s->out.fd, &s->zc, s->out.deadline - now_s()) < 0)
+		fail(&s->err, "waiting for the zero-copy completions");
 }
 
 int main(int argc, char **argv)
 {
-	unsigned long long port = 0, count = 0, size = 0, timeout = 30;
-	const char *addr = NULL, *netns = NULL;
-	struct sender s = { .fd = -1 };
+	unsigned long long count = 0, size = 0;
+	struct place pl = { .timeout = 30 };
 	struct opt opts[] = {
-		OPT_STR_("addr", &addr, true),
-		OPT_NUM_("port", &port, 1, 65535, true),
+		OPTS_SEND_TO(&pl),
 		OPT_NUM_("count", &count, 1, 1000000, true),
 		OPT_NUM_("size", &size, 1, 16 << 20, true),
-		OPT_STR_("netns", &netns, false),
-		OPT_NUM_("timeout", &timeout, 1, 3600, false),
+		OPTS_RUN(&pl),
 		OPT_END,
 	};
+	struct sender s = { .out = { .fd = -1, .flags = MSG_ZEROCOPY, .took = took_id } };
 	struct sockaddr_in a;
 	double t0;
 
-	prog_name = "tcp-zc-late";
-	parse_options(opts, argc, argv);
-	a = ipv4_addr(addr, port);
-	enter_netns(netns);
+	prog_start("tcp-zc-late", opts, argc, argv);
+	a = place_enter(&pl);
 	s.size = size;
-	s.buf = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+	s.buf = page_buffer(size, 'z');
+	s.out.ctx = &s.zc;
 	/* a partial send takes one more id: room for every message to be split a few times */
-	if (!s.buf || zc_account_init(&s.zc, 8 * count + 64) < 0) {
-		fprintf(stderr, "tcp-zc-late: out of memory\n");
-		return 1;
-	}
-	memset(s.buf, 'z', size);
+	if (zc_account_init(&s.zc, 8 * count + 64) < 0)
+		out_of_memory();
 	t0 = now_s();
-	run(&s, &a, count, t0 + (double)timeout);
-	printf("{\"program\":\"tcp-zc-late\",\"bytes\":%llu,\"send_calls\":%llu,"
-	       "\"enobufs_retries\":%llu,\"retrans\":%lld,", s.bytes, s.send_calls,
-	       s.enobufs_retries, tcp_retrans(s.fd));
-	if (s.fd >= 0)
-		close(s.fd);
+	s.out.deadline = t0 + (double)pl.timeout;
+	run(&s, &a, count);
+	json_begin();
+	printf("\"bytes\":%llu,\"send_calls\":%llu,\"enobufs_retries\":%llu,\"retrans\":%lld,",
+	       s.out.bytes, s.out.calls, s.out.enobufs_retries, tcp_retrans(s.out.fd));
+	if (s.out.fd >= 0)
+		close(s.out.fd);
 	zc_print(&s.zc, ",");
-	printf("\"seconds\":%.6f,", now_s() - t0);
-	json_str_or_null("error", error_text(s.error, s.error_errno), "}\n");
-	return report_error(s.error, s.error_errno);
+	return json_end(now_s() - t0, &s.err);
 }

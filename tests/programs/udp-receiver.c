@@ -26,16 +26,8 @@ struct receiver {
 	char *buf;
 	unsigned long long size, datagrams, bytes, reported, truncated, recv_calls;
 	unsigned drops;		/* the socket's drop counter, from the last datagram's cmsg */
-	const char *error;
-	int error_errno;
+	struct prog_error err;
 };
-
-static int fail(struct receiver *r, const char *what)
-{
-	r->error = what;
-	r->error_errno = errno;
-	return -1;
-}
 
 static int receive_one(struct receiver *r, int flags)
 {
@@ -48,7 +40,7 @@ static int receive_one(struct receiver *r, int flags)
 
 	r->recv_calls++;
 	if (n < 0)
-		return errno == EINTR ? 0 : fail(r, "recvmsg");
+		return errno == EINTR ? 0 : fail(&r->err, "recvmsg");
 	r->datagrams++;
 	r->reported += (unsigned long long)n;
 	r->bytes += (unsigned long long)n < r->size ? (unsigned long long)n : r->size;
@@ -68,10 +60,10 @@ static int run(struct receiver *r, unsigned long long count, bool trunc, double 
 
 		if (left <= 0) {
 			errno = ETIMEDOUT;
-			return fail(r, "fewer datagrams than --count");
+			return fail(&r->err, "fewer datagrams than --count");
 		}
 		if (poll(&p, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
-			return fail(r, "poll");
+			return fail(&r->err, "poll");
 		if ((p.revents & POLLIN) && receive_one(r, trunc ? MSG_TRUNC : 0) < 0)
 			return -1;
 	}
@@ -86,60 +78,52 @@ static int open_socket(struct receiver *r, struct sockaddr_in *a)
 
 	r->fd = socket(AF_INET, SOCK_DGRAM, 0);
 	if (r->fd < 0)
-		return fail(r, "socket");
+		return fail(&r->err, "socket");
 	if (setsockopt(r->fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big)) < 0)
 		setsockopt(r->fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	if (setsockopt(r->fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one)) < 0)
-		return fail(r, "SO_RXQ_OVFL");
+		return fail(&r->err, "SO_RXQ_OVFL");
 	if (bind(r->fd, (struct sockaddr *)a, sizeof(*a)) < 0)
-		return fail(r, "bind");
+		return fail(&r->err, "bind");
 	if (getsockname(r->fd, (struct sockaddr *)a, &len) < 0)
-		return fail(r, "getsockname");
+		return fail(&r->err, "getsockname");
 	return ntohs(a->sin_port);
 }
 
 int main(int argc, char **argv)
 {
-	unsigned long long port = 0, count = 0, size = 0, ready_fd = 0, timeout = 20;
-	const char *addr = "0.0.0.0", *netns = NULL;
+	unsigned long long count = 0, size = 0;
+	struct place pl = { .addr = "0.0.0.0", .timeout = 20 };
 	struct receiver r = { .fd = -1 };
 	bool trunc = false;
 	struct opt opts[] = {
-		OPT_STR_("addr", &addr, false),
-		OPT_NUM_("port", &port, 0, 65535, false),
+		OPTS_LISTEN_ON(&pl),
 		OPT_NUM_("count", &count, 1, 1000000, true),
 		OPT_NUM_("size", &size, 1, 65536, true),
 		OPT_FLAG_("trunc", &trunc),
-		OPT_STR_("netns", &netns, false),
-		OPT_NUM_("ready-fd", &ready_fd, 3, 1023, false),
-		OPT_NUM_("timeout", &timeout, 1, 3600, false),
+		OPTS_RUN(&pl),
+		OPT_READY_FD(&pl),
 		OPT_END,
 	};
 	struct sockaddr_in a;
 	double t0;
 	int bound;
 
-	prog_name = "udp-receiver";
-	parse_options(opts, argc, argv);
-	a = ipv4_addr(addr, port);
-	enter_netns(netns);
+	prog_start("udp-receiver", opts, argc, argv);
+	a = place_enter(&pl);
 	r.size = size;
 	r.buf = malloc(size);
-	if (!r.buf) {
-		fprintf(stderr, "udp-receiver: out of memory\n");
-		return 1;
-	}
+	if (!r.buf)
+		out_of_memory();
 	bound = open_socket(&r, &a);
 	t0 = now_s();
 	if (bound >= 0) {
-		say_ready(ready_fd, "listening %d", bound);
-		fprintf(stderr, "listening %d\n", bound);
-		run(&r, count, trunc, t0 + (double)timeout);
+		say_listening(pl.ready_fd, bound);
+		run(&r, count, trunc, t0 + (double)pl.timeout);
 	}
-	printf("{\"program\":\"udp-receiver\",\"port\":%d,\"datagrams\":%llu,\"bytes\":%llu,"
-	       "\"reported_bytes\":%llu,\"truncated\":%llu,\"recv_calls\":%llu,\"drops\":%u,"
-	       "\"seconds\":%.6f,", bound, r.datagrams, r.bytes, r.reported, r.truncated,
-	       r.recv_calls, r.drops, now_s() - t0);
-	json_str_or_null("error", error_text(r.error, r.error_errno), "}\n");
-	return report_error(r.error, r.error_errno);
+	json_begin();
+	printf("\"port\":%d,\"datagrams\":%llu,\"bytes\":%llu,\"reported_bytes\":%llu,"
+	       "\"truncated\":%llu,\"recv_calls\":%llu,\"drops\":%u,", bound, r.datagrams,
+	       r.bytes, r.reported, r.truncated, r.recv_calls, r.drops);
+	return json_end(now_s() - t0, &r.err);
 }

@@ -41,16 +41,8 @@ struct sender {
 	unsigned long long size, segments, batch;	/* segments: datagrams per message */
 	unsigned long long messages, datagrams, bytes, send_calls, enobufs_retries;
 	struct zc_account zc;
-	const char *error;
-	int error_errno;
+	struct prog_error err;
 };
-
-static int fail(struct sender *s, const char *what)
-{
-	s->error = what;
-	s->error_errno = errno;
-	return -1;
-}
 
 static int outq(struct sender *s)
 {
@@ -101,12 +93,13 @@ static int send_datagrams(struct sender *s, unsigned long long n, double deadlin
 		if (sent < 0 && errno == ENOBUFS && now_s() < deadline) {
 			s->enobufs_retries++;
 			if (s->zerocopy && zc_drain(s->fd, &s->zc) < 0)
-				return fail(s, "reading the error queue");
+				return fail(&s->err, "reading the error queue");
 			usleep(1000);
 			continue;
 		}
 		if (sent < 0)
-			return fail(s, errno == EMSGSIZE ? "a send returned part of a message" : "send");
+			return fail(&s->err,
+				    errno == EMSGSIZE ? "a send returned part of a message" : "send");
 		for (int j = 0; j < sent; j++) {
 			s->messages++;
 			s->datagrams += s->segments;
@@ -126,10 +119,10 @@ static int wait_left(struct sender *s, double deadline)
 
 	while ((q = outq(s)) != 0) {
 		if (q < 0)
-			return fail(s, "SIOCOUTQ");
+			return fail(&s->err, "SIOCOUTQ");
 		if (now_s() > deadline) {
 			errno = ETIMEDOUT;
-			return fail(s, "datagrams still held by the kernel");
+			return fail(&s->err, "datagrams still held by the kernel");
 		}
 		usleep(1000);
 	}
@@ -147,7 +140,7 @@ static int run(struct sender *s, unsigned long long count, unsigned long long af
 	    wait_left(s, deadline) < 0)
 		return -1;
 	if (s->zerocopy && zc_wait_all(s->fd, &s->zc, deadline - now_s()) < 0)
-		return fail(s, "waiting for the zero-copy completions");
+		return fail(&s->err, "waiting for the zero-copy completions");
 	return 0;
 }
 
@@ -173,11 +166,12 @@ static void sock_address(int fd, char *out, size_t len)
 	fclose(f);
 }
 
-static void print_json(const struct sender *s, int first_outq, double seconds)
+static void print_json(const struct sender *s, int first_outq)
 {
 	char sock[32];
 
-	printf("{\"program\":\"udp-sender\",\"messages\":%llu,\"datagrams\":%llu,\"bytes\":%llu,"
+	json_begin();
+	printf("\"messages\":%llu,\"datagrams\":%llu,\"bytes\":%llu,"
 	       "\"send_calls\":%llu,\"enobufs_retries\":%llu,\"outq_after_first\":%d,",
 	       s->messages, s->datagrams, s->bytes, s->send_calls, s->enobufs_retries, first_outq);
 	if (s->zerocopy)
@@ -186,57 +180,54 @@ static void print_json(const struct sender *s, int first_outq, double seconds)
 		printf("\"zerocopy\":null,");
 	sock_address(s->fd, sock, sizeof(sock));
 	json_str_or_null("sock", sock[0] ? sock : NULL, ",");
-	printf("\"seconds\":%.6f,", seconds);
-	json_str_or_null("error", error_text(s->error, s->error_errno), "}\n");
+}
+
+/* The socket, connected to a, with the options asked for; 0, or -1. */
+static int open_socket(struct sender *s, const struct sockaddr_in *a, unsigned long long gso)
+{
+	int one = 1;
+
+	s->fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (s->fd < 0 || connect(s->fd, (const struct sockaddr *)a, sizeof(*a)) < 0)
+		return fail(&s->err, "socket/connect");
+	if (s->zerocopy && setsockopt(s->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one)) < 0)
+		return fail(&s->err, "SO_ZEROCOPY");
+	if (gso && setsockopt(s->fd, SOL_UDP, UDP_SEGMENT, &(int){ (int)gso }, sizeof(int)) < 0)
+		return fail(&s->err, "UDP_SEGMENT");
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	unsigned long long port = 0, count = 0, size = 0, after = 0, ready_fd = 0, timeout = 20;
-	unsigned long long gso = 0;
-	const char *addr = NULL, *netns = NULL;
+	unsigned long long count = 0, size = 0, after = 0, gso = 0;
+	struct place pl = { .timeout = 20 };
 	struct sender s = { .fd = -1 };
 	struct opt opts[] = {
-		OPT_STR_("addr", &addr, true),
-		OPT_NUM_("port", &port, 1, 65535, true),
+		OPTS_SEND_TO(&pl),
 		OPT_NUM_("count", &count, 1, 1000000, true),
 		OPT_NUM_("size", &size, 1, 65507, true),
 		OPT_NUM_("after", &after, 0, 1000000, false),
 		OPT_FLAG_("zerocopy", &s.zerocopy),
 		OPT_NUM_("gso", &gso, 1, 65507, false),
 		OPT_NUM_("batch", &s.batch, 2, MAX_BATCH, false),
-		OPT_STR_("netns", &netns, false),
-		OPT_NUM_("ready-fd", &ready_fd, 3, 1023, false),
-		OPT_NUM_("timeout", &timeout, 1, 3600, false),
+		OPTS_RUN(&pl),
+		OPT_READY_FD(&pl),
 		OPT_END,
 	};
 	struct sockaddr_in to;
-	int first_outq = -1, one = 1;
+	int first_outq = -1;
 	double t0;
 
-	prog_name = "udp-sender";
-	parse_options(opts, argc, argv);
-	to = ipv4_addr(addr, port);
-	enter_netns(netns);
+	prog_start("udp-sender", opts, argc, argv);
+	to = place_enter(&pl);
 	s.size = size;
 	s.segments = gso ? (size + gso - 1) / gso : 1;
-	s.buf = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
-	if (!s.buf || zc_account_init(&s.zc, count + after) < 0) {
-		fprintf(stderr, "udp-sender: out of memory\n");
-		return 1;
-	}
-	for (unsigned long long i = 0; i < size; i++)
-		s.buf[i] = (char)('a' + i % 26);
+	s.buf = page_buffer(size, 's');
+	if (zc_account_init(&s.zc, count + after) < 0)
+		out_of_memory();
 	t0 = now_s();
-	s.fd = socket(AF_INET, SOCK_DGRAM, 0);
-	if (s.fd < 0 || connect(s.fd, (struct sockaddr *)&to, sizeof(to)) < 0)
-		fail(&s, "socket/connect");
-	else if (s.zerocopy && setsockopt(s.fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one)) < 0)
-		fail(&s, "SO_ZEROCOPY");
-	else if (gso && setsockopt(s.fd, SOL_UDP, UDP_SEGMENT, &(int){ (int)gso }, sizeof(int)) < 0)
-		fail(&s, "UDP_SEGMENT");
-	else
-		run(&s, count, after, ready_fd, t0 + (double)timeout, &first_outq);
-	print_json(&s, first_outq, now_s() - t0);
-	return report_error(s.error, s.error_errno);
+	if (open_socket(&s, &to, gso) == 0)
+		run(&s, count, after, pl.ready_fd, t0 + (double)pl.timeout, &first_outq);
+	print_json(&s, first_outq);
+	return json_end(now_s() - t0, &s.err);
 }

@@ -25,7 +25,9 @@
 #include <sys/socket.h>
 
 #include "progs.h"
+#include "stream.h"
 
+/* As in workloads/uring.h: a twin, as these programs share no code with the workloads */
 #ifndef IORING_SEND_ZC_REPORT_USAGE
 #define IORING_SEND_ZC_REPORT_USAGE (1U << 3)
 #endif
@@ -41,16 +43,8 @@ struct sender {
 	unsigned long long size, cap;
 	unsigned long long *sent;	/* bytes of each send (its user_data) */
 	unsigned long long bytes, sends, notifs_due, notifications, copied, copied_bytes;
-	const char *error;
-	int error_errno;
+	struct prog_error err;
 };
-
-static int fail(struct sender *s, const char *what, int err)
-{
-	s->error = what;
-	s->error_errno = err;
-	return -1;
-}
 
 /* Why this kernel cannot run IORING_OP_SEND_ZC (the ring is then torn down), or NULL. */
 static const char *unsupported(struct io_uring *ring)
@@ -83,7 +77,7 @@ static int reap(struct sender *s, int *res)
 	unsigned long long id;
 
 	if (r < 0)
-		return fail(s, "io_uring_wait_cqe", -r);
+		return fail_with(&s->err, "io_uring_wait_cqe", -r);
 	id = cqe->user_data;
 	first = !(cqe->flags & IORING_CQE_F_NOTIF);
 	if (first) {
@@ -115,7 +109,7 @@ static int send_once(struct sender *s, char *p, unsigned long long len)
 	sqe->user_data = s->sends;
 	r = io_uring_submit(&s->ring);
 	if (r != 1)
-		return fail(s, "io_uring_submit", r < 0 ? -r : EIO), INT32_MIN;
+		return fail_with(&s->err, "io_uring_submit", r < 0 ? -r : EIO), INT32_MIN;
 	while ((r = reap(s, &res)) == 0)
 		;
 	return r < 0 ? INT32_MIN : res;
@@ -138,7 +132,7 @@ static int send_message(struct sender *s, unsigned long long i)
 		if (res == -EINTR || res == -EAGAIN)
 			continue;
 		if (res <= 0)
-			return fail(s, "IORING_OP_SEND_ZC", res < 0 ? -res : EIO);
+			return fail_with(&s->err, "IORING_OP_SEND_ZC", res < 0 ? -res : EIO);
 		if (s->sends < s->cap)
 			s->sent[s->sends] = (unsigned long long)res;
 		s->sends++;
@@ -148,48 +142,38 @@ static int send_message(struct sender *s, unsigned long long i)
 	return 0;
 }
 
-static int connect_retrying(struct sender *s, const struct sockaddr_in *a)
-{
-	for (double end = now_s() + 5;; usleep(10000)) {
-		s->fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (s->fd >= 0 && connect(s->fd, (const struct sockaddr *)a, sizeof(*a)) == 0)
-			return 0;
-		if (s->fd < 0 || errno != ECONNREFUSED || now_s() > end)
-			return fail(s, "connect", errno);
-		close(s->fd);
-	}
-}
-
 static void run(struct sender *s, const struct sockaddr_in *a, unsigned long long count)
 {
 	struct iovec iov = { .iov_base = s->buf, .iov_len = count * s->size };
 	int res = 0, r;
 
 	if (s->fixed && (r = io_uring_register_buffers(&s->ring, &iov, 1)) < 0) {
-		fail(s, "io_uring_register_buffers", -r);
+		fail_with(&s->err, "io_uring_register_buffers", -r);
 		return;
 	}
-	if (connect_retrying(s, a) < 0)
+	s->fd = tcp_connect_retrying(a, &s->err);
+	if (s->fd < 0)
 		return;
 	for (unsigned long long i = 0; i < count; i++)
 		if (send_message(s, i) < 0)
 			return;
 	if (shutdown(s->fd, SHUT_WR) < 0) {
-		fail(s, "shutdown", errno);
+		fail(&s->err, "shutdown");
 		return;
 	}
 	while (s->notifications < s->notifs_due) {
 		r = reap(s, &res);
 		if (r == 1)
-			fail(s, "a send's result after every send ended", EPROTO);
+			fail_with(&s->err, "a send's result after every send ended", EPROTO);
 		if (r != 0)
 			return;
 	}
 }
 
-static void print_json(const struct sender *s, double seconds)
+static void print_json(const struct sender *s)
 {
-	printf("{\"program\":\"uring-send-zc\",\"unsupported\":null,\"fixed\":%s,"
+	json_begin();
+	printf("\"unsupported\":null,\"fixed\":%s,"
 	       "\"report_usage\":%s,\"bytes\":%llu,\"sends\":%llu,\"notifications\":%llu,",
 	       s->fixed ? "true" : "false", s->report_usage ? "true" : "false", s->bytes,
 	       s->sends, s->notifications);
@@ -198,61 +182,60 @@ static void print_json(const struct sender *s, double seconds)
 		       s->copied_bytes, s->bytes - s->copied_bytes);
 	else
 		printf("\"copied\":null,\"copied_bytes\":null,\"zc_bytes\":null,");
-	printf("\"retrans\":%lld,\"seconds\":%.6f,", tcp_retrans(s->fd), seconds);
-	json_str_or_null("error", error_text(s->error, s->error_errno), "}\n");
+	printf("\"retrans\":%lld,", tcp_retrans(s->fd));
+}
+
+/* The JSON line and the exit status of a kernel that cannot run the program (why), or of
+ * --check. */
+static int print_unsupported(const char *why, bool check)
+{
+	json_begin();
+	json_str_or_null("unsupported", why, "}\n");
+	if (check)
+		return 0;
+	fprintf(stderr, "%s: unsupported: %s\n", prog_name, why);
+	return 3;
 }
 
 int main(int argc, char **argv)
 {
-	unsigned long long port = 0, count = 0, size = 0, timeout = 30;
-	const char *addr = NULL, *netns = NULL, *why;
+	unsigned long long count = 0, size = 0;
+	const char *why;
+	struct place pl = { .timeout = 30 };
 	struct sender s = { .fd = -1, .report_usage = true };
 	bool check = false;
 	struct opt opts[] = {
-		OPT_STR_("addr", &addr, false),
-		OPT_NUM_("port", &port, 1, 65535, false),
+		/* not required: --check alone */
+		OPT_STR_("addr", &pl.addr, false),
+		OPT_NUM_("port", &pl.port, 1, 65535, false),
 		OPT_NUM_("count", &count, 1, 100000, false),
 		OPT_NUM_("size", &size, 1, 1 << 20, false),
 		OPT_FLAG_("fixed", &s.fixed),
 		OPT_FLAG_("check", &check),
-		OPT_STR_("netns", &netns, false),
-		OPT_NUM_("timeout", &timeout, 1, 3600, false),
+		OPTS_RUN(&pl),
 		OPT_END,
 	};
 	struct sockaddr_in a = { 0 };
 	double t0;
 
-	prog_name = "uring-send-zc";
-	parse_options(opts, argc, argv);
-	if (!check && (!addr || !port || !count || !size))
+	prog_start("uring-send-zc", opts, argc, argv);
+	if (!check && (!pl.addr || !pl.port || !count || !size))
 		usage_error("--addr, --port, --count and --size are required (or --check)");
 	if (!check)
-		a = ipv4_addr(addr, port);
-	enter_netns(netns);
+		a = ipv4_addr(pl.addr, pl.port);
+	enter_netns(pl.netns);
 	why = unsupported(&s.ring);
-	if (check) {
-		printf("{\"program\":\"uring-send-zc\",");
-		json_str_or_null("unsupported", why, "}\n");
-		return 0;
-	}
-	if (why) {
-		printf("{\"program\":\"uring-send-zc\",");
-		json_str_or_null("unsupported", why, "}\n");
-		fprintf(stderr, "uring-send-zc: unsupported: %s\n", why);
-		return 3;
-	}
+	if (check || why)
+		return print_unsupported(why, check);
 	s.size = size;
 	s.cap = 8 * count + 64;
 	s.sent = calloc(s.cap, sizeof(*s.sent));
-	s.buf = aligned_alloc(4096, (count * size + 4095) / 4096 * 4096);
-	if (!s.sent || !s.buf) {
-		fprintf(stderr, "uring-send-zc: out of memory\n");
-		return 1;
-	}
-	memset(s.buf, 'u', count * size);
-	alarm((unsigned)timeout);
+	if (!s.sent)
+		out_of_memory();
+	s.buf = page_buffer(count * size, 'u');
+	alarm((unsigned)pl.timeout);
 	t0 = now_s();
 	run(&s, &a, count);
-	print_json(&s, now_s() - t0);
-	return report_error(s.error, s.error_errno);
+	print_json(&s);
+	return json_end(now_s() - t0, &s.err);
 }

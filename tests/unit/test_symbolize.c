@@ -1,5 +1,6 @@
 /* Unit test of user/frames.c on blazesym (kernel, PIE, libc via debug file, PLT, stripped
- * library, anonymous memory, vDSO, exited process, per-exec images, a C++ program demangled).
+ * library, anonymous memory, vDSO, exited process, per-exec images, a C++ program demangled),
+ * and of user/trace_helpers.c's kernel name lists (kallsyms, ftrace's functions).
  * Needs -lelf and blazesym's libraries, and cc + strip (the stripped library) and g++ (the C++
  * program) at run time. */
 #include <dlfcn.h>
@@ -48,6 +49,29 @@ static const char *kernel_name(struct kaddrs *k, uint64_t addr)
 
 	kaddrs_names(k, &addr, 1, &name);
 	return name;
+}
+
+/* trace_helpers.c's kallsyms and ftrace name lists (the attach ladder's lookups). */
+static void check_ksyms(int kallsyms_readable)
+{
+	struct ksyms *ks = ksyms_load(), *ft;
+
+	CHECK(ks || !kallsyms_readable, "ksyms_load");
+	if (ks) {
+		CHECK(ksyms_count(ks) > 1000 && ksyms_has(ks, "tcp_sendmsg") &&
+		      !ksyms_has(ks, "tcp_sendmsg_no_such") && !ksyms_has(ks, "tcp_sendms"),
+		      "kallsyms: %zu names", ksyms_count(ks));
+		CHECK(ksyms_find_func(ks, "tcp_sendmsg") &&
+		      !strcmp(ksyms_find_func(ks, "tcp_sendmsg"), "tcp_sendmsg") &&
+		      !ksyms_find_func(ks, "tcp_sendmsg_no_such"), "ksyms_find_func");
+	}
+	ksyms_free(ks);
+	ft = ftrace_funcs_load();	/* NULL where tracefs cannot be read: nothing to check */
+	if (ft)
+		CHECK(ksyms_count(ft) > 1000 && ksyms_has(ft, "tcp_sendmsg"),
+		      "available_filter_functions: %zu names", ksyms_count(ft));
+	ksyms_free(ft);
+	ksyms_free(NULL);
 }
 
 static int first_object(struct dl_phdr_info *info, size_t size, void *data)
@@ -174,6 +198,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "skip kernel (kallsyms unreadable)\n");
 	}
 	CHECK(kernel_name(k, 16) == NULL, "kernel: address 16");
+	check_ksyms(ka != 0);
 
 	char dir[] = "/tmp/test_symbolize.XXXXXX", cmd[1024], so[512];
 	int have_dir = 0;
