@@ -22,6 +22,9 @@ WL_LIB_SRCS := $(filter-out workloads/server.c workloads/client.c,$(wildcard wor
 WL_LIB_OBJS := $(patsubst workloads/%.c,$(BUILD)/workloads/%.o,$(WL_LIB_SRCS))
 UNIT_SRCS  := $(wildcard tests/unit/*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+# programs of our own that the tracer was not built around (tests/integration/test_programs.py)
+PROG_SRCS  := $(wildcard tests/programs/*.c)
+PROG_BINS  := $(patsubst tests/programs/%.c,$(BUILD)/tests/programs/%,$(PROG_SRCS))
 
 TARGETS := $(BUILD)/netio-server $(BUILD)/netio-client $(BUILD)/netio-busy-loop \
            $(BUILD)/netio-getpid-loop
@@ -37,7 +40,7 @@ AS_ROOT := $(if $(filter 0,$(shell id -u)),,sudo)
 # keep the BPF objects and skeletons (intermediates) so a second make has nothing to do
 .SECONDARY:
 
-all: $(TARGETS) $(UNIT_BINS)
+all: $(TARGETS) $(UNIT_BINS) $(PROG_BINS)
 
 deps:
 	@./scripts/deps.sh
@@ -102,6 +105,11 @@ $(BUILD)/tests/test_irqframes: tests/unit/test_irqframes.c $(BUILD)/user/irqfram
 $(BUILD)/tests/%: tests/unit/%.c $(WL_LIB_OBJS) $(COMMON_OBJS) | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Iworkloads -Iuser -Icommon $^ -o $@ -lpthread -luring
 
+# self-contained: nothing of workloads/ or common/ (tests/programs/progs.h says why)
+$(BUILD)/tests/programs/uring-send-zc: PROG_LIBS := -luring
+$(BUILD)/tests/programs/%: tests/programs/%.c $(wildcard tests/programs/*.h) | $(BUILD)/tests/programs
+	$(CC) $(CFLAGS) $< -o $@ $(PROG_LIBS)
+
 unittest: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do $$t; done
 
@@ -130,7 +138,8 @@ bench:
 	@$(AS_ROOT) $(MAKE) --no-print-directory all
 	$(AS_ROOT) env NETIO_BUILD=$(abspath $(BUILD)) $(PYTHON) -m bench.run
 
-$(BUILD)/common $(BUILD)/workloads $(BUILD)/bpf $(BUILD)/include $(BUILD)/user $(BUILD)/tests:
+$(BUILD)/common $(BUILD)/workloads $(BUILD)/bpf $(BUILD)/include $(BUILD)/user $(BUILD)/tests \
+$(BUILD)/tests/programs:
 	@mkdir -p $@
 
 clean:

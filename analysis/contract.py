@@ -38,8 +38,9 @@ STRATEGY_HELP = {
 TRANSPORT_HELP = {
     "veth": "TCP over a veth pair between two namespaces",
     "loopback": "TCP over loopback in one namespace",
-    "forward": "UDP datagrams over a veth into a namespace that forwards them to a blackhole "
-               "route: nothing receives, so nothing forces zero-copy's fallback copy",
+    "forward": "UDP datagrams to an address of the run's own third namespace, over a veth into "
+               "a namespace that drops them on the way there by a blackhole route: nothing "
+               "receives, so nothing forces zero-copy's fallback copy",
 }
 
 

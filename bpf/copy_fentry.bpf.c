@@ -28,18 +28,12 @@ static __always_inline u64 func_arg(void *ctx, u32 n)
 	return v;
 }
 
-/* tx_bytes: tcp_sendmsg(sk, msg, size) and udp_sendmsg(sk, msg, len) */
+/* tx_bytes: tcp_sendmsg(sk, msg, size) and udp_sendmsg(sk, msg, len); a program for each
+ * target (an fentry program is loaded for one function) */
 SEC("fentry")
 int BPF_PROG(fx_sendmsg_in, struct sock *sk, struct msghdr *msg)
 {
 	on_sendmsg_enter(sk, msg);
-	return 0;
-}
-
-SEC("fexit")
-int fx_sendmsg_out(u64 *ctx)
-{
-	on_sendmsg_exit((int)func_ret(ctx));
 	return 0;
 }
 
@@ -50,36 +44,28 @@ int BPF_PROG(fx_udp_sendmsg_in, struct sock *sk, struct msghdr *msg)
 	return 0;
 }
 
-SEC("fexit")
-int fx_udp_sendmsg_out(u64 *ctx)
-{
-	on_sendmsg_exit((int)func_ret(ctx));
-	return 0;
+/* An fexit program that passes its function's return value to a handler of copy_common.h. */
+#define FEXIT_RET(prog, handler, type)						\
+SEC("fexit")									\
+int prog(u64 *ctx)								\
+{										\
+	handler((type)func_ret(ctx));						\
+	return 0;								\
 }
 
-/* tx_copy: size_t _copy_from_iter{,_nocache}(void *addr, size_t bytes, struct iov_iter *i) */
-SEC("fexit")
-int fx_copy_from_iter(u64 *ctx)
-{
-	on_copy_from_user(func_ret(ctx));
-	return 0;
-}
-
-SEC("fexit")
-int fx_copy_from_iter_nc(u64 *ctx)
-{
-	on_copy_from_user(func_ret(ctx));
-	return 0;
-}
-
-/* pinning: int skb_zerocopy_iter_stream(sk, skb, msg, len, uarg[, binding]) returns the bytes
- * attached as user pages */
-SEC("fexit")
-int fx_zc_stream(u64 *ctx)
-{
-	on_zerocopy_stream((int)func_ret(ctx));
-	return 0;
-}
+/* tx_bytes: what tcp_sendmsg/udp_sendmsg and, before 6.5, tcp_sendpage (sendfile, splice)
+ * report sent */
+FEXIT_RET(fx_sendmsg_out, on_sendmsg_exit, int)
+FEXIT_RET(fx_udp_sendmsg_out, on_sendmsg_exit, int)
+FEXIT_RET(fx_sendpage_out, on_sendpage_exit, int)
+/* tx_copy: size_t _copy_from_iter{,_nocache}(addr, bytes, i): bytes copied from the user */
+FEXIT_RET(fx_copy_from_iter, on_copy_from_user, long)
+FEXIT_RET(fx_copy_from_iter_nc, on_copy_from_user, long)
+/* pinning: int skb_zerocopy_iter_stream(sk, skb, msg, len, uarg[, binding]): bytes attached as
+ * user pages; long get_user_pages_fast() / pin_user_pages_fast(): pages pinned */
+FEXIT_RET(fx_zc_stream, on_zerocopy_stream, int)
+FEXIT_RET(fx_gup_fast, on_pages_pinned, int)
+FEXIT_RET(fx_pup_fast, on_pages_pinned, int)
 
 /* pinning of a UDP zero-copy send (MSG_ZEROCOPY or io_uring's): int
  * __zerocopy_sg_from_iter(msg, sk, skb, from, length) returns 0 when length bytes went in as
@@ -98,37 +84,12 @@ int fx_zc_sg(u64 *ctx)
 	return 0;
 }
 
-/* long get_user_pages_fast(start, nr_pages, gup_flags, pages) (int on some kernels) and
- * pin_user_pages_fast(): pages pinned */
-SEC("fexit")
-int fx_gup_fast(u64 *ctx)
-{
-	on_pages_pinned((int)func_ret(ctx));
-	return 0;
-}
-
-SEC("fexit")
-int fx_pup_fast(u64 *ctx)
-{
-	on_pages_pinned((int)func_ret(ctx));
-	return 0;
-}
-
 /* tx_copy where lib/iov_iter.c cannot be probed:
  * void __check_object_size(const void *ptr, unsigned long n, bool to_user) */
 SEC("fentry")
 int BPF_PROG(fx_check_object_size, const void *ptr, unsigned long n, bool to_user)
 {
 	on_copy_check(n, to_user);
-	return 0;
-}
-
-/* tx_bytes of sendfile/splice on kernels before 6.5:
- * int tcp_sendpage(sk, page, offset, size, flags) */
-SEC("fexit")
-int fx_sendpage_out(u64 *ctx)
-{
-	on_sendpage_exit((int)func_ret(ctx));
 	return 0;
 }
 

@@ -19,6 +19,14 @@ struct {
 	__type(value, u64);
 } rx_stash SEC(".maps");
 
+/* the length of a UDP zero-copy send's __zerocopy_sg_from_iter call, for its return */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NETIO_MAX_THREADS);
+	__type(key, u32);
+	__type(value, u64);
+} sg_stash SEC(".maps");
+
 static __always_inline void stash(void *map, u64 v)
 {
 	u32 tid = (u32)bpf_get_current_pid_tgid();
@@ -46,38 +54,61 @@ int BPF_KPROBE(kp_sendmsg_in, struct sock *sk, struct msghdr *msg)
 	return 0;
 }
 
-SEC("kretprobe")
-int BPF_KRETPROBE(kp_sendmsg_out, int ret)
+/* A kretprobe program that passes its function's return value to a handler of
+ * copy_common.h. A kprobe program attaches to any number of functions: one serves each kind of
+ * return value. */
+#define KRETPROBE_RET(prog, handler, type)					\
+SEC("kretprobe")								\
+int BPF_KRETPROBE(prog, type ret)						\
+{										\
+	handler(ret);								\
+	return 0;								\
+}
+
+/* tx_bytes: tcp_sendmsg, udp_sendmsg */
+KRETPROBE_RET(kp_sendmsg_out, on_sendmsg_exit, int)
+/* tx_bytes: tcp_sendpage (sendfile, splice before 6.5) */
+KRETPROBE_RET(kp_sendpage_out, on_sendpage_exit, int)
+/* tx_copy: _copy_from_iter, _copy_from_iter_nocache */
+KRETPROBE_RET(kp_copy_from_iter, on_copy_from_user, long)
+/* pinning: skb_zerocopy_iter_stream (bytes), *_user_pages_fast (pages) */
+KRETPROBE_RET(kp_zc_stream, on_zerocopy_stream, int)
+KRETPROBE_RET(kp_pages_out, on_pages_pinned, int)
+
+/* pinning of a UDP zero-copy send (MSG_ZEROCOPY or io_uring's): __zerocopy_sg_from_iter
+ * returns 0 when length bytes went in as user pages. Its arguments are (msg, sk, skb, from,
+ * length) from 6.0 and (sk, skb, from, length) before: one entry program each, the tracer
+ * attaches the one whose first parameter the kernel's BTF names (user/attach.c, .arg0). TCP
+ * counts at skb_zerocopy_iter_stream, which calls it too; io_uring's callback calls it again
+ * with msg NULL for the same bytes: only the call with a msg counts. */
+static __always_inline void zc_sg_enter(struct sock *sk, u64 length)
 {
-	on_sendmsg_exit(ret);
+	if (sk && BPF_CORE_READ(sk, sk_protocol) == 17 /* UDP */ && current_send_scope())
+		stash(&sg_stash, length);
+}
+
+SEC("kprobe")
+int BPF_KPROBE(kp_zc_sg_in, void *msg, struct sock *sk, void *skb, void *from, size_t length)
+{
+	if (msg)
+		zc_sg_enter(sk, length);
+	return 0;
+}
+
+SEC("kprobe")
+int BPF_KPROBE(kp_zc_sg_in_pre60, struct sock *sk, void *skb, void *from, size_t length)
+{
+	zc_sg_enter(sk, length);
 	return 0;
 }
 
 SEC("kretprobe")
-int BPF_KRETPROBE(kp_copy_from_iter, long ret)
+int BPF_KRETPROBE(kp_zc_sg_out, int ret)
 {
-	on_copy_from_user(ret);
-	return 0;
-}
+	u64 len;
 
-SEC("kretprobe")
-int BPF_KRETPROBE(kp_copy_from_iter_nc, long ret)
-{
-	on_copy_from_user(ret);
-	return 0;
-}
-
-SEC("kretprobe")
-int BPF_KRETPROBE(kp_zc_stream, int ret)
-{
-	on_zerocopy_stream(ret);
-	return 0;
-}
-
-SEC("kretprobe")
-int BPF_KRETPROBE(kp_pages_out, int ret)
-{
-	on_pages_pinned(ret);
+	if (unstash(&sg_stash, &len) && ret == 0)
+		on_zerocopy_stream((long)len);
 	return 0;
 }
 
@@ -85,13 +116,6 @@ SEC("kprobe")
 int BPF_KPROBE(kp_check_object_size, const void *ptr, unsigned long n, bool to_user)
 {
 	on_copy_check(n, to_user);
-	return 0;
-}
-
-SEC("kretprobe")
-int BPF_KRETPROBE(kp_sendpage_out, int ret)
-{
-	on_sendpage_exit(ret);
 	return 0;
 }
 

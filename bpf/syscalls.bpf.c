@@ -156,8 +156,13 @@ static __always_inline int on_enter(int cls, long id, long fd, u64 flags)
 	struct thread_counts *c;
 	bool counted;
 
-	if (!st || !classify_fd(st, cls, task, fd))
+	if (!st)
 		return 0;
+	if (!classify_fd(st, cls, task, fd)) {
+		if (thread_spilled(st))
+			thread_counted(st, task);	/* the CPU's spill slot, freed */
+		return 0;
+	}
 	if (cls == SC_RECVMSG && (flags & NETIO_MSG_ERRQUEUE))
 		cls = SC_RECVMSG_ERRQUEUE;
 	counted = sc_counted_at_enter(cls) && cls < SC_NR_CLASSES;

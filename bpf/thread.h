@@ -13,6 +13,22 @@
 #define NETIO_THREAD_H
 
 #include "maps.h"
+
+/* The storage build's spill slots (thread_storage.h), after its struct task_state. */
+#define THREAD_SPILL_MAPS							\
+struct {									\
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);				\
+	__uint(max_entries, 1);							\
+	__type(key, u32);							\
+	__type(value, struct task_state);					\
+} thread_spill SEC(".maps");							\
+struct {									\
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);				\
+	__uint(max_entries, 1);							\
+	__type(key, u32);							\
+	__type(value, struct tgid_stats);					\
+} spill_discard SEC(".maps");
+
 #ifdef NETIO_COMPAT
 #include "thread_hash.h"
 #else

@@ -43,26 +43,14 @@ struct {
 	__type(value, struct task_state);
 } task_state SEC(".maps");
 
-/* A CPU's stand-in for the storage of a thread that could not get one: the kernel allocates
- * task storage from a per-CPU element cache that an irq_work refills, and an event that finds
- * it empty would be lost. The event counts here instead, and thread_counted() adds it to the
- * process at once and frees the slot (spill_thread). Preallocated; counts == flushed between
- * events, as after any flush. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct task_state);
-} thread_spill SEC(".maps");
-
-/* Where a spilled event's flush goes when its process has no statistics (a drop, counted):
- * never read, so that the slot leaves clean. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct tgid_stats);
-} spill_discard SEC(".maps");
+/* thread_spill: a CPU's stand-in for the storage of a thread that could not get one: the
+ * kernel allocates task storage from a per-CPU element cache that an irq_work refills, and an
+ * event that finds it empty would be lost. The event counts here instead, and thread_counted()
+ * adds it to the process at once and frees the slot (spill_thread). Preallocated; counts ==
+ * flushed between events, as after any flush. spill_discard: where a spilled event's flush
+ * goes when its process has no statistics (a drop, counted): never read, so that the slot
+ * leaves clean. */
+THREAD_SPILL_MAPS
 
 
 static __always_inline void read_kernel_counts(struct task_struct *task, struct kernel_counts *k)

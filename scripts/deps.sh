@@ -6,19 +6,35 @@ cd "$(dirname "$0")/.."
 
 APT_PKGS=(clang-16 llvm libbpf-dev bpftool libelf-dev zlib1g-dev linux-perf iproute2
           iperf3 bpftrace make gcc pkg-config python3-venv liburing-dev
-          linux-image-amd64 qemu-system-x86 busybox-static chromium golang-go)
+          linux-image-amd64 qemu-system-x86 busybox-static chromium golang-go
+          python3-bpfcc bpfcc-tools)
 PY_PKGS=(pandas seaborn matplotlib rich pytest virtme-ng prometheus_client protobuf)
 
-missing=()
-for p in "${APT_PKGS[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "deps: apt-get install ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# apt_install PKG...: install those not installed yet
+apt_install() {
+    local missing=() p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "deps: apt-get install ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+}
+apt_install "${APT_PKGS[@]}"
+
+# bcc's tools compile against the running kernel's headers: in the 6.1 guest
+# (tests/integration/test_peer_bcc.py), those of each installed 6.1 image (linux-image-amd64's)
+images61=$(dpkg-query -W -f='${Status} ${Package}\n' 'linux-image-6.1.*-amd64' 2>/dev/null |
+           awk '$1 == "install" && $3 == "installed" && $4 !~ /-(cloud|rt)-/ {print $4}')
+if [ -z "$images61" ]; then
+    echo "deps: no linux-image-6.1.*-amd64 installed (the guest's kernel); cannot pick its headers" >&2
+    exit 1
 fi
+# shellcheck disable=SC2086  # one package name per word
+apt_install $(echo "$images61" | sed 's/^linux-image-/linux-headers-/')
 
 ./scripts/deps-kernels.sh
 

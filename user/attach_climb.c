@@ -25,6 +25,15 @@ static enum rung forced_rung(enum attach_mode mode)
 /* why no fentry row resolves in the compat build (compat_excludes, attach_rung.c) */
 #define COMPAT_FENTRY_WHY "the compat build has no fexit return values (bpf_get_func_ret, 5.17)"
 
+static const char *unresolved_why(const struct ladder *l, enum rung r)
+{
+	if (r == RUNG_FENTRY && bpf_build() == BUILD_COMPAT)
+		return COMPAT_FENTRY_WHY;
+	if (r == RUNG_KPROBE && !l->kprobes)
+		return "this kernel has no kprobes (CONFIG_KPROBES unset)";
+	return "no target on this kernel";
+}
+
 /* The copy probe points, each on the first rung (fentry, kprobe, tp_btf) that resolves and
  * attaches it; only the forced rung when there is one (RUNG_NR: none). */
 static void climb_copy_rungs(struct ladder *l, enum rung forced)
@@ -42,11 +51,7 @@ static void climb_copy_rungs(struct ladder *l, enum rung forced)
 			if (!(copy_pps & (1u << pp)) || (assigned & (1u << pp)))
 				continue;
 			if (!pp_resolvable(l, pp, r)) {
-				if (!l->fail_reason[pp][0] || forced == r)
-					snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-						 r == RUNG_FENTRY && bpf_build() == BUILD_COMPAT ?
-						 COMPAT_FENTRY_WHY : "no %s target on this kernel",
-						 rung_name(r));
+				note_failure(l, pp, r, "%s", unresolved_why(l, r));
 				continue;
 			}
 			mask |= 1u << pp;
@@ -220,6 +225,7 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 	l->t = t;
 	l->ksyms = ksyms_load();
 	l->traceable = ftrace_funcs_load();
+	l->kprobes = kprobes_available();
 	ret = climb(l, mode, no_latency, err, errlen);
 	for (int pp = 0; pp < PP_NR; pp++)
 		snprintf(t->why[pp], sizeof(t->why[pp]), "%s", l->fail_reason[pp]);

@@ -29,6 +29,8 @@ struct row {
 	bool fallback;		/* used only if no other row of its group resolves */
 	bool lazy;		/* loaded with its probe point, attached by tracer_bpf_poll() */
 	const char *kfunc;	/* a kfunc the program calls: the row resolves only with it */
+	const char *arg0;	/* the target's first parameter, as the kernel's BTF names it:
+				 * the row resolves only there (a prototype that changed) */
 };
 
 /* attach.c: the table, ladder_nrows rows (at most LADDER_MAX_ROWS, checked where it is) */
@@ -46,9 +48,12 @@ struct ladder {
 	 * NULL when tracefs does not let us read the list: then the attach tells */
 	struct ksyms *traceable;
 	char fail_reason[PP_NR][512];	/* for the message of a forced rung */
+	bool kprobes;			/* the kernel has kprobes at all */
 };
 
 /* attach_rung.c */
+void note_failure(struct ladder *l, enum probe_point pp, enum rung r, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 void resolve_rows(struct ladder *l);
 bool pp_resolvable(const struct ladder *l, enum probe_point pp, enum rung r);
 unsigned deps_of(enum probe_point pp, enum rung r);

@@ -3,6 +3,7 @@
  * rung's object opened with only the programs of the probe points tried, loaded, and those
  * programs attached; a probe point that fails on the rung leaves nothing attached there. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,25 @@ static struct bpf_program *row_prog(const struct row *r, void *skel)
 	return *(struct bpf_program **)((char *)skel + r->prog_off);
 }
 
+/* Why probe point pp failed at rung r, added to what failed before it:
+ * "fentry: <why>; kprobe: <why>" (the snapshot's attach_why, a forced rung's message). */
+void note_failure(struct ladder *l, enum probe_point pp, enum rung r, const char *fmt, ...)
+{
+	char *why = l->fail_reason[pp];
+	size_t len = strlen(why), size = sizeof(l->fail_reason[pp]);
+	va_list ap;
+
+	if (len >= size - 1)
+		return;
+	len += snprintf(why + len, size - len, "%s%s: ", len ? "; " : "",
+			r == RUNG_FENTRY ? "fentry" : rung_name(r));
+	if (len >= size - 1)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
 static bool is_traceable(const struct ladder *l, const char *name)
 {
 	return !l->traceable || ksyms_has(l->traceable, name);
@@ -109,6 +129,9 @@ static const char *resolve_row(const struct ladder *l, const struct row *r)
 
 	for (int i = 0; r->targets[i]; i++) {
 		const char *t = r->targets[i];
+
+		if (r->arg0 && !btf_func_param_is(btf, t, 0, r->arg0))
+			continue;
 		switch (r->how) {
 		case H_FENTRY:
 		case H_FEXIT:
@@ -119,7 +142,7 @@ static const char *resolve_row(const struct ladder *l, const struct row *r)
 			break;
 		case H_KPROBE:
 		case H_KRETPROBE: {
-			const char *s = ksyms_find_func(l->ksyms, t);
+			const char *s = l->kprobes ? ksyms_find_func(l->ksyms, t) : NULL;
 			if (s && is_traceable(l, s))
 				return s;
 			break;
@@ -331,9 +354,8 @@ static int attach_pp(struct ladder *l, void *skel, enum rung r, enum objkind k,
 		}
 		link = attach_row(l, skel, i, &err);
 		if (!link && rows[i].required) {
-			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-				 "attaching %s %s failed: %s", how_names[rows[i].how],
-				 l->resolved[i], strerror(-err));
+			note_failure(l, pp, r, "attaching %s %s failed: %s",
+				     how_names[rows[i].how], l->resolved[i], strerror(-err));
 			return 0;
 		}
 		if (!link)
@@ -349,8 +371,7 @@ static int attach_pp(struct ladder *l, void *skel, enum rung r, enum objkind k,
 	}
 	for (int g = 1; g < 4; g++)
 		if (group_seen[g] && !group_hits[g]) {
-			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-				 "no copy function could be attached");
+			note_failure(l, pp, r, "no function of its group %d could be attached", g);
 			return 0;
 		}
 	return attached;
@@ -380,8 +401,7 @@ static unsigned attach_rung(struct ladder *l, void *skel, enum rung r, enum objk
 		/* a dependency that did not attach in this rung nor before */
 		if ((deps_of(pp, r) & (1u << PP_TX_BYTES)) && !scope_available(t) &&
 		    !(ok & (1u << PP_TX_BYTES))) {
-			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-				 "needs tx_bytes at the fentry or kprobe rung");
+			note_failure(l, pp, r, "needs tx_bytes at the fentry or kprobe rung");
 			continue;
 		}
 		if (!attach_pp(l, skel, r, k, pp)) {
@@ -418,10 +438,7 @@ static unsigned loadable_alone(struct ladder *l, enum rung r, enum objkind k, un
 			ok |= 1u << pp;
 			objdefs[k].destroy(skel);
 		} else {
-			snprintf(l->fail_reason[pp], sizeof(l->fail_reason[pp]),
-				 "loading %s programs failed: %s", r == RUNG_FENTRY ?
-				 "fentry/fexit" : r == RUNG_KPROBE ? "kprobe" : rung_name(r),
-				 strerror(-err));
+			note_failure(l, pp, r, "loading its programs failed: %s", strerror(-err));
 		}
 	}
 	return ok;

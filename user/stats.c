@@ -465,14 +465,36 @@ static void total(const struct tracer_bpf *t, struct snapshot *s)
 			s->tx_copy_bytes += s->procs[i].st.tx_copy_bytes;
 }
 
+/* The snapshot's entry of a program attached before under another row (a kprobe program
+ * serves several functions: its run-time stats are one), its target added; else NULL. */
+static struct prog_snap *same_program(const struct tracer_bpf *t, int i, struct snapshot *s)
+{
+	for (int n = 0; n < s->nprogs; n++) {
+		size_t len;
+
+		if (s->progs[n].fd != t->progs[i].prog_fd)
+			continue;
+		len = strlen(s->progs[n].target);
+		snprintf(s->progs[n].target + len, sizeof(s->progs[n].target) - len, ",%s",
+			 t->progs[i].target);
+		return &s->progs[n];
+	}
+	return NULL;
+}
+
 /* Our programs' run time and runs since the reset, scaled up when run-time stats were on
  * only part of the time. */
 static void read_self_cost(const struct tracer_bpf *t, const struct stats_baseline *base,
 			   struct snapshot *s)
 {
 	for (int i = 0; i < t->nprogs && i < MAX_ATTACHED; i++) {
-		struct prog_snap *ps = &s->progs[s->nprogs++];
+		struct prog_snap *ps;
 		unsigned long long ns = 0, runs = 0, skipped = 0;
+
+		if (same_program(t, i, s))
+			continue;
+		ps = &s->progs[s->nprogs++];
+		ps->fd = t->progs[i].prog_fd;
 		prog_stats(t->progs[i].prog_fd, &ns, &runs, &skipped);
 		snprintf(ps->name, sizeof(ps->name), "%s", t->progs[i].name);
 		snprintf(ps->target, sizeof(ps->target), "%s", t->progs[i].target);

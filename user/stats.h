@@ -24,6 +24,7 @@ struct netns_snap {
 };
 
 struct prog_snap {
+	int fd;			/* the program's (one entry per program: stats.c, same_program) */
 	char name[64];
 	char target[96];
 	unsigned long long ns, runs, skipped;

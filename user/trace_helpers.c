@@ -204,6 +204,28 @@ bool btf_enum_has(const struct btf *btf, const char *enum_name, const char *enum
 	return false;
 }
 
+bool kprobes_available(void)
+{
+	return access("/sys/bus/event_source/devices/kprobe", F_OK) == 0 ||
+	       access("/sys/kernel/tracing/kprobe_events", F_OK) == 0 ||
+	       access("/sys/kernel/debug/tracing/kprobe_events", F_OK) == 0;
+}
+
+bool btf_func_param_is(const struct btf *btf, const char *func, int idx, const char *name)
+{
+	const struct btf_type *t;
+	const struct btf_param *p;
+	int id = btf ? btf__find_by_name_kind(btf, func, BTF_KIND_FUNC) : -1;
+
+	if (id <= 0)
+		return false;
+	t = btf__type_by_id(btf, btf__type_by_id(btf, id)->type);	/* its FUNC_PROTO */
+	if (!t || !btf_is_func_proto(t) || idx >= btf_vlen(t))
+		return false;
+	p = btf_params(t);
+	return !strcmp(btf__name_by_offset(btf, p[idx].name_off), name);
+}
+
 bool btf_tracepoint_exists(const struct btf *btf, const char *name)
 {
 	char tname[256];

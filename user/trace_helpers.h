@@ -29,6 +29,10 @@ bool btf_func_exists(const struct btf *btf, const char *name);
 /* enum enum_name of the kernel's BTF has enumerator (an enumerator the kernel added tells
  * what it has: BPF_FUNC_loop, BPF_MAP_TYPE_TASK_STORAGE) */
 bool btf_enum_has(const struct btf *btf, const char *enum_name, const char *enumerator);
+/* The kernel has kprobes (CONFIG_KPROBES: the kprobe PMU or tracefs's kprobe_events). */
+bool kprobes_available(void);
+/* Parameter idx of kernel function func is called name in the kernel's BTF. */
+bool btf_func_param_is(const struct btf *btf, const char *func, int idx, const char *name);
 /* A BTF-typed tracepoint (tp_btf) exists: the kernel has the typedef btf_trace_<name>. */
 bool btf_tracepoint_exists(const struct btf *btf, const char *name);
 /* /sys/kernel/tracing/events/<category>/<name>/id, mounting tracefs if needed; -1 if absent */

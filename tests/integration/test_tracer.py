@@ -686,6 +686,11 @@ def test_zerocopy_bytes_that_leave_after_the_last_send_reach_the_owner(tracer, t
         for name in ("open", "again"):     # sockets open: claimed by the flush, once
             snap = tracer.snapshot(str(tmp_path / f"{name}.json"))
             mine = snap["processes"][str(p.pid)]
+            if snap["attach"]["pinning"] in ("fentry", "kprobe"):
+                # the exact rungs count each send's user pages as it attaches them
+                assert mine["zc_tx_bytes"] == sent, (mine, sent)
+                left = sent
+                continue
             (left,) = [n["zc_tx_bytes"] for n in snap["netns"].values()]
             assert 0.9 * sent <= left <= sent, (left, sent)
             if not zc_per_process_unavailable(snap, mine):
@@ -932,7 +937,7 @@ def test_vm_unrelated_syscalls_run_no_program_on_the_fentry_rung(tmp_path, monke
         assert sys_enter.attach["syscalls"] in ("tp_btf", "tracepoint"), sys_enter.attach
         if fentry.attach["syscalls"] != "fentry":
             # 5.10's BTF has the syscall wrappers' pt_regs as a declaration only: refused
-            assert "loading fentry/fexit programs failed" in fentry.ready["attach_why"]["syscalls"]
+            assert "fentry: loading its programs failed" in fentry.ready["attach_why"]["syscalls"]
             return
         for t in (fentry, sys_enter):
             t.ok("detach")

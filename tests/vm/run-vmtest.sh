@@ -26,9 +26,7 @@ jobs="${NETIO_VM_JOBS:-2}"
 export NETIO_VM_TIMEOUT="$timeout_s"
 python="$root/.venv/bin/python"
 COMMON_TESTS="tests/integration/test_tracer.py tests/integration/test_zerocopy_paths.py"
-for f in tests/integration/test_programs.py; do
-    [ -f "$root/$f" ] && COMMON_TESTS="$COMMON_TESTS $f"
-done
+COMMON_TESTS+=" tests/integration/test_programs.py"
 
 fail() {
     echo "vmtest: $*" >&2
