@@ -59,6 +59,8 @@ def trace_object(snapshot, server_pid, client_pid):
         t["tx_copy_bytes"] = _inferred_copy(t)
     t["netns_zc_tx_bytes"] = ns_zc
     t["unavailable"] = snapshot.get("unavailable") or {}
+    t["attach_why"] = snapshot.get("attach_why") or {}
+    t["bpf_build"] = snapshot.get("bpf_build")
     t["by_role"] = {}
     for role, p in (("server", srv), ("client", cli)):
         if p is not None:

@@ -137,13 +137,70 @@ static __always_inline void on_copy_ubufs(struct sk_buff *skb)
 	}
 }
 
-/* skb_copy_datagram_iter() returned 0: len bytes were copied to the user. */
+/* A UDP receive in progress (udp_recvmsg, udpv6_recvmsg), per thread: the caller's buffer size
+ * and flags. udp_recvmsg copies a datagram held in a linear skb with copy_linear_skb(), which
+ * nothing can probe, so a UDP receive counts at its return; skb_copy_datagram_iter() within it
+ * is not counted again. */
+struct udp_recv {
+	u64 len;
+	u64 flags;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NETIO_MAX_THREADS);
+	__type(key, u32);
+	__type(value, struct udp_recv);
+} udp_recving SEC(".maps");
+
+static __always_inline void count_rx(u32 tgid, long len)
+{
+	struct proc_stats *ps = proc_get(tgid);
+
+	if (ps) {
+		COUNT_ADD(ps->rx_copy_bytes, len);
+		COUNT_ADD(ps->rx_calls, 1);
+	}
+}
+
+/* udp_recvmsg(sk, msg, len, [noblock,] flags, addr_len) entered by a followed thread */
+static __always_inline void on_udp_recv_enter(u64 len, u64 flags)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id;
+	struct udp_recv r = { .len = len, .flags = flags };
+
+	if (tgid_followed(id >> 32))
+		count_update_error(bpf_map_update_elem(&udp_recving, &tid, &r, BPF_ANY));
+}
+
+/* ... returned ret: what it copied (with MSG_TRUNC ret is the datagram's whole length, of
+ * which it copied the caller's buffer's worth at most). */
+static __always_inline void on_udp_recv_exit(long ret)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id;
+	struct udp_recv *r = bpf_map_lookup_elem(&udp_recving, &tid);
+	long copied = ret;
+
+	if (!r)
+		return;
+	if ((r->flags & NETIO_MSG_TRUNC) && (u64)copied > r->len)
+		copied = r->len;
+	bpf_map_delete_elem(&udp_recving, &tid);
+	if (copied > 0)
+		count_rx(id >> 32, copied);
+}
+
+/* skb_copy_datagram_iter() returned 0: len bytes were copied to the user (a UDP receive's
+ * count at its return instead). */
 static __always_inline void on_rx_copy(long len)
 {
-	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, tid = (u32)id;
 	struct proc_stats *ps;
 
-	if (len <= 0 || !tgid_followed(tgid))
+	if (len <= 0 || !tgid_followed(tgid) || bpf_map_lookup_elem(&udp_recving, &tid))
 		return;
 	ps = proc_get(tgid);
 	if (ps) {

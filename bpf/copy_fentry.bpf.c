@@ -111,6 +111,42 @@ int fx_rx_copy(u64 *ctx)
 	return 0;
 }
 
+/* rx_copy of UDP: udp_recvmsg/udpv6_recvmsg(sk, msg, len, flags, addr_len) (5.19+), and
+ * before 5.19 with noblock before flags: one entry program each (user/attach.c picks by the
+ * kernel's BTF); the return is the same */
+SEC("fentry")
+int BPF_PROG(fx_udp_recv_in, struct sock *sk, struct msghdr *msg, size_t len, int flags)
+{
+	on_udp_recv_enter(len, flags);
+	return 0;
+}
+
+SEC("fentry")
+int BPF_PROG(fx_udp_recv_in_noblock, struct sock *sk, struct msghdr *msg, size_t len,
+	     int noblock, int flags)
+{
+	on_udp_recv_enter(len, flags);
+	return 0;
+}
+
+SEC("fentry")
+int BPF_PROG(fx_udp6_recv_in, struct sock *sk, struct msghdr *msg, size_t len, int flags)
+{
+	on_udp_recv_enter(len, flags);
+	return 0;
+}
+
+SEC("fentry")
+int BPF_PROG(fx_udp6_recv_in_noblock, struct sock *sk, struct msghdr *msg, size_t len,
+	     int noblock, int flags)
+{
+	on_udp_recv_enter(len, flags);
+	return 0;
+}
+
+FEXIT_RET(fx_udp_recv_out, on_udp_recv_exit, int)
+FEXIT_RET(fx_udp6_recv_out, on_udp_recv_exit, int)
+
 /* zc_completion: void __msg_zerocopy_callback(struct ubuf_info_msgzc *uarg) */
 SEC("fentry")
 int fx_zc_callback(u64 *ctx)

@@ -146,6 +146,24 @@ int BPF_KRETPROBE(kp_rx_copy_out, int ret)
 	return 0;
 }
 
+/* rx_copy of UDP: udp_recvmsg/udpv6_recvmsg, with or without noblock (as on the fentry rung) */
+SEC("kprobe")
+int BPF_KPROBE(kp_udp_recv_in, struct sock *sk, struct msghdr *msg, size_t len, int flags)
+{
+	on_udp_recv_enter(len, flags);
+	return 0;
+}
+
+SEC("kprobe")
+int BPF_KPROBE(kp_udp_recv_in_noblock, struct sock *sk, struct msghdr *msg, size_t len,
+	       int noblock, int flags)
+{
+	on_udp_recv_enter(len, flags);
+	return 0;
+}
+
+KRETPROBE_RET(kp_udp_recv_out, on_udp_recv_exit, int)
+
 SEC("kprobe")
 int BPF_KPROBE(kp_zc_callback, struct ubuf_info_msgzc *uarg)
 {

@@ -150,6 +150,62 @@ static __always_inline long thread_syscall_nr(struct task_state *st, struct task
 	return SYSCALL_NR(regs);
 }
 
+#if defined(__TARGET_ARCH_x86)
+#define NR_READ 0
+#define NR_RECVFROM 45
+#define NR_RECVMSG 47
+#elif defined(__TARGET_ARCH_arm64)
+#define NR_READ 63
+#define NR_RECVFROM 207
+#define NR_RECVMSG 212
+#else
+#define NR_READ -2
+#define NR_RECVFROM -2
+#define NR_RECVMSG -2
+#endif
+#define NETIO_MAX_IOV 8
+
+/* The buffer the thread's receive syscall offered, from its saved user registers: read's and
+ * recvfrom's length, recvmsg's iovec summed (NETIO_MAX_IOV entries at most); -1 where it is
+ * another call (io_uring, recvmmsg) or a longer iovec. */
+static __always_inline long recv_buffer_len(struct task_state *st, struct task_struct *task)
+{
+	long nr = thread_syscall_nr(st, task), sum = 0;
+	struct pt_regs *regs = bpf_rdonly_cast((void *)st->regs,
+					       bpf_core_type_id_kernel(struct pt_regs));
+	struct user_msghdr m;
+	struct iovec iov;
+
+	if (nr == NR_READ || nr == NR_RECVFROM)
+		return PT_REGS_PARM3(regs);
+	if (nr != NR_RECVMSG ||
+	    bpf_probe_read_user(&m, sizeof(m), (void *)PT_REGS_PARM2(regs)) ||
+	    m.msg_iovlen > NETIO_MAX_IOV)
+		return -1;
+	for (int i = 0; i < NETIO_MAX_IOV && i < m.msg_iovlen; i++) {
+		if (bpf_probe_read_user(&iov, sizeof(iov), &m.msg_iov[i]))
+			return -1;
+		sum += iov.iov_len;
+	}
+	return sum;
+}
+
+/* What a receive that returned ret > 0 copied to the user: ret, but with MSG_TRUNC a stream
+ * discards (nothing) and a datagram returns its whole length, of which the buffer's worth
+ * was copied; -1 where that buffer is unknown. */
+static __always_inline long recv_copied(struct sock *sk, int ret, int flags,
+					struct task_state *st, struct task_struct *task)
+{
+	long buf;
+
+	if (!(flags & NETIO_MSG_TRUNC))
+		return ret;
+	if (sk->sk_protocol != NETIO_IPPROTO_UDP)
+		return 0;
+	buf = recv_buffer_len(st, task);
+	return buf < 0 ? -1 : buf < ret ? buf : ret;
+}
+
 /* Whether a socket event of direction `send` ends the thread's traced call: one is open, of
  * that direction, and the syscall the thread is really in (not a stale call). */
 static __always_inline bool socket_call_ending(struct task_state *st, struct task_struct *task,
@@ -233,24 +289,26 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 	return 0;
 }
 
-#define NETIO_MSG_TRUNC 0x20
 
-/* A receive returns at the socket layer: what it copied to the user, and the end of the
- * followed thread's traced receive call. With MSG_TRUNC a stream socket discards instead of
- * copying (and a datagram socket reports the full length): not counted as copied. */
+/* A receive returns at the socket layer: what it copied to the user (recv_copied), and the
+ * end of the followed thread's traced receive call. */
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 {
 	struct task_struct *task = current_task();
 	struct task_state *st = followed_thread(task);
 	struct thread_counts *c;
+	long copied;
 
 	if (!st)
 		return 0;
 	c = thread_counts_of(st);
-	if (c && ret > 0 && !(flags & NETIO_MSG_TRUNC)) {
-		COUNT_ADD(c->p.rx_copy_bytes, ret);
+	copied = c && ret > 0 ? recv_copied(sk, ret, flags, st, task) : 0;
+	if (copied > 0) {
+		COUNT_ADD(c->p.rx_copy_bytes, copied);
 		COUNT_ADD(c->p.rx_calls, 1);
+	} else if (copied < 0) {
+		COUNT_ADD(c->p.rx_unsized_calls, 1);
 	}
 	if (socket_call_ending(st, task, false))
 		sc_finish(st, ret);
@@ -302,6 +360,24 @@ static __always_inline u32 tcp_fresh_bytes(struct sk_info *si, struct sk_buff *s
 	return data_len;
 }
 
+/* A UDP socket's entry outlives it (inet_sock_set_state, which forgets a closed socket's, is
+ * TCP's): a new socket at the same address is told by its inode number, and its entry starts
+ * over, what was pending going to the old socket's owner. 0 where the socket is gone already
+ * (a datagram a neighbour held, leaving after the close): then nothing is decided. */
+static __always_inline void udp_socket_renewed(struct sk_info *si, struct sock *sk)
+{
+	u64 ino = BPF_CORE_READ(sk, sk_socket, file, f_inode, i_ino);
+
+	if (!ino || ino == si->ino)
+		return;
+	if (si->ino) {
+		claim_zc_bytes(si);
+		si->tgid = 0;
+		zc_owners_changed();
+	}
+	si->ino = ino;
+}
+
 /* A zerocopy skb leaves a device: count its user pages, for the device's netns and, for a TCP
  * or UDP socket (the sockets tx_bytes counts), for the socket's owner; before the owner is
  * known (the first send of a socket has not returned yet), as pending on the socket. TCP's
@@ -337,6 +413,8 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 	if (si) {
 		if (proto == NETIO_IPPROTO_TCP)
 			fresh = tcp_fresh_bytes(si, skb, data_len, cast);
+		else
+			udp_socket_renewed(si, sk);
 		if (fresh < data_len && ns)
 			ns->zc_skbs_again++;
 #ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.h, claim_zc_bytes */

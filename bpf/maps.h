@@ -80,6 +80,7 @@ struct sk_info {
 	u32 seq_valid;
 	u32 pad;
 	u64 pending;		/* bytes counted, not yet claimed */
+	u64 ino;		/* a UDP socket's inode number (copy_tp.bpf.c, udp_socket_renewed) */
 };
 
 struct {
@@ -247,6 +248,8 @@ static __always_inline struct netns_stats *netns_stats_of(struct net *net)
 		return NULL;
 	return bpf_map_lookup_elem(&netns_stats, &slot);
 }
+#define NETIO_MSG_TRUNC 0x20	/* recvmsg's flag: a stream discards, a datagram says its length */
+
 #ifndef SKBFL_ZEROCOPY_ENABLE_BIT
 #define SKBFL_ZEROCOPY_ENABLE_BIT 1	/* SKBFL_ZEROCOPY_ENABLE: same value on every kernel */
 #endif

@@ -65,6 +65,8 @@ struct proc_stats {
 	u64 rx_calls;		/* receives that copied (sock_recv_length), or skb copies */
 	u64 tx_spliced_bytes;	/* part of tx_bytes sent from page-cache pages (sendfile, splice):
 				 * no copy from the user */
+	u64 rx_unsized_calls;	/* UDP receives with MSG_TRUNC whose buffer could not be read
+				 * (io_uring, recvmmsg): what they copied is not in rx_copy_bytes */
 };
 
 /* Per network namespace (inode number), per CPU: softirq-side events. */

@@ -29,8 +29,9 @@ struct row {
 	bool fallback;		/* used only if no other row of its group resolves */
 	bool lazy;		/* loaded with its probe point, attached by tracer_bpf_poll() */
 	const char *kfunc;	/* a kfunc the program calls: the row resolves only with it */
-	const char *arg0;	/* the target's first parameter, as the kernel's BTF names it:
-				 * the row resolves only there (a prototype that changed) */
+	/* a parameter of the target as the kernel's BTF names it: the row resolves only there
+	 * (a prototype that changed) */
+	struct { int idx; const char *name; } param;
 };
 
 /* attach.c: the table, ladder_nrows rows (at most LADDER_MAX_ROWS, checked where it is) */

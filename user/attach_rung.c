@@ -130,7 +130,7 @@ static const char *resolve_row(const struct ladder *l, const struct row *r)
 	for (int i = 0; r->targets[i]; i++) {
 		const char *t = r->targets[i];
 
-		if (r->arg0 && !btf_func_param_is(btf, t, 0, r->arg0))
+		if (r->param.name && !btf_func_param_is(btf, t, r->param.idx, r->param.name))
 			continue;
 		switch (r->how) {
 		case H_FENTRY:

@@ -369,6 +369,7 @@ static unsigned long long total_proc(struct snapshot *s, struct proc_snap *p)
 	s->tx_spliced_bytes += p->st.tx_spliced_bytes;
 	s->tx_calls += p->st.tx_calls;
 	s->rx_copy_bytes += p->st.rx_copy_bytes;
+	s->rx_unsized_calls += p->st.rx_unsized_calls;
 	s->pinned_pages += p->st.pinned_pages;
 	s->k.switches += p->k.switches;
 	s->k.migrations += p->k.migrations;
@@ -430,6 +431,13 @@ static void write_unavailable(const struct snapshot *s, struct json *j)
 {
 	json_key(j, "unavailable");
 	json_begin_object(j);
+	if (s->rx_unsized_calls) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "%llu UDP receives with MSG_TRUNC through io_uring or "
+			 "recvmmsg: the buffer they filled could not be read", s->rx_unsized_calls);
+		json_kv_string(j, "rx_copy_bytes", why);
+	}
 	if (!s->zc_per_process) {
 		json_kv_string(j, "processes.zc_tx_bytes", ZC_PER_PROCESS_WHY);
 		if (s->tx_copy_inferred)
@@ -638,7 +646,8 @@ static void write_bytes(const struct tracer_bpf *t, const struct snapshot *s, st
 	kv_counted(j, "zc_tx_bytes", t->rung[PP_PINNING] != RUNG_UNAVAILABLE, s->zc_tx_bytes);
 	kv_counted(j, "fallback_copy_bytes", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE,
 		   s->fallback_copy_bytes);
-	kv_counted(j, "rx_copy_bytes", t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE, s->rx_copy_bytes);
+	kv_counted(j, "rx_copy_bytes", t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE &&
+		   !s->rx_unsized_calls, s->rx_copy_bytes);
 	kv_counted(j, "pinned_pages", !s->pinned_pages_null, s->pinned_pages);
 }
 
@@ -692,7 +701,7 @@ static void write_process(const struct snapshot *s, const struct proc_snap *p, s
 	json_kv_bool(j, "tx_copy_inferred", s->tx_copy_inferred);
 	json_kv_uint(j, "tx_spliced_bytes", p->st.tx_spliced_bytes);
 	kv_counted(j, "zc_tx_bytes", s->zc_per_process, p->st.zc_tx_bytes);
-	json_kv_uint(j, "rx_copy_bytes", p->st.rx_copy_bytes);
+	kv_counted(j, "rx_copy_bytes", !p->st.rx_unsized_calls, p->st.rx_copy_bytes);
 	json_kv_uint(j, "rx_copy_calls", p->st.rx_calls);
 	kv_counted(j, "pinned_pages", !s->pinned_pages_null, p->st.pinned_pages);
 	json_key(j, "syscalls");

@@ -44,6 +44,7 @@ struct snapshot {
 	/* each process's zero-copy bytes are known (else null per process: stats.c,
 	 * zc_per_process; the totals come from the namespaces) */
 	bool zc_per_process;
+	unsigned long long rx_unsized_calls;	/* rx_copy_bytes unknown (proc_stats) */
 	struct sc_stats sc[SC_NR_CLASSES];
 	bool has_sc[SC_NR_CLASSES];
 	struct kernel_counts k;	/* the kernel's per-thread counters, summed (perf_counters) */
