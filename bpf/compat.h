@@ -1,7 +1,7 @@
 /* Every BPF object is built twice (Makefile): as is, for kernels with task-local storage
  * (5.11), atomic exchange (5.12), bpf_task_pt_regs (5.15) and bpf_loop (5.17); and with
  * NETIO_COMPAT, for the kernels before those (5.10 and up). The tracer picks the build the
- * running kernel allows (user/attach.c, bpf_build_choose) and opens it through the same
+ * running kernel allows (user/builds.c, bpf_build) and opens it through the same
  * skeleton: both builds define the same programs and maps (the Makefile checks). What differs
  * is said where it differs; these are the few words both builds write alike. */
 #ifndef NETIO_COMPAT_H

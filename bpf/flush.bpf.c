@@ -2,7 +2,7 @@
 /* The flushes of the per-thread counts (thread.h): what a followed thread counted in its own
  * storage goes to its process's statistics (tgid_stats) when the thread exits and, for the
  * threads alive, when the tracer runs the task iterator before every snapshot and reset
- * (tracer_bpf_flush_threads in user/attach.c), with the kernel's own per-thread counters.
+ * (tracer_bpf_flush_threads in user/attach_runtime.c), with the kernel's own per-thread counters.
  * In the compat build (thread_hash.h) a thread's exit only drops its state. Loaded over the
  * shared maps like every other object. */
 #include "vmlinux.h"

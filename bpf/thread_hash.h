@@ -4,7 +4,7 @@
  * id, made at its first event and deleted at its exit; what it counts goes straight into its
  * process's per-CPU statistics (one hash lookup per event). There is nothing to flush: the
  * flush of per-thread counts needs atomic exchange (5.12). The kernel's per-thread counters
- * (context switches, faults, run time) are left to perf events here (user/attach.c,
+ * (context switches, faults, run time) are left to perf events here (user/attach_objects.c,
  * kernel_counts), since adding them per thread at its exit and before a snapshot would need
  * it as well. Included through thread.h. */
 #ifndef NETIO_THREAD_HASH_H

@@ -125,7 +125,6 @@ void tracer_bpf_filter_changed(struct tracer_bpf *t);
  * the last reset). */
 int tracer_bpf_follow_netns(struct tracer_bpf *t, unsigned int inum);
 
-/* Targets attached for a probe point, comma separated, into buf. */
 /* Attach the programs that wait for a condition (tcp_probe: the first zerocopy skb received;
  * sys_exit: the first poll, epoll_wait or sendfile of a followed thread, where send and
  * receive calls end at the socket layer); cheap, call it every few tens of ms. */
@@ -144,6 +143,7 @@ void tracer_bpf_detach(struct tracer_bpf *t);
 void tracer_bpf_flush_threads(const struct tracer_bpf *t);
 int tracer_bpf_attach(struct tracer_bpf *t, char *err, size_t errlen);
 
+/* Targets attached for a probe point, comma separated, into buf. */
 const char *tracer_bpf_targets(const struct tracer_bpf *t, enum probe_point pp, char *buf,
 			       size_t len);
 

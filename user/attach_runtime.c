@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The ladder's programs once loaded: the on-demand ones attached when their condition holds
+ * and re-armed, every link destroyed and made again (the untraced and traced passes), the
+ * thread flush run, the followed namespaces' slots, the targets listed. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "attach_internal.h"
+#include "netio.h"
+#include "flush.skel.h"
+
+static struct attached_prog *find_attached(struct tracer_bpf *t, const char *name)
+{
+	for (int i = 0; i < t->nprogs; i++)
+		if (!strcmp(t->progs[i].name, name) && (t->progs[i].link || t->progs[i].lazy))
+			return &t->progs[i];
+	return NULL;
+}
+
+/* Where the socket layer marks the end of send and receive calls (sock_send_length and
+ * sock_recv_length attached), sys_exit is only needed for poll, epoll_wait and sendfile:
+ * detach it until a followed thread makes such a call (syscalls.bpf.c, exit_wanted). */
+void defer_sys_exit(struct tracer_bpf *t)
+{
+	struct attached_prog *ap;
+	uint32_t socket_end = EXIT_SOCKET_END, one = 1;
+
+	if (t->rung[PP_SYSCALLS] == RUNG_FENTRY) {
+		/* each call has its own fexit: nothing to defer; a write or read that never
+		 * reached a socket is still not a socket call */
+		if (t->exit_wanted >= 0 && find_attached(t, "tp_send_length") &&
+		    find_attached(t, "tp_recv_length") &&
+		    !bpf_map_update_elem(t->exit_wanted, &socket_end, &one, BPF_ANY))
+			t->sc_end_at_socket = true;
+		return;
+	}
+
+	if (t->exit_wanted < 0 || !find_attached(t, "tp_send_length") ||
+	    !find_attached(t, "tp_recv_length") || !t->syscalls)
+		return;
+	ap = find_attached(t, "sc_exit");
+	if (!ap)
+		ap = find_attached(t, "sc_exit_raw");
+	if (!ap || !ap->link)
+		return;
+	ap->bpf_prog = ap->prog;	/* t->syscalls->progs.sc_exit or .sc_exit_raw */
+	if (bpf_map_update_elem(t->exit_wanted, &socket_end, &one, BPF_ANY))
+		return;
+	bpf_link__destroy(ap->link);
+	ap->link = NULL;
+	ap->lazy = true;
+	ap->wanted_fd = t->exit_wanted;
+	snprintf(ap->target + strlen(ap->target), sizeof(ap->target) - strlen(ap->target),
+		 " (on demand)");
+	t->sc_end_at_socket = true;
+}
+
+void tracer_bpf_filter_changed(struct tracer_bpf *t)
+{
+	uint32_t zero = 0, gen = 0;
+
+	if (t->filter_gen < 0)
+		return;
+	bpf_map_lookup_elem(t->filter_gen, &zero, &gen);
+	gen++;
+	bpf_map_update_elem(t->filter_gen, &zero, &gen, BPF_ANY);
+}
+
+int tracer_bpf_follow_netns(struct tracer_bpf *t, unsigned int inum)
+{
+	int slot = -1;
+
+	for (int i = 0; i < NETIO_MAX_NETNS; i++) {
+		if (t->netns_inum[i] == inum) {
+			slot = i;
+			break;
+		}
+		if (slot < 0 && !t->netns_inum[i])
+			slot = i;
+	}
+	if (slot < 0) {
+		errno = ENOSPC;
+		return -1;
+	}
+	uint32_t v = slot;
+	if (bpf_map_update_elem(t->followed_netns, &inum, &v, BPF_ANY))
+		return -1;
+	t->netns_inum[slot] = inum;
+	tracer_bpf_filter_changed(t);
+	return 0;
+}
+
+void tracer_bpf_poll(struct tracer_bpf *t)
+{
+	if (t->detached)
+		return;
+	for (int i = 0; i < t->nprogs; i++) {
+		struct attached_prog *ap = &t->progs[i];
+		uint32_t zero = 0, wanted = 0;
+		struct bpf_link *link;
+
+		if (!ap->lazy || ap->link || !ap->bpf_prog || ap->wanted_fd < 0 ||
+		    bpf_map_lookup_elem(ap->wanted_fd, &zero, &wanted) || !wanted)
+			continue;
+		link = bpf_program__attach(ap->bpf_prog);
+		if (!link) {
+			ap->bpf_prog = NULL;	/* do not retry forever */
+			continue;
+		}
+		ap->link = link;
+	}
+}
+
+void tracer_bpf_rearm(struct tracer_bpf *t)
+{
+	for (int i = 0; i < t->nprogs; i++) {
+		struct attached_prog *ap = &t->progs[i];
+		uint32_t zero = 0, val = 0;
+
+		if (!ap->lazy)
+			continue;
+		if (ap->link) {
+			bpf_link__destroy(ap->link);
+			ap->link = NULL;
+		}
+		if (ap->wanted_fd >= 0)
+			bpf_map_update_elem(ap->wanted_fd, &zero, &val, BPF_ANY);
+	}
+}
+
+void tracer_bpf_flush_threads(const struct tracer_bpf *t)
+{
+	char buf[64];
+	int fd;
+
+	if (!t->flush_iter)
+		return;
+	fd = bpf_iter_create(bpf_link__fd(t->flush_iter));
+	if (fd < 0) {
+		fprintf(stderr, "netio-tracer: flushing per-thread counts: %s\n", strerror(errno));
+		return;
+	}
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+}
+
+void tracer_bpf_detach(struct tracer_bpf *t)
+{
+	tracer_bpf_flush_threads(t);	/* the iterator's link goes too: nothing of ours stays */
+	bpf_link__destroy(t->flush_iter);
+	t->flush_iter = NULL;
+	tracer_bpf_rearm(t);	/* the on-demand ones: detached, waiting for their condition */
+	for (int i = 0; i < t->nprogs; i++) {
+		bpf_link__destroy(t->progs[i].link);
+		t->progs[i].link = NULL;
+	}
+	t->detached = true;
+}
+
+static struct bpf_link *attach_again(const struct attached_prog *ap)
+{
+	if (ap->kfunc[0])
+		return bpf_program__attach_kprobe(ap->prog, ap->kretprobe, ap->kfunc);
+	return bpf_program__attach(ap->prog);
+}
+
+int tracer_bpf_attach(struct tracer_bpf *t, char *err, size_t errlen)
+{
+	for (int i = 0; i < t->nprogs; i++) {
+		struct attached_prog *ap = &t->progs[i];
+
+		if (ap->lazy || ap->link || !ap->prog)
+			continue;
+		ap->link = attach_again(ap);
+		if (!ap->link) {
+			snprintf(err, errlen, "attaching %s (%s) again: %s", ap->name, ap->target,
+				 strerror(errno));
+			tracer_bpf_detach(t);
+			return -1;
+		}
+	}
+	if (t->flush && !t->flush_iter)
+		t->flush_iter = bpf_program__attach_iter(t->flush->progs.flush_threads, NULL);
+	if (t->flush && !t->flush_iter) {
+		snprintf(err, errlen, "attaching iter/task (flush_threads) again: %s", strerror(errno));
+		tracer_bpf_detach(t);
+		return -1;
+	}
+	t->detached = false;
+	return 0;
+}
+
+const char *tracer_bpf_targets(const struct tracer_bpf *t, enum probe_point pp, char *buf,
+			       size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < t->nprogs && off < len; i++)
+		if (t->progs[i].pp == pp)
+			off += snprintf(buf + off, len - off, "%s%s", off ? "," : "", t->progs[i].target);
+	return buf;
+}

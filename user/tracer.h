@@ -1,0 +1,85 @@
+/* netio-tracer's own state, shared by the files of its main program: tracer.c (main, options,
+ * setup and teardown), follow.c (what is followed; clear and reset), snapshot.c (the trace
+ * object), runstats.c (BPF run-time stats), control.c (--control) and oneshot.c (-- CMD,
+ * --pid, --cgroup, --duration). CLI and --control protocol: docs/tracer.md. */
+#ifndef NETIO_TRACER_H
+#define NETIO_TRACER_H
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include "attach.h"
+#include "perf_counters.h"
+#include "profile.h"
+#include "stats.h"
+
+#define MAX_PIDS 256
+#define MAX_NETNS 64
+
+/* the signal that asked us to stop (SIGINT, SIGTERM, SIGHUP), 0 until one does */
+extern volatile sig_atomic_t stop_signal;
+
+struct tracer {
+	/* options */
+	enum attach_mode mode;
+	unsigned int pids[MAX_PIDS];
+	int npids;
+	char *netns_specs[MAX_NETNS];
+	int nnetns_specs;
+	const char *json_path, *folded_path;
+	int freq;
+	enum profile_source sample_source;
+	const char *sample_cgroup;
+	const char *cgroups[NETIO_MAX_CGROUPS];	/* --cgroup */
+	int ncgroups;
+	bool no_sample, no_counters, no_latency, control, verbose;
+	unsigned long latency_sample;	/* --latency-sample N (0: not given) */
+	enum stats_mode { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
+	double duration;
+	double json_every;	/* one-shot: rewrite --json every so many seconds (0: at the end) */
+	char **cmd;
+	/* state */
+	struct tracer_bpf bpf;
+	struct profiler *prof;
+	struct perf_counters *pc;
+	struct stats_baseline base;
+	int stats_fd;		/* BPF_ENABLE_STATS: run-time stats on while it is open */
+	int sysctl_prev;	/* previous kernel.bpf_stats_enabled if we wrote it, else -1 */
+	bool stats_on;		/* sampled mode: inside an on-window */
+	double stats_on_since, stats_off_since, stats_on_total;
+	/* sampled mode: our programs' run count some time after a window closed; if it grew by
+	 * the next window, someone else holds the stats on (then nothing is scaled) */
+	unsigned long long stats_off_runs;
+	bool stats_off_runs_taken, stats_external;
+	bool detached;		/* `detach`: loaded, nothing of ours attached (an untraced run) */
+};
+
+/* tracer.c: what both modes do every few tens of ms while they wait */
+void periodic(struct tracer *tr);
+
+/* runstats.c: BPF run-time stats for the self cost (--bpf-stats) */
+void stats_enable(struct tracer *tr);
+void stats_window(struct tracer *tr, bool on);
+void stats_tick(struct tracer *tr);
+void stats_restart(struct tracer *tr);
+double stats_share(struct tracer *tr);
+void stats_restore(struct tracer *tr);
+
+/* follow.c: what is followed (0, or -1 with err filled), and starting over */
+int follow_pid(struct tracer *tr, unsigned int pid, char *err, size_t errlen);
+int follow_netns(struct tracer *tr, const char *spec, char *err, size_t errlen);
+int follow_cgroup(struct tracer *tr, const char *dir, char *err, size_t errlen);
+void clear_all(struct tracer *tr);
+void reset_all(struct tracer *tr);
+
+/* snapshot.c: the trace object into path ("-" or NULL: stdout), atomically, and the folded
+ * stacks into folded (NULL: none); view: the terminal view after it. 0, or -1 with err. */
+int snapshot_to(struct tracer *tr, const char *path, const char *folded, char *err,
+		size_t errlen, bool view);
+
+/* control.c: --control, commands on stdin until quit, EOF or a signal; the exit status */
+int control_loop(struct tracer *tr);
+
+/* oneshot.c: -- CMD, --pid, --cgroup until they end, --duration or a signal; the exit status */
+int run_oneshot(struct tracer *tr);
+
+#endif
