@@ -193,19 +193,20 @@ static int map_value_copies(int fd)
  * conditions. */
 void find_shared_maps(struct tracer_bpf *t)
 {
-	t->followed_tgids = shared_map_fd(t, "followed_tgids");
-	t->followed_netns = shared_map_fd(t, "followed_netns");
-	t->followed_cgroups = shared_map_fd(t, "followed_cgroups");
-	t->filter_gen = shared_map_fd(t, "filter_gen");
-	t->counters = shared_map_fd(t, "netio_counters");
-	t->tgid_stats = shared_map_fd(t, "tgid_stats");
-	t->tgid_spill = shared_map_fd(t, "tgid_spill");
-	t->netns_stats = shared_map_fd(t, "netns_stats");
-	t->in_send = shared_map_fd(t, "in_send");
-	t->sk_owner = shared_map_fd(t, "sk_owner");
-	t->zc_state = shared_map_fd(t, "zc_state");
-	t->exit_wanted = shared_map_fd(t, "exit_wanted");
-	t->latency_sample = shared_map_fd(t, "latency_sample");
+#define MAP_FD(field, name) { offsetof(struct tracer_bpf, field), name }
+	static const struct { size_t off; const char *name; } fds[] = {
+		MAP_FD(followed_tgids, "followed_tgids"), MAP_FD(followed_netns, "followed_netns"),
+		MAP_FD(followed_cgroups, "followed_cgroups"), MAP_FD(filter_gen, "filter_gen"),
+		MAP_FD(counters, "netio_counters"), MAP_FD(tgid_stats, "tgid_stats"),
+		MAP_FD(tgid_spill, "tgid_spill"), MAP_FD(netns_stats, "netns_stats"),
+		MAP_FD(in_send, "in_send"), MAP_FD(sk_owner, "sk_owner"),
+		MAP_FD(zc_state, "zc_state"), MAP_FD(exit_wanted, "exit_wanted"),
+		MAP_FD(latency_sample, "latency_sample"),
+	};
+#undef MAP_FD
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		*(int *)((char *)t + fds[i].off) = shared_map_fd(t, fds[i].name);
 	t->tgid_stats_copies = map_value_copies(t->tgid_stats);
 	for (int i = 0; i < t->nprogs; i++)
 		if (t->progs[i].lazy && !strncmp(t->progs[i].name, "tp_tcp_probe",
