@@ -261,15 +261,15 @@ class Checks:
     # UDP headers, are copied into its linear part (__ip_append_data): the rest is pinned
     UDP_HEAD = 176 - 28
 
-    def udp_heads(self, pid, datagrams):
+    def udp_heads(self, pid, datagrams, sent):
         """What the kernel copied into the heads of a UDP zero-copy sender's datagrams (the
         tracer's tx_copy_bytes, checked: none, or its bounded head bytes per datagram), for
-        sent() and zerocopy() to expect the pinned rest. pid None: every sender's, from the
-        totals (where the copy is inferred from them, per process it is null)."""
-        copied = (self.snap["tx_copy_bytes"] if pid is None else
-                  proc(self.snap, pid)["tx_copy_bytes"])
-        if copied is None:
-            copied = self.snap["tx_copy_bytes"]     # the one sender's: the totals'
+        sent() and zerocopy() to expect the pinned rest. Where the copy per process is null
+        (inferred from totals), or pid is None (every sender's): what of sent the devices did
+        not see pinned (the namespaces' zero-copy bytes, exact where the sends are not)."""
+        copied = None if pid is None else proc(self.snap, pid)["tx_copy_bytes"]
+        if copied is None and self.snap["zc_tx_bytes"] is not None:
+            copied = sent - self.snap["zc_tx_bytes"]
         if copied is None:
             return 0
         self.equal("tx_copy_bytes in the datagrams' heads (bounded)",
@@ -377,7 +377,7 @@ def test_udp_held_by_the_neighbour(tracer, tmp_path, request, zerocopy):
     if zerocopy:
         zc = s["zerocopy"]
         assert zc["completed"] == zc["sends"] == 2 * held and zc["unexpected"] == 0, zc
-        head = c.udp_heads(snd.pid, 2 * held)
+        head = c.udp_heads(snd.pid, 2 * held, sent)
         c.sent(snd.pid, sent, copied=head, pinned=sent - head)
         c.zerocopy(sent, zc)
         c.completions(zc["completed"], zc["copied"])
@@ -413,11 +413,11 @@ def test_udp_zerocopy_senders_one_after_another(tracer, tmp_path, request):
     tx = {pid: proc(snap, pid)["tx_bytes"] for pid in pids}
     c.equal("tx_bytes per process", tx, {pid: count * size for pid in pids})
     if c.null_where_unavailable("pinning", "zc_tx_bytes", snap["zc_tx_bytes"]):
-        heads = c.udp_heads(None, senders * count)
+        heads = c.udp_heads(None, senders * count, senders * count * size)
         c.equal("zc_tx_bytes", snap["zc_tx_bytes"], senders * count * size - heads)
     zc = {pid: proc(snap, pid)["zc_tx_bytes"] for pid in pids}
     unavailable = "processes.zc_tx_bytes" in (snap.get("unavailable") or {})
-    heads = {pid: 0 if unavailable else c.udp_heads(pid, count) for pid in pids}
+    heads = {pid: 0 if unavailable else c.udp_heads(pid, count, count * size) for pid in pids}
     c.equal(f"zc_tx_bytes per process (sockets {socks})", zc,
             {pid: None if unavailable else count * size - heads[pid] for pid in pids})
     c.done()
@@ -443,7 +443,7 @@ def test_udp_gso_batched(tracer, tmp_path, request, zerocopy):
     if zerocopy:
         zc = s["zerocopy"]
         assert zc["completed"] == zc["sends"] == count and zc["unexpected"] == 0, zc
-        head = c.udp_heads(snd.pid, count * size // seg)
+        head = c.udp_heads(snd.pid, count * size // seg, sent)
         c.sent(snd.pid, sent, copied=head, pinned=sent - head, unseen_calls=True)
         c.zerocopy(sent, zc)
         c.completions(zc["completed"], zc["copied"])
