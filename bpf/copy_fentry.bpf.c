@@ -107,7 +107,8 @@ SEC("fexit")
 int fx_rx_copy(u64 *ctx)
 {
 	if ((int)func_ret(ctx) == 0)
-		on_rx_copy((int)func_arg(ctx, 3));
+		on_rx_copy((int)func_arg(ctx, 3),
+			   BPF_CORE_READ((struct sk_buff *)func_arg(ctx, 0), sk));
 	return 0;
 }
 
