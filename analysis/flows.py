@@ -10,11 +10,13 @@ histogram of its send sizes, or None), and delivery: how its traffic was deliver
 observed or predicted (delivery()).
 """
 from analysis import attribution
+from analysis.sizes import format_bytes
 
 BYTE_FIELDS = ("tx_bytes", "tx_calls", "tx_copy_bytes", "tx_spliced_bytes", "zc_tx_bytes",
                "rx_copy_bytes", "rx_calls", "fallback_copy_bytes", "zc_kept_bytes",
                "io_uring_sends")
-PATHS = {"loopback": "loopback", "veth": "a veth into a local namespace",
+PATHS = {"loopback": "loopback", "veth": "a veth into another namespace of this host",
+         "virtual": "a virtual device (bridge, tunnel...)",
          "device": "a network device out of the host", "unknown": "unknown"}
 
 
@@ -52,6 +54,7 @@ def socket_flows(trace):
         peer = s.get("peer")
         f.update(pid=s.get("pid"), comm=s.get("comm") or "?", proto=proto,
                  local=s.get("local"), peer=peer, path=s.get("path") or "unknown",
+                 peer_local=bool(s.get("peer_local")),
                  send_sizes=s.get("send_size_log2"), socket=True,
                  label=f"pid {s.get('pid')} ({s.get('comm') or '?'}) {proto or '?'} "
                        f"{s.get('local') or '?'} → {peer or 'unconnected'}")
@@ -77,16 +80,23 @@ def delivery(f):
     own zero-copy bytes and what the fallback copied back; then its route's device."""
     zc, fb = f.get("zc_tx_bytes") or 0, f.get("fallback_copy_bytes")
     if zc and fb:
-        return "local", (f"the kernel copied {fb} of its {zc} zero-copy bytes back "
-                         f"(the fallback copy at local delivery)")
+        return "local", (f"the kernel copied {format_bytes(fb)} of its {format_bytes(zc)} "
+                         f"sent zero-copy back at delivery (fallback_copy_bytes {fb}, "
+                         f"zc_tx_bytes {zc})")
     if zc and fb == 0 and f.get("socket"):
-        return "kept", f"none of its {zc} zero-copy bytes was copied back (fallback copy 0 B)"
+        return "kept", (f"none of its {format_bytes(zc)} sent zero-copy was copied back "
+                        f"(fallback_copy_bytes 0, zc_tx_bytes {zc})")
     path = f.get("path")
+    if f.get("peer_local"):
+        return "local", ("the other end of its TCP connection is on this host (seen "
+                         "established here)" + (f", over {PATHS.get(path, path)}"
+                                                if path != "unknown" else ""))
     if path == "loopback":
         return "local", "it runs over loopback: delivered to a socket of this host"
-    if path == "veth":
-        return "local", ("its route leaves by a veth into a namespace of this host: delivered "
-                         "locally there")
+    if path in ("veth", "virtual"):
+        return "unknown", (f"its route leaves by {PATHS[path]}; whether the traffic is "
+                           f"delivered to a socket of this host there or forwarded on was not "
+                           f"seen (no zero-copy skb of it, no TCP peer here)")
     if path == "device":
         return "left", "its route leaves the host by a network device"
     if not f.get("socket"):

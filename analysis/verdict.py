@@ -129,12 +129,19 @@ def _from_baseline(f, alt, cpu, baseline):
 
 
 def _zerocopy_verdict(f, alt, cpu, baseline):
+    if not f.get("tx_bytes"):
+        return "would not help", "would not help: it sends nothing (its bytes are received)"
     kind, why = flows.delivery(f)
     if kind == "local":
-        return "would not help", (f"would not help: delivered locally: {why}, so the kernel "
-                                  f"copies zero-copy pages back")
+        seen = (f.get("zc_tx_bytes") or 0) and f.get("fallback_copy_bytes")
+        return "would not help", (f"would not help: delivered locally: {why}"
+                                  + ("" if seen else ", where the kernel copies zero-copy "
+                                     "pages back"))
     if _in_use(f, alt):
         return "already in use", _achieved(f, alt)
+    if f.get("tx_copy_bytes") == 0:
+        return "would not help", ("would not help: it copies nothing from user space "
+                                  "(tx_copy_bytes 0)")
     if cpu and cpu["tx"]["ci95"][1] < MIN_SAVING:
         return _saving(cpu, alt)
     if kind == "unknown":
@@ -143,10 +150,15 @@ def _zerocopy_verdict(f, alt, cpu, baseline):
 
 
 def _sendfile_verdict(f, cpu):
+    if not f.get("tx_bytes"):
+        return "would not help", "would not help: it sends nothing (its bytes are received)"
     if _in_use(f, "sendfile"):
         return "already in use", _achieved(f, "sendfile")
     if f.get("proto") == "udp":
         return "would not help", "would not help: a UDP socket (sendfile sends files over TCP)"
+    if f.get("tx_copy_bytes") == 0:
+        return "would not help", ("would not help: it copies nothing from user space "
+                                  "(tx_copy_bytes 0)")
     if not cpu:
         return "undecided", "undecided: no stack samples to weigh its copy from user space"
     if _saving(cpu, "sendfile"):
@@ -171,14 +183,28 @@ def verdicts(trace, atts, baseline=None):
     fs = flows.flows(trace)
     total = sum(flows.flow_bytes(f) for f in fs)
     procs = _process_totals(fs)
+    # the stacks name commands, not processes: processes sharing a name share its samples
+    sharing = {}
+    for p in (trace.get("processes") or {}).values():
+        if p.get("tx_bytes") or p.get("rx_copy_bytes"):
+            sharing[p.get("comm")] = sharing.get(p.get("comm"), 0) + 1
     out = []
     for f in sorted(fs, key=flows.flow_bytes, reverse=True):
         share = flows.flow_bytes(f) / total if total else 0.0
         if share < MIN_FLOW_SHARE:
             continue
         v, cpu = judge(f, atts.get(f["comm"]), procs.get(f["pid"]), baseline)
+        if cpu and sharing.get(f["comm"], 1) > 1:
+            cpu["pooled"] = sharing[f["comm"]]
         out.append({"flow": f, "share": share, "cpu": cpu, "verdicts": v})
     return out
+
+
+def cpu_words(cpu):
+    """"its copies X [lo–hi] of the process's CPU", naming the pooling where there is one."""
+    whose = (f"the CPU of its command's {cpu['pooled']} processes (their stacks share a name)"
+             if cpu.get("pooled") else "the process's CPU")
+    return f"its copies took {_interval(cpu)} of {whose}"
 
 
 def _process_totals(fs):
@@ -200,8 +226,7 @@ def lines(vs, baseline_note=None):
     for v in vs:
         cpu = v["cpu"]
         out.append(f"  {v['flow']['label']}: {_pct(v['share'])} of the bytes"
-                   + (f"; its copies {_interval(cpu)} of the process's CPU" if cpu else
-                      "; no stack samples"))
+                   + (f"; {cpu_words(cpu)}" if cpu else "; no stack samples"))
         for alt in ALTERNATIVES:
             out.append(f"    {NAMES[alt]}: {v['verdicts'][alt][1]}")
     return out

@@ -172,7 +172,7 @@ struct sock_stats {
 	u32 path;		/* enum netio_path */
 	u32 ifindex;		/* of that device, in the socket's namespace */
 	u32 peer_local;		/* TCP: the other end's connection was seen established on this
-				 * host (tcp_ends), so its bytes are delivered locally */
+				 * host (tcp_ends, looked up by the tracer): delivered locally */
 	u32 pad;
 	/* counters (u64 words, added atomically) */
 	u64 tx_bytes;		/* as proc_stats */

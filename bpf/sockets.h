@@ -92,6 +92,21 @@ static __always_inline struct sock_stats *sock_rec(u32 slot)
 	return bpf_map_lookup_elem(&sock_stats, &slot);
 }
 
+/* An IPv6 socket's IPv4-mapped addresses (::ffff:a.b.c.d, a dual-stack listener's IPv4
+ * connections) as IPv4, so that its connection matches its IPv4 peer's (tcp_ends). */
+static __always_inline void v4_mapped(struct tcp_end *e)
+{
+	u32 *l = (u32 *)e->laddr, *r = (u32 *)e->raddr;
+	u32 prefix = bpf_htonl(0xffff);
+
+	if (l[0] | l[1] | r[0] | r[1] || l[2] != prefix || r[2] != prefix)
+		return;
+	e->family = NETIO_AF_INET;
+	l[0] = l[3];
+	r[0] = r[3];
+	l[1] = l[2] = l[3] = r[1] = r[2] = r[3] = 0;
+}
+
 /* sk's addresses and ports, read (sk untrusted: probe reads), into an end of a connection. */
 static __always_inline void sock_end(struct sock *sk, struct tcp_end *e)
 {
@@ -101,6 +116,7 @@ static __always_inline void sock_end(struct sock *sk, struct tcp_end *e)
 	if (e->family == NETIO_AF_INET6) {
 		BPF_CORE_READ_INTO(&e->laddr, sk, __sk_common.skc_v6_rcv_saddr);
 		BPF_CORE_READ_INTO(&e->raddr, sk, __sk_common.skc_v6_daddr);
+		v4_mapped(e);
 	} else {
 		BPF_CORE_READ_INTO((u32 *)e->laddr, sk, __sk_common.skc_rcv_saddr);
 		BPF_CORE_READ_INTO((u32 *)e->raddr, sk, __sk_common.skc_daddr);
@@ -134,11 +150,13 @@ static __always_inline u32 sock_path(struct sock *sk, u32 *ifindex)
 	return PATH_VIRTUAL;
 }
 
-/* A new record's identity: what it is, where it goes, whether its peer is on this host. */
+/* A new record's identity: what it is and where it goes. Whether its TCP peer is on this host
+ * the tracer reads from tcp_ends at the snapshot: the peer's end may reach ESTABLISHED after
+ * the socket's first send (its handshake's last ACK still in a backlog). */
 static __always_inline void sock_fill(struct sock_stats *r, struct sock *sk, u32 tgid, u32 ports,
 				      u32 daddr)
 {
-	struct tcp_end e = {}, mirror = {};
+	struct tcp_end e = {};
 
 	sock_end(sk, &e);
 	r->sk = (u64)sk;
@@ -155,14 +173,6 @@ static __always_inline void sock_fill(struct sock_stats *r, struct sock *sk, u32
 	r->ifindex = 0;
 	r->path = sock_path(sk, &r->ifindex);
 	r->peer_local = 0;
-	if (r->proto == 6 /* TCP */) {
-		mirror.family = e.family;
-		mirror.lport = e.rport;
-		mirror.rport = e.lport;
-		__builtin_memcpy(mirror.laddr, e.raddr, sizeof(mirror.laddr));
-		__builtin_memcpy(mirror.raddr, e.laddr, sizeof(mirror.raddr));
-		r->peer_local = bpf_map_lookup_elem(&tcp_ends, &mirror) != NULL;
-	}
 }
 
 /* The slot of (sk, tgid)'s record, made if missing; -1 when none can be had (the table full:

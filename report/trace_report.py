@@ -15,7 +15,8 @@ from analysis.sizes import format_bytes, format_size
 from report import doc as docmod
 from report import flamegraph, trace_plots
 
-TRACE, FOLDED, META = "trace.json", "stacks.folded", "trace-report.json"
+TRACE, FOLDED, META, VERDICTS = ("trace.json", "stacks.folded", "trace-report.json",
+                                  "verdicts.json")
 META_FORMAT = "netio-trace trace report 1"
 
 
@@ -108,6 +109,17 @@ def baseline_sentence(meta, base):
             + "; ".join(parts) + ".")
 
 
+def verdicts_json(vs, base):
+    """DIR/verdicts.json: the verdicts as data, flow by flow."""
+    keep = ("pid", "comm", "proto", "local", "peer", "path", "label")
+    return {"baseline": base["dir"] if base else None,
+            "flows": [{**{k: v["flow"].get(k) for k in keep}, "share": v["share"],
+                       "copy_cpu": v["cpu"],
+                       "verdicts": {alt: {"verdict": kind, "text": text}
+                                    for alt, (kind, text) in v["verdicts"].items()}}
+                      for v in vs]}
+
+
 def _trace_section(d, c):
     trace, meta = c["trace"], c["meta"]
     d.h(1, "The trace")
@@ -136,8 +148,8 @@ def _verdict_section(d, c):
     for v in c["verdicts"]:
         cpu = v["cpu"]
         head = (f"**{v['flow']['label']}**: {100 * v['share']:.1f}% of the bytes"
-                + (f"; its copies took {verdict._interval(cpu)} of the process's CPU "
-                   f"({cpu['samples']} samples)" if cpu else "; no stack samples"))
+                + (f"; {verdict.cpu_words(cpu)} ({cpu['samples']} samples)" if cpu else
+                   "; no stack samples"))
         d.p(head, "answer")
         d.bullets([f"**{verdict.NAMES[alt]}**: {v['verdicts'][alt][1]}"
                    for alt in verdict.ALTERNATIVES])
@@ -276,7 +288,8 @@ def _cost_section(d, c):
 def _files_section(d, c):
     d.h(1, "Files")
     d.bullets([f"`{TRACE}`: the trace object (docs/tracer.md); `{FOLDED}`: its folded stacks",
-               f"`{META}`: the command and the baseline the verdicts used",
+               f"`{META}`: the command and the baseline the verdicts used; `{VERDICTS}`: "
+               f"the verdicts as data",
                "`plots/*.png`, `flamegraph.svg`",
                "Rebuild: `netio-trace report DIR`"])
 
@@ -312,7 +325,8 @@ def build(d):
                      "zero-copy would pay off")
     for section in SECTIONS:
         section(doc, c)
-    for name, text in (("report.md", doc.markdown()), ("report.html", doc.html())):
+    for name, text in (("report.md", doc.markdown()), ("report.html", doc.html()),
+                       (VERDICTS, json.dumps(verdicts_json(vs, base), indent=1))):
         with files.atomic_open(os.path.join(d, name)) as f:
             f.write(text)
     return {"verdicts": vs, "plots": plots, "plot_errors": errors, "baseline": base,

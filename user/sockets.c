@@ -89,6 +89,30 @@ static unsigned long long untracked_events(const struct tracer_bpf *t)
 	return sum;
 }
 
+struct tcp_end {		/* bpf/sockets.h */
+	u16 family;
+	u16 lport;
+	u16 rport;
+	u16 pad;
+	u8 laddr[16];
+	u8 raddr[16];
+};
+
+/* Whether the other end of TCP socket r was seen established on this host: its mirror (the
+ * peer's local and remote ends) is in tcp_ends. */
+static bool peer_on_host(const struct tracer_bpf *t, const struct sock_stats *r)
+{
+	int fd = map_fd(t, "tcp_ends");
+	struct tcp_end m = { .family = r->family, .lport = r->rport, .rport = r->lport };
+	u8 v;
+
+	if (fd < 0 || r->proto != 6)
+		return false;
+	memcpy(m.laddr, r->raddr, sizeof(m.laddr));
+	memcpy(m.raddr, r->laddr, sizeof(m.raddr));
+	return bpf_map_lookup_elem(fd, &m, &v) == 0;
+}
+
 static bool counted(const struct sock_stats *r)
 {
 	return r->tx_calls || r->rx_calls || r->zc_rx_bytes;
@@ -115,6 +139,7 @@ int sockets_read(const struct tracer_bpf *t, struct snapshot *s)
 		struct sock_stats *grown = realloc(s->socks, (s->nsocks + 1) * sizeof(r));
 		if (!grown)
 			return -ENOMEM;
+		r.peer_local = peer_on_host(t, &r);
 		s->socks = grown;
 		s->socks[s->nsocks++] = r;
 	}

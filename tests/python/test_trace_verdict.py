@@ -52,7 +52,8 @@ def _v(sock, att=None, base=None):
 def test_loopback_zerocopy_sender_would_not_help_with_its_evidence():
     v, _ = _v(_sock(zc=100 * MiB, fb=100 * MiB))
     assert v["zero-copy"].startswith("would not help: delivered locally")
-    assert f"the kernel copied {100 * MiB} of its {100 * MiB} zero-copy bytes back" in v["zero-copy"]
+    assert ("the kernel copied 100.0 MiB of its 100.0 MiB sent zero-copy back at delivery "
+            f"(fallback_copy_bytes {100 * MiB}, zc_tx_bytes {100 * MiB})") in v["zero-copy"]
     assert v["io-uring-zc"].startswith("would not help: delivered locally")
 
 
@@ -64,17 +65,27 @@ def test_forward_zerocopy_sender_is_already_in_use_with_no_fallback():
     # nothing is left to copy for io_uring's zero-copy to save
     v, _ = _v(_sock(path="veth", proto="udp", zc=100 * MiB, fb=0),
               base=_base({1024: "behind", 65536: "ahead"}))
-    assert v["io-uring-zc"].startswith("would not help: its copy from user space took 0.0%")
+    assert v["io-uring-zc"] == "would not help: it copies nothing from user space (tx_copy_bytes 0)"
     # a copying sender whose pages another sender saw kept: the baseline decides
     v, _ = _v(_sock(path="device", proto="udp"), base=_base({1024: "behind", 65536: "ahead"}))
     assert v["io-uring-zc"].startswith("would help: its sends average 64.0 KiB")
     assert "64K: io-uring-zc/io-uring 1.25 (1.20–1.30, ahead)" in v["io-uring-zc"]
 
 
-def test_copying_senders_over_a_veth_or_loopback_are_delivered_locally():
-    for path in ("loopback", "veth"):
-        v, _ = _v(_sock(path=path))
-        assert v["zero-copy"].startswith("would not help: delivered locally")
+def test_where_a_copying_sender_delivers():
+    v, _ = _v(_sock(path="loopback"))
+    assert v["zero-copy"].startswith("would not help: delivered locally: it runs over loopback")
+    # a TCP peer seen on this host: local whatever the device
+    s = _sock(path="veth")
+    s["peer_local"] = True
+    v, _ = _v(s)
+    assert v["zero-copy"].startswith("would not help: delivered locally: the other end of its "
+                                     "TCP connection is on this host")
+    # a veth alone does not say whether the far namespace delivers or forwards
+    v, _ = _v(_sock(path="veth", proto="udp"))
+    assert v["zero-copy"].startswith("undecided: its route leaves by a veth")
+    v, _ = _v(dict(_sock(tx=0, calls=0, rx=100 * MiB), send_size_log2={}))
+    assert all(t.startswith("would not help: it sends nothing") for t in v.values())
 
 
 def test_off_host_sender_against_the_baseline():
