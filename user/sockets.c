@@ -48,30 +48,34 @@ int sockets_set_off(const struct tracer_bpf *t, bool off)
 	return fd < 0 ? -ENOENT : bpf_map_update_elem(fd, &zero, &v, BPF_ANY);
 }
 
+/* Every slot is in the free queue or named in sock_slot (a record in use): a reset zeroes the
+ * records in use and gives their slots back; the first (both empty) fills the queue. A few
+ * syscalls per socket counted since the last reset, not per slot: `run` resets per run. */
 int sockets_reset(const struct tracer_bpf *t)
 {
 	int slots = map_fd(t, "sock_slot"), recs = map_fd(t, "sock_stats");
 	int free_q = map_fd(t, "sock_free");
 	struct sock_key key, next;
 	struct sock_stats zero = {};
+	bool any = false;
 	u32 slot;
 
 	if (slots < 0 || recs < 0 || free_q < 0)
 		return -ENOENT;
-	/* the records in use to zero, their keys gone; then every slot free again, once */
 	while (bpf_map_get_next_key(slots, NULL, &next) == 0) {
 		key = next;
-		if (!bpf_map_lookup_elem(slots, &key, &slot))
+		any = true;
+		if (!bpf_map_lookup_elem(slots, &key, &slot)) {
 			bpf_map_update_elem(recs, &slot, &zero, BPF_ANY);
+			bpf_map_update_elem(free_q, NULL, &slot, BPF_ANY);
+		}
 		bpf_map_delete_elem(slots, &key);
 	}
-	while (bpf_map_lookup_and_delete_elem(free_q, NULL, &slot) == 0)
-		;
-	for (slot = 0; slot < NETIO_MAX_SOCK_RECORDS; slot++) {
-		bpf_map_update_elem(recs, &slot, &zero, BPF_ANY);
+	if (any || bpf_map_lookup_elem(free_q, NULL, &slot) == 0)	/* peek: not the first */
+		return 0;
+	for (slot = 0; slot < NETIO_MAX_SOCK_RECORDS; slot++)
 		if (bpf_map_update_elem(free_q, NULL, &slot, BPF_ANY))
 			return -errno;
-	}
 	return 0;
 }
 

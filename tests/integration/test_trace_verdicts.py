@@ -322,3 +322,50 @@ def test_baseline_from_another_machine_is_said_and_left_out(tmp_path, baseline):
     assert cp.returncode == 0, cp.stderr
     (line,) = [line for line in cp.stderr.splitlines() if "another machine" in line]
     assert "hostname 'elsewhere'" in line and line.endswith("going on without it")
+
+
+def _on_a_terminal(argv):
+    """Run argv with its stdout and stdin on a pseudo-terminal: (exit status, what it showed)."""
+    import pty
+    m, s = pty.openpty()
+    p = subprocess.Popen(argv, cwd=REPO, env=_env(), stdin=s, stdout=s,
+                         stderr=subprocess.DEVNULL)
+    os.close(s)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(m, 65536)
+        except OSError:         # EIO: the other end closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(m)
+    return p.wait(timeout=TIMEOUT), out.decode(errors="replace")
+
+
+def test_the_terminal_gets_the_table_and_verdicts_not_json():
+    """Point 4: no raw JSON on a terminal unless asked, the verdicts at the end."""
+    prog = ("import socket; s = socket.create_server(('127.0.0.1', 0)); "
+            "c = socket.create_connection(s.getsockname()); a, _ = s.accept(); "
+            "c.sendall(b'x' * 65536); a.recv(65536)")
+    rc, shown = _on_a_terminal(_cli("trace", "--no-sample", "--", sys.executable, "-c", prog))
+    assert rc == 0, shown
+    assert '"attach"' not in shown and '{"' not in shown
+    assert "Where the bytes were copied" in shown        # the tracer's table
+    lines = [line.strip() for line in shown.rstrip().splitlines()]
+    (head,) = [i for i, line in enumerate(lines) if line.startswith("Would zero-copy pay off?")]
+    assert head > lines.index("Where the bytes were copied (bytes/msg = bytes per send call):")
+    assert lines[-1].startswith("sendfile:") and len(lines) - head - 1 == 4 * 2   # 2 flows
+    rc, shown = _on_a_terminal(_cli("trace", "--no-sample", "--json", "-", "--", sys.executable,
+                                    "-c", prog))
+    assert rc == 0 and '"attach"' in shown
+
+
+def test_json_dash_puts_the_trace_object_on_stdout(tmp_path):
+    cp = subprocess.run(_cli("trace", "--no-sample", "--json", "-", "--", "true"), cwd=REPO,
+                        env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
+    assert cp.returncode == 0, cp.stderr
+    t = json.loads(cp.stdout)                  # stdout is the object alone
+    assert "sockets" in t and "processes" in t
+    assert "Would zero-copy pay off?" in cp.stderr or "no verdict" in cp.stderr

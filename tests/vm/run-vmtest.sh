@@ -26,6 +26,7 @@ jobs="${NETIO_VM_JOBS:-2}"
 export NETIO_VM_TIMEOUT="$timeout_s"
 python="$root/.venv/bin/python"
 COMMON_TESTS="tests/integration/test_tracer.py tests/integration/test_zerocopy_paths.py"
+COMMON_TESTS="$COMMON_TESTS tests/integration/test_socket_sums.py"
 for f in tests/integration/test_programs.py; do
     [ -f "$root/$f" ] && COMMON_TESTS="$COMMON_TESTS $f"
 done
