@@ -134,11 +134,13 @@ static __always_inline void on_copy_check(unsigned long n, bool to_user)
 		on_copy_from_user((long)n);
 }
 
-/* tcp_sendpage() (sendfile/splice before 6.5): bytes sent from page-cache pages, no copy */
-static __always_inline void on_sendpage_exit(long ret)
+/* tcp_sendpage() (sendfile/splice before 6.5): bytes sent from page-cache pages, no copy; sk:
+ * its socket where the rung gives its arguments at return (fexit), else NULL (no record). */
+static __always_inline void on_sendpage_exit(long ret, struct sock *sk)
 {
 	u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct proc_stats *ps;
+	s32 slot;
 
 	if (ret <= 0 || !tgid_followed(tgid))
 		return;
@@ -147,6 +149,9 @@ static __always_inline void on_sendpage_exit(long ret)
 		COUNT_ADD(ps->tx_bytes, ret);
 		COUNT_ADD(ps->tx_calls, 1);
 		COUNT_ADD(ps->tx_spliced_bytes, ret);
+		slot = sock_slot_read(sk, tgid);
+		if (slot >= 0 && sock_rec(slot))
+			sock_count_send(sock_rec(slot), ret, SEND_SPLICED);
 	}
 }
 

@@ -57,7 +57,12 @@ int prog(u64 *ctx)								\
  * report sent */
 FEXIT_RET(fx_sendmsg_out, on_sendmsg_exit, int)
 FEXIT_RET(fx_udp_sendmsg_out, on_sendmsg_exit, int)
-FEXIT_RET(fx_sendpage_out, on_sendpage_exit, int)
+SEC("fexit")
+int fx_sendpage_out(u64 *ctx)	/* int tcp_sendpage(sk, page, offset, size, flags) */
+{
+	on_sendpage_exit((int)func_ret(ctx), (struct sock *)func_arg(ctx, 0));
+	return 0;
+}
 /* tx_copy: size_t _copy_from_iter{,_nocache}(addr, bytes, i): bytes copied from the user */
 FEXIT_RET(fx_copy_from_iter, on_copy_from_user, long)
 FEXIT_RET(fx_copy_from_iter_nc, on_copy_from_user, long)

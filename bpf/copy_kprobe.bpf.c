@@ -73,8 +73,13 @@ int BPF_KRETPROBE(prog, type ret)						\
 
 /* tx_bytes: tcp_sendmsg, udp_sendmsg */
 KRETPROBE_RET(kp_sendmsg_out, on_sendmsg_exit, int)
-/* tx_bytes: tcp_sendpage (sendfile, splice before 6.5) */
-KRETPROBE_RET(kp_sendpage_out, on_sendpage_exit, int)
+/* tx_bytes: tcp_sendpage (sendfile, splice before 6.5): no socket at a kretprobe */
+SEC("kretprobe")
+int BPF_KRETPROBE(kp_sendpage_out, int ret)
+{
+	on_sendpage_exit(ret, NULL);
+	return 0;
+}
 /* tx_copy: _copy_from_iter, _copy_from_iter_nocache */
 KRETPROBE_RET(kp_copy_from_iter, on_copy_from_user, long)
 /* pinning: skb_zerocopy_iter_stream (bytes), *_user_pages_fast (pages) */

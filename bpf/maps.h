@@ -95,6 +95,29 @@ struct {
 
 #include "sockets.h"
 
+/* [0]: bumped whenever an entry of sk_owner is made, deleted or changes owner. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} zc_owner_gen SEC(".maps");
+
+static __always_inline u32 *zc_owner_gen_slot(void)
+{
+	u32 zero = 0;
+
+	return bpf_map_lookup_elem(&zc_owner_gen, &zero);
+}
+
+static __always_inline void zc_owners_changed(void)
+{
+	u32 *gen = zc_owner_gen_slot();
+
+	if (gen)
+		__sync_fetch_and_add(gen, 1);
+}
+
 /* Bytes of the zerocopy skbs of a socket seen received (kept: freed uncopied after their
  * receive), for the record of the socket whose zerocopy pages uarg (the skb's destructor_arg)
  * tracks: MSG_ZEROCOPY keeps its ubuf_info in the cb[] of an skb of the sending socket (its
@@ -113,6 +136,24 @@ static __always_inline void sock_zc_seen(void *uarg, u64 bytes, bool kept)
 	nskb = (struct sk_buff *)((char *)uarg - bpf_core_field_offset(struct sk_buff, cb));
 	sk = (u64)BPF_CORE_READ(nskb, sk);
 	si = sk ? bpf_map_lookup_elem(&sk_owner, &sk) : NULL;
+	if (!si && sk) {
+		/* its first skbs, received before the first send returned (the exact rungs make
+		 * the socket's entry there): wait on a new one, if that is a TCP or UDP socket */
+		struct sk_info n = {};
+		u16 proto = BPF_CORE_READ((struct sock *)sk, sk_protocol);
+
+		if (proto != 6 && proto != 17)
+			return;
+		if (kept)
+			n.kept_pending = bytes;
+		else
+			n.rx_pending = bytes;
+		if (!bpf_map_update_elem(&sk_owner, &sk, &n, BPF_NOEXIST)) {
+			zc_owners_changed();
+			return;
+		}
+		si = bpf_map_lookup_elem(&sk_owner, &sk);
+	}
 	if (!si)
 		return;
 	if (si->slot1)
@@ -136,29 +177,6 @@ static __always_inline void sock_take_pending(struct sk_info *si)
 	__sync_fetch_and_add(&si->kept_pending, -kept);
 	__sync_fetch_and_add(&r->zc_rx_bytes, rx);
 	__sync_fetch_and_add(&r->zc_kept_bytes, kept);
-}
-
-/* [0]: bumped whenever an entry of sk_owner is made, deleted or changes owner. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, u32);
-} zc_owner_gen SEC(".maps");
-
-static __always_inline u32 *zc_owner_gen_slot(void)
-{
-	u32 zero = 0;
-
-	return bpf_map_lookup_elem(&zc_owner_gen, &zero);
-}
-
-static __always_inline void zc_owners_changed(void)
-{
-	u32 *gen = zc_owner_gen_slot();
-
-	if (gen)
-		__sync_fetch_and_add(gen, 1);
 }
 
 /* [0]: all zeros, never written: what a process's new statistics are made from. A map, not a

@@ -45,9 +45,12 @@ def test_sockets_sum_to_their_process(tracer, topologies, tmp_path, strategy, tr
     assert snap["sockets"] is not None, snap["unavailable"]
     check_sums(snap)
     un = snap["sockets_unattributed"]
+    if str(spid) in un:
+        # a send this rung cannot give its socket (tcp_sendpage at a kretprobe): said so
+        assert snap["attach"]["tx_bytes"] == "kprobe" and strategy == "sendfile", un
+        return
     (ss,) = [x for x in sockets_of(snap, spid) if x["tx_bytes"] > 4]
-    if str(spid) not in un:
-        assert ss["tx_bytes"] == s["bytes"] and ss["tx_calls"] == s["send_calls"]
+    assert ss["tx_bytes"] == s["bytes"] and ss["tx_calls"] == s["send_calls"]
     assert sum(ss["send_size_log2"].values()) == ss["tx_calls"]
     assert ss["proto"] == "tcp" and ss["path"] == transport
     if str(cpid) not in un:
@@ -59,7 +62,7 @@ def test_sockets_sum_to_their_process(tracer, topologies, tmp_path, strategy, tr
     if strategy == "zero-copy" and ss["zc_tx_bytes"] is not None:
         # every zero-copy byte sent, and copied back at local delivery
         assert ss["zc_tx_bytes"] == ss["fallback_copy_bytes"] == s["bytes"], ss
-    elif strategy == "sendfile" and str(spid) not in un:
+    elif strategy == "sendfile":
         assert ss["tx_spliced_bytes"] == s["bytes"]
 
 
