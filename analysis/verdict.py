@@ -161,8 +161,9 @@ def _sendfile_verdict(f, cpu):
                                   "(tx_copy_bytes 0)")
     if not cpu:
         return "undecided", "undecided: no stack samples to weigh its copy from user space"
-    if _saving(cpu, "sendfile"):
-        return _saving(cpu, "sendfile")
+    small = _saving(cpu, "sendfile")
+    if small:
+        return small
     return "would help", (f"would help if its bytes come from a file: sendfile removes the "
                           f"copy from user space, {_interval(cpu['tx'])} of the process's CPU "
                           f"(kernel_tx_copy samples apportioned by its {f.get('tx_copy_bytes')} "

@@ -139,6 +139,7 @@ static __always_inline void on_copy_check(unsigned long n, bool to_user)
 static __always_inline void on_sendpage_exit(long ret, struct sock *sk)
 {
 	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct sock_stats *r;
 	struct proc_stats *ps;
 	s32 slot;
 
@@ -150,8 +151,9 @@ static __always_inline void on_sendpage_exit(long ret, struct sock *sk)
 		COUNT_ADD(ps->tx_calls, 1);
 		COUNT_ADD(ps->tx_spliced_bytes, ret);
 		slot = sock_slot_read(sk, tgid);
-		if (slot >= 0 && sock_rec(slot))
-			sock_count_send(sock_rec(slot), ret, SEND_SPLICED);
+		r = slot >= 0 ? sock_rec(slot) : NULL;
+		if (r)
+			sock_count_send(r, ret, SEND_SPLICED);
 	}
 }
 
@@ -182,6 +184,7 @@ static __always_inline void on_copy_ubufs(struct sk_buff *skb)
 static __always_inline void on_rx_copy(long len, struct sock *sk)
 {
 	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct sock_stats *r;
 	struct proc_stats *ps;
 	s32 slot;
 
@@ -192,8 +195,9 @@ static __always_inline void on_rx_copy(long len, struct sock *sk)
 		COUNT_ADD(ps->rx_copy_bytes, len);
 		COUNT_ADD(ps->rx_calls, 1);
 		slot = sock_slot_read(sk, tgid);
-		if (slot >= 0 && sock_rec(slot))
-			sock_count_recv(sock_rec(slot), len);
+		r = slot >= 0 ? sock_rec(slot) : NULL;
+		if (r)
+			sock_count_recv(r, len);
 	}
 }
 

@@ -52,7 +52,7 @@ def resolve_baseline(path):
     return base, [note] if note else []
 
 
-def short_form(transport_ok=True):
+def short_form():
     """SweepParams of the short form of `run --preset zerocopy`: forward only, untraced only,
     without the io_uring pair where this machine cannot run it. (params, what was left out)."""
     from netio_trace.cli import workload_refuses

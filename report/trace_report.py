@@ -183,6 +183,26 @@ def _flows_section(d, c):
                                                    + (s.get("rx_copy_bytes") or 0)))]
     d.table(["pid", "proto", "local", "peer", "route", "sent", "sends", "copied from user",
              "zero-copy", "spliced", "copied back", "copied to user"], srows, left=5)
+    d.p("Route: the device the socket's cached route left by when it was first counted "
+        "(`unknown`: none cached, an unconnected UDP socket); copied back: its zero-copy "
+        "bytes the kernel copied at delivery (the fallback copy).")
+    for note in _socket_gaps(trace):
+        d.p(note, "bad")
+
+
+def _socket_gaps(trace):
+    """What the sockets do not hold of their processes' counts, said."""
+    out = []
+    if trace.get("sockets_untracked"):
+        out.append(f"{trace['sockets_untracked']} event(s) found no socket record (more than "
+                   f"the tracer's table holds): they are in their processes' counts only.")
+    for pid, left in sorted((trace.get("sockets_unattributed") or {}).items()):
+        parts = ", ".join(f"{k} {v}" for k, v in left.items() if v)
+        why = (trace.get("unavailable") or {}).get("sockets.tx_bytes")
+        out.append(f"pid {pid}: {parts} counted for the process and no socket"
+                   + (f" ({why})" if why else " (a rung that cannot name the socket: "
+                      "docs/tracer.md)") + ".")
+    return out
 
 
 def _histograms_section(d, c):

@@ -110,3 +110,14 @@ def test_trace_report_renders_in_chromium(trace_dir):
     assert len(np.unique((rgb * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 200
     # the verdict boxes' green border (the doc's "answer" style) is on the page
     assert (np.abs(rgb * 255 - np.array([44, 160, 44])).max(axis=2) < 8).sum() > 100
+
+
+def test_what_the_sockets_miss_is_said():
+    t = {"sockets_untracked": 3, "unavailable": {},
+         "sockets_unattributed": {"42": {"tx_bytes": 100, "tx_calls": 1, "rx_copy_bytes": 0,
+                                         "tx_spliced_bytes": 100}}}
+    notes = trace_report._socket_gaps(t)
+    assert notes[0].startswith("3 event(s) found no socket record")
+    assert notes[1].startswith("pid 42: tx_bytes 100, tx_calls 1, tx_spliced_bytes 100 "
+                               "counted for the process and no socket")
+    assert trace_report._socket_gaps({"sockets_unattributed": {}, "sockets_untracked": 0}) == []
