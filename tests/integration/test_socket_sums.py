@@ -50,7 +50,9 @@ def test_sockets_sum_to_their_process(tracer, topologies, tmp_path, strategy, tr
         assert snap["attach"]["tx_bytes"] == "kprobe" and strategy == "sendfile", un
         return
     (ss,) = [x for x in sockets_of(snap, spid) if x["tx_bytes"] > 4]
-    assert ss["tx_bytes"] == s["bytes"] and ss["tx_calls"] == s["send_calls"]
+    # calls as the process counts them (tcp_sendpage before 6.5: one per page sent)
+    assert ss["tx_bytes"] == s["bytes"]
+    assert ss["tx_calls"] == snap["processes"][str(spid)]["tx_calls"]
     assert sum(ss["send_size_log2"].values()) == ss["tx_calls"]
     assert ss["proto"] == "tcp" and ss["path"] == transport
     if str(cpid) not in un:
