@@ -15,6 +15,7 @@ import collections
 import sys
 
 from bench import harness, pairs, windows
+from analysis.sizes import format_size
 from bench.config import COUNTING_ARGS, KiB, size_name
 from bench.markdown import verdict
 from bench.observers import OurTracer
@@ -106,7 +107,7 @@ def section_sockets(b):
 
 
 def _configs(text):
-    known = {f"{t}-{s}-{size_name(z)}": (t, s, z) for t, s, z in CONFIGS}
+    known = {f"{t}-{s}-{format_size(z)}": (t, s, z) for t, s, z in CONFIGS}
     out = []
     for name in text.split(","):
         if name not in known:
@@ -121,7 +122,7 @@ def main(argv=None):
     ap.add_argument("--pairs", type=int, default=20, help="pairs of windows per run")
     ap.add_argument("--configs", type=_configs, default=list(CONFIGS),
                     help="comma separated, of " + ", ".join(
-                        f"{t}-{s}-{size_name(z)}" for t, s, z in CONFIGS))
+                        f"{t}-{s}-{format_size(z)}" for t, s, z in CONFIGS))
     a = ap.parse_args(argv)
     if a.runs < 1 or a.pairs < 1:
         ap.error("--runs and --pairs must be more than 0")

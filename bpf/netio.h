@@ -175,8 +175,7 @@ struct sock_stats {
 				 * host (tcp_ends, looked up by the tracer): delivered locally */
 	u32 pad;
 	/* counters (u64 words, added atomically) */
-	u64 tx_bytes;		/* as proc_stats */
-	u64 tx_calls;
+	u64 tx_bytes;		/* as proc_stats (its send calls: the sum of send_size) */
 	u64 tx_copy_bytes;	/* the exact rungs' (else inferred by the tracer) */
 	u64 tx_spliced_bytes;
 	u64 zc_tx_bytes;	/* given to the process from this socket */

@@ -225,11 +225,11 @@ static __always_inline u32 send_size_slot(u64 v)
 	return r < NETIO_SEND_SIZE_SLOTS ? r : NETIO_SEND_SIZE_SLOTS - 1;
 }
 
-/* A send of ret bytes (ret > 0) on the record's socket. */
+/* A send of ret bytes (ret > 0) on the record's socket: its calls are the histogram's sum (an
+ * atomic add less per send: bench/NOTES.md, "What the per-socket accounting costs"). */
 static __always_inline void sock_count_send(struct sock_stats *r, long ret, u32 kind)
 {
 	__sync_fetch_and_add(&r->tx_bytes, ret);
-	__sync_fetch_and_add(&r->tx_calls, 1);
 	if (kind == SEND_SPLICED)
 		__sync_fetch_and_add(&r->tx_spliced_bytes, ret);
 	else if (kind == SEND_IO_URING)

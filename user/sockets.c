@@ -117,9 +117,19 @@ static bool peer_on_host(const struct tracer_bpf *t, const struct sock_stats *r)
 	return bpf_map_lookup_elem(fd, &m, &v) == 0;
 }
 
+/* Its send calls: every send counts in one slot of its size histogram. */
+static unsigned long long tx_calls(const struct sock_stats *r)
+{
+	unsigned long long n = 0;
+
+	for (int i = 0; i < NETIO_SEND_SIZE_SLOTS; i++)
+		n += r->send_size[i];
+	return n;
+}
+
 static bool counted(const struct sock_stats *r)
 {
-	return r->tx_calls || r->rx_calls || r->zc_rx_bytes;
+	return r->tx_bytes || r->rx_calls || r->zc_rx_bytes;
 }
 
 int sockets_read(const struct tracer_bpf *t, struct snapshot *s)
@@ -225,7 +235,7 @@ static void write_socket(const struct tracer_bpf *t, const struct snapshot *s,
 	json_kv_uint(j, "ifindex", r->ifindex);
 	json_kv_bool(j, "peer_local", r->peer_local);
 	json_kv_uint(j, "tx_bytes", r->tx_bytes);
-	json_kv_uint(j, "tx_calls", r->tx_calls);
+	json_kv_uint(j, "tx_calls", tx_calls(r));
 	if (!inferred || s->zc_per_process)
 		json_kv_uint(j, "tx_copy_bytes", inferred ? copy_rest(r) : r->tx_copy_bytes);
 	else
@@ -262,7 +272,7 @@ static void write_unattributed(const struct snapshot *s, struct json *j)
 			if (s->socks[k].tgid != p->tgid)
 				continue;
 			tx += s->socks[k].tx_bytes;
-			calls += s->socks[k].tx_calls;
+			calls += tx_calls(&s->socks[k]);
 			rx += s->socks[k].rx_copy_bytes;
 			sp += s->socks[k].tx_spliced_bytes;
 		}
