@@ -440,7 +440,6 @@ def cmd_trace(a, cmd):
         raise UsageError("netio-trace trace: this kernel has no BTF (/sys/kernel/btf/vmlinux); the "
                          "tracer needs CONFIG_DEBUG_INFO_BTF=y")
     if cmd:
-        import shutil
         if not (os.path.sep in cmd[0] and os.access(cmd[0], os.X_OK)) and not shutil.which(cmd[0]):
             raise UsageError(f"netio-trace trace: command {cmd[0]!r} not found")
     how = "given" if base else None
