@@ -22,6 +22,7 @@ from bench.harness import Bench, log
 from bench.measure_overhead import section_overhead, section_unrelated, section_windows
 from bench.measure_sweep import section_passes, section_sweep
 from bench.measure_workloads import section_iperf3, section_scale, section_zerocopy
+from bench.sockets import section_sockets
 
 SECTIONS = [
     ("overhead", section_overhead),
@@ -32,6 +33,7 @@ SECTIONS = [
     ("passes", section_passes),
     ("zerocopy", section_zerocopy),
     ("unrelated", section_unrelated),
+    ("sockets", section_sockets),
 ]
 
 

@@ -24,7 +24,14 @@ static __always_inline void on_sendmsg_enter(struct sock *sk, struct msghdr *msg
 	if (!tgid_followed(tgid))
 		return;
 	sc.spliced = !!(BPF_CORE_READ(msg, msg_flags) & NETIO_MSG_SPLICE_PAGES);
+	sc.slot1 = sock_slot_read(sk, tgid) + 1;	/* -1: none */
 	count_update_error(bpf_map_update_elem(&in_send, &tid, &sc, BPF_ANY));
+}
+
+/* The record of the socket the current send scope sends on (sockets.h), or NULL. */
+static __always_inline struct sock_stats *scope_sock(struct send_scope *sc)
+{
+	return sc && sc->slot1 ? sock_rec(sc->slot1 - 1) : NULL;
 }
 
 /* tcp_sendmsg() return: count the bytes it reports sent, close the scope. */
@@ -32,6 +39,7 @@ static __always_inline void on_sendmsg_exit(long ret)
 {
 	u32 tid = (u32)bpf_get_current_pid_tgid();
 	struct send_scope *sc = bpf_map_lookup_elem(&in_send, &tid);
+	struct sock_stats *r;
 	struct proc_stats *ps;
 
 	if (!sc)
@@ -43,11 +51,14 @@ static __always_inline void on_sendmsg_exit(long ret)
 			COUNT_ADD(ps->tx_calls, 1);
 			if (sc->spliced)
 				COUNT_ADD(ps->tx_spliced_bytes, ret);
+			r = scope_sock(sc);
+			if (r)
+				sock_count_send(r, ret, sc->spliced ? SEND_SPLICED : SEND_PLAIN);
 		}
 		struct sock *sk = (struct sock *)sc->sk;
 		unsigned long skflags = BPF_CORE_READ(sk, __sk_common.skc_flags);
 		if ((skflags >> SOCK_ZEROCOPY_BIT) & 1)
-			note_zc_owner(sc->sk, sc->tgid, NULL);
+			note_zc_owner(sc->sk, sc->tgid, NULL, sc->slot1);
 	}
 	bpf_map_delete_elem(&in_send, &tid);
 }
@@ -60,40 +71,54 @@ static __always_inline struct send_scope *current_send_scope(void)
 }
 
 /* The counters of the process whose send the current thread is inside, for a probe whose
- * positive return value is what it adds; NULL outside a followed send or on ret <= 0. */
-static __always_inline struct proc_stats *send_scope_stats(long ret)
+ * positive return value is what it adds; NULL outside a followed send or on ret <= 0. *sock:
+ * the record of the socket it sends on (NULL: none). */
+static __always_inline struct proc_stats *send_scope_stats(long ret, struct sock_stats **sock)
 {
 	struct send_scope *sc;
 
+	*sock = NULL;
 	if (ret <= 0)
 		return NULL;
 	sc = current_send_scope();
-	return sc ? proc_get(sc->tgid) : NULL;
+	if (!sc)
+		return NULL;
+	*sock = scope_sock(sc);
+	return proc_get(sc->tgid);
 }
 
 /* _copy_from_iter() and friends return the bytes copied from the user's iov. */
 static __always_inline void on_copy_from_user(long ret)
 {
-	struct proc_stats *ps = send_scope_stats(ret);
+	struct sock_stats *r;
+	struct proc_stats *ps = send_scope_stats(ret, &r);
 
-	if (ps)
+	if (ps) {
 		COUNT_ADD(ps->tx_copy_bytes, ret);
+		if (r)
+			__sync_fetch_and_add(&r->tx_copy_bytes, ret);
+	}
 }
 
 /* skb_zerocopy_iter_stream() returns the bytes it attached as user pages. */
 static __always_inline void on_zerocopy_stream(long ret)
 {
-	struct proc_stats *ps = send_scope_stats(ret);
+	struct sock_stats *r;
+	struct proc_stats *ps = send_scope_stats(ret, &r);
 
-	if (ps)
+	if (ps) {
 		COUNT_ADD(ps->zc_tx_bytes, ret);
+		if (r)
+			__sync_fetch_and_add(&r->zc_tx_bytes, ret);
+	}
 }
 
 /* get_user_pages_fast()/pin_user_pages_fast() return the number of user pages they pinned
  * (called by iov_iter_get_pages2()/iov_iter_extract_pages() for MSG_ZEROCOPY). */
 static __always_inline void on_pages_pinned(long ret)
 {
-	struct proc_stats *ps = send_scope_stats(ret);
+	struct sock_stats *r;
+	struct proc_stats *ps = send_scope_stats(ret, &r);
 
 	if (ps)
 		COUNT_ADD(ps->pinned_pages, ret);
@@ -109,11 +134,14 @@ static __always_inline void on_copy_check(unsigned long n, bool to_user)
 		on_copy_from_user((long)n);
 }
 
-/* tcp_sendpage() (sendfile/splice before 6.5): bytes sent from page-cache pages, no copy */
-static __always_inline void on_sendpage_exit(long ret)
+/* tcp_sendpage() (sendfile/splice before 6.5): bytes sent from page-cache pages, no copy; sk:
+ * its socket where the rung gives its arguments at return (fexit), else NULL (no record). */
+static __always_inline void on_sendpage_exit(long ret, struct sock *sk)
 {
 	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct sock_stats *r;
 	struct proc_stats *ps;
+	s32 slot;
 
 	if (ret <= 0 || !tgid_followed(tgid))
 		return;
@@ -122,6 +150,10 @@ static __always_inline void on_sendpage_exit(long ret)
 		COUNT_ADD(ps->tx_bytes, ret);
 		COUNT_ADD(ps->tx_calls, 1);
 		COUNT_ADD(ps->tx_spliced_bytes, ret);
+		slot = sock_slot_read(sk, tgid);
+		r = slot >= 0 ? sock_rec(slot) : NULL;
+		if (r)
+			sock_count_send(r, ret, SEND_SPLICED);
 	}
 }
 
@@ -130,7 +162,17 @@ static __always_inline void on_sendpage_exit(long ret)
 static __always_inline void on_copy_ubufs(struct sk_buff *skb)
 {
 	struct netns_stats *ns = netns_stats_of(BPF_CORE_READ(skb, dev, nd_net.net));
+	unsigned char *sh = BPF_CORE_READ(skb, head);
+	struct skb_shared_info *shinfo;
 
+	/* for the record of the socket that sent it (maps.h, sock_zc_seen) */
+	if (bpf_core_field_size(skb->end) == 4)
+		shinfo = (void *)(sh + BPF_CORE_READ(skb, end));
+	else
+		shinfo = (void *)(unsigned long)BPF_CORE_READ(skb, end);
+	if (!socks_off())
+		sock_zc_seen(BPF_CORE_READ(shinfo, destructor_arg), BPF_CORE_READ(skb, data_len),
+			     false);
 	if (ns) {
 		ns->fallback_copy_bytes += BPF_CORE_READ(skb, data_len);
 		ns->fallback_copy_skbs++;
@@ -144,6 +186,7 @@ static __always_inline void on_copy_ubufs(struct sk_buff *skb)
 struct udp_recv {
 	u64 len;
 	u64 flags;
+	u64 sk;
 };
 
 struct {
@@ -153,22 +196,29 @@ struct {
 	__type(value, struct udp_recv);
 } udp_recving SEC(".maps");
 
-static __always_inline void count_rx(u32 tgid, long len)
+/* len bytes copied to the user by process tgid from socket sk (NULL: not known) */
+static __always_inline void count_rx(u32 tgid, long len, struct sock *sk)
 {
 	struct proc_stats *ps = proc_get(tgid);
+	struct sock_stats *r;
+	s32 slot;
 
-	if (ps) {
-		COUNT_ADD(ps->rx_copy_bytes, len);
-		COUNT_ADD(ps->rx_calls, 1);
-	}
+	if (!ps)
+		return;
+	COUNT_ADD(ps->rx_copy_bytes, len);
+	COUNT_ADD(ps->rx_calls, 1);
+	slot = sock_slot_read(sk, tgid);
+	r = slot >= 0 ? sock_rec(slot) : NULL;
+	if (r)
+		sock_count_recv(r, len);
 }
 
 /* udp_recvmsg(sk, msg, len, [noblock,] flags, addr_len) entered by a followed thread */
-static __always_inline void on_udp_recv_enter(u64 len, u64 flags)
+static __always_inline void on_udp_recv_enter(struct sock *sk, u64 len, u64 flags)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
-	struct udp_recv r = { .len = len, .flags = flags };
+	struct udp_recv r = { .len = len, .flags = flags, .sk = (u64)sk };
 
 	if (tgid_followed(id >> 32))
 		count_update_error(bpf_map_update_elem(&udp_recving, &tid, &r, BPF_ANY));
@@ -181,32 +231,30 @@ static __always_inline void on_udp_recv_exit(long ret)
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
 	struct udp_recv *r = bpf_map_lookup_elem(&udp_recving, &tid);
+	struct sock *sk;
 	long copied = ret;
 
 	if (!r)
 		return;
 	if ((r->flags & NETIO_MSG_TRUNC) && (u64)copied > r->len)
 		copied = r->len;
+	sk = (struct sock *)r->sk;
 	bpf_map_delete_elem(&udp_recving, &tid);
 	if (copied > 0)
-		count_rx(id >> 32, copied);
+		count_rx(id >> 32, copied, sk);
 }
 
-/* skb_copy_datagram_iter() returned 0: len bytes were copied to the user (a UDP receive's
- * count at its return instead). */
-static __always_inline void on_rx_copy(long len)
+/* skb_copy_datagram_iter() returned 0: len bytes were copied to the user, from a skb of
+ * socket sk (NULL: not known: a UDP skb carries none); a UDP receive counts at its return
+ * instead. */
+static __always_inline void on_rx_copy(long len, struct sock *sk)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tgid = id >> 32, tid = (u32)id;
-	struct proc_stats *ps;
 
 	if (len <= 0 || !tgid_followed(tgid) || bpf_map_lookup_elem(&udp_recving, &tid))
 		return;
-	ps = proc_get(tgid);
-	if (ps) {
-		COUNT_ADD(ps->rx_copy_bytes, len);
-		COUNT_ADD(ps->rx_calls, 1);
-	}
+	count_rx(tgid, len, sk);
 }
 
 /* One completion notification for the sends [id, id + len) of the socket whose notification

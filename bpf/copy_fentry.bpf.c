@@ -57,7 +57,12 @@ int prog(u64 *ctx)								\
  * report sent */
 FEXIT_RET(fx_sendmsg_out, on_sendmsg_exit, int)
 FEXIT_RET(fx_udp_sendmsg_out, on_sendmsg_exit, int)
-FEXIT_RET(fx_sendpage_out, on_sendpage_exit, int)
+SEC("fexit")
+int fx_sendpage_out(u64 *ctx)	/* int tcp_sendpage(sk, page, offset, size, flags) */
+{
+	on_sendpage_exit((int)func_ret(ctx), (struct sock *)func_arg(ctx, 0));
+	return 0;
+}
 /* tx_copy: size_t _copy_from_iter{,_nocache}(addr, bytes, i): bytes copied from the user */
 FEXIT_RET(fx_copy_from_iter, on_copy_from_user, long)
 FEXIT_RET(fx_copy_from_iter_nc, on_copy_from_user, long)
@@ -107,7 +112,8 @@ SEC("fexit")
 int fx_rx_copy(u64 *ctx)
 {
 	if ((int)func_ret(ctx) == 0)
-		on_rx_copy((int)func_arg(ctx, 3));
+		on_rx_copy((int)func_arg(ctx, 3),
+			   BPF_CORE_READ((struct sk_buff *)func_arg(ctx, 0), sk));
 	return 0;
 }
 
@@ -119,7 +125,7 @@ int fx_rx_copy(u64 *ctx)
 SEC("fentry")									\
 int BPF_PROG(prog, struct sock *sk, struct msghdr *msg, size_t len, __VA_ARGS__)	\
 {										\
-	on_udp_recv_enter(len, flags);						\
+	on_udp_recv_enter(sk, len, flags);						\
 	return 0;								\
 }
 

@@ -12,11 +12,17 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* skb_copy_datagram_iter's length and its skb's socket, for its return */
+struct rx_call {
+	u64 len;
+	u64 sk;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, NETIO_MAX_THREADS);
 	__type(key, u32);
-	__type(value, u64);
+	__type(value, struct rx_call);
 } rx_stash SEC(".maps");
 
 /* the length of a UDP zero-copy send's __zerocopy_sg_from_iter call, for its return */
@@ -67,8 +73,13 @@ int BPF_KRETPROBE(prog, type ret)						\
 
 /* tx_bytes: tcp_sendmsg, udp_sendmsg */
 KRETPROBE_RET(kp_sendmsg_out, on_sendmsg_exit, int)
-/* tx_bytes: tcp_sendpage (sendfile, splice before 6.5) */
-KRETPROBE_RET(kp_sendpage_out, on_sendpage_exit, int)
+/* tx_bytes: tcp_sendpage (sendfile, splice before 6.5): no socket at a kretprobe */
+SEC("kretprobe")
+int BPF_KRETPROBE(kp_sendpage_out, int ret)
+{
+	on_sendpage_exit(ret, NULL);
+	return 0;
+}
 /* tx_copy: _copy_from_iter, _copy_from_iter_nocache */
 KRETPROBE_RET(kp_copy_from_iter, on_copy_from_user, long)
 /* pinning: skb_zerocopy_iter_stream (bytes), *_user_pages_fast (pages) */
@@ -129,20 +140,30 @@ int BPF_KPROBE(kp_copy_ubufs, struct sk_buff *skb)
 
 /* skb_copy_datagram_iter(skb, offset, to, len) */
 SEC("kprobe")
-int BPF_KPROBE(kp_rx_copy_in, void *skb, int offset, void *to, int len)
+int BPF_KPROBE(kp_rx_copy_in, struct sk_buff *skb, int offset, void *to, int len)
 {
-	if (tgid_followed(bpf_get_current_pid_tgid() >> 32))
-		stash(&rx_stash, (u64)len);
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+	struct rx_call call = { .len = len };
+
+	if (!tgid_followed(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	call.sk = (u64)BPF_CORE_READ(skb, sk);
+	count_update_error(bpf_map_update_elem(&rx_stash, &tid, &call, BPF_ANY));
 	return 0;
 }
 
 SEC("kretprobe")
 int BPF_KRETPROBE(kp_rx_copy_out, int ret)
 {
-	u64 len;
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+	struct rx_call *call = bpf_map_lookup_elem(&rx_stash, &tid), c;
 
-	if (unstash(&rx_stash, &len) && ret == 0)
-		on_rx_copy((long)len);
+	if (!call)
+		return 0;
+	c = *call;
+	bpf_map_delete_elem(&rx_stash, &tid);
+	if (ret == 0)
+		on_rx_copy((long)c.len, (struct sock *)c.sk);
 	return 0;
 }
 
@@ -151,7 +172,7 @@ int BPF_KRETPROBE(kp_rx_copy_out, int ret)
 SEC("kprobe")									\
 int BPF_KPROBE(prog, struct sock *sk, struct msghdr *msg, size_t len, __VA_ARGS__)	\
 {										\
-	on_udp_recv_enter(len, flags);						\
+	on_udp_recv_enter(sk, len, flags);						\
 	return 0;								\
 }
 

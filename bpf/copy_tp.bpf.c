@@ -87,6 +87,13 @@ struct skb_shared_info___pre512 {
  * none to count or to copy, and is dismissed with one load before its shared info is read.
  * skb->end is an offset from head on 64-bit kernels (NET_SKBUFF_DATA_USES_OFFSET), a pointer
  * elsewhere. The cast build runs on 6.2+ only, where the flags are `flags`. */
+static __always_inline unsigned char *skb_shinfo_addr(struct sk_buff *skb)
+{
+	if (bpf_core_field_size(skb->end) == 4)
+		return skb->head + skb->end;
+	return (unsigned char *)(unsigned long)skb->end;
+}
+
 static __always_inline bool skb_zc(struct sk_buff *skb, const bool cast)
 {
 	struct skb_shared_info *shinfo;
@@ -96,10 +103,7 @@ static __always_inline bool skb_zc(struct sk_buff *skb, const bool cast)
 
 	if (!skb->data_len)
 		return false;
-	if (bpf_core_field_size(skb->end) == 4)
-		sh = skb->head + skb->end;
-	else
-		sh = (unsigned char *)(unsigned long)skb->end;
+	sh = skb_shinfo_addr(skb);
 	if (cast) {
 		shinfo = bpf_rdonly_cast(sh, bpf_core_type_id_kernel(struct skb_shared_info));
 		flags = shinfo->flags;
@@ -113,6 +117,24 @@ static __always_inline bool skb_zc(struct sk_buff *skb, const bool cast)
 		bpf_probe_read_kernel(&flags, 1, sh + off);
 	}
 	return flags & bit;
+}
+
+/* The ubuf_info of zerocopy skb skb (its shared info's destructor_arg): which socket sent it
+ * (maps.h, sock_zc_seen). Only for zerocopy skbs: a few loads more. */
+static __always_inline void *zc_skb_uarg(struct sk_buff *skb, const bool cast)
+{
+	unsigned char *sh = skb_shinfo_addr(skb);
+	struct skb_shared_info *shinfo;
+	void *uarg = NULL;
+
+	if (cast) {
+		shinfo = bpf_rdonly_cast(sh, bpf_core_type_id_kernel(struct skb_shared_info));
+		uarg = shinfo->destructor_arg;
+	} else {
+		bpf_probe_read_kernel(&uarg, sizeof(uarg), sh + bpf_core_field_offset(
+					      struct skb_shared_info, destructor_arg));
+	}
+	return uarg;
 }
 
 /* The sequence number in the TCP header of an skb on its way out; -1 if it cannot be read. */
@@ -216,6 +238,30 @@ static __always_inline bool socket_call_ending(struct task_state *st, struct tas
 	return thread_syscall_nr(st, task) == st->nr;
 }
 
+/* The record of socket sk for the followed thread st (sockets.h), or NULL: the one it counted
+ * on last, if that is still sk's (the same socket, ports and peer), else found or made. The
+ * socket's identity words are two loads (sk is a trusted pointer here). */
+static __always_inline struct sock_stats *sock_of_thread(struct task_state *st, struct sock *sk)
+{
+	u32 ports = sk->__sk_common.skc_portpair, daddr = sk->__sk_common.skc_daddr;
+	struct sock_stats *r;
+	s32 slot;
+
+	if (socks_off())
+		return NULL;
+	if (st->sock_slot1) {
+		r = sock_rec(st->sock_slot1 - 1);
+		if (r && r->sk == (u64)sk && r->ports == ports && r->daddr == daddr &&
+		    r->tgid == st->tgid)
+			return r;
+	}
+	slot = sock_slot_of(sk, st->tgid, ports, daddr);
+	if (slot < 0)
+		return NULL;
+	st->sock_slot1 = slot + 1;
+	return sock_rec(slot);
+}
+
 /* An io_uring zero-copy send leaves SOCK_ZEROCOPY unset: the bytes xmit kept pending on a
  * socket it saw zerocopy skbs of go to the process whose io_uring sends on it. */
 static __always_inline void claim_io_uring_zc(struct sock *sk, struct task_state *st,
@@ -224,7 +270,7 @@ static __always_inline void claim_io_uring_zc(struct sock *sk, struct task_state
 	u64 key = (u64)sk;
 
 	if (bpf_map_lookup_elem(&sk_owner, &key))
-		note_zc_owner(key, st->tgid, c);
+		note_zc_owner(key, st->tgid, c, st->sock_slot1);
 }
 
 /* A zerocopy send of the thread: its process is named the socket's owner at the thread's
@@ -237,28 +283,34 @@ static __always_inline void note_zc_send(struct sock *sk, struct task_state *st,
 
 	if (gen && st->zc_sk == (u64)sk && st->zc_gen == now)
 		return;
-	note_zc_owner((u64)sk, st->tgid, c);
+	note_zc_owner((u64)sk, st->tgid, c, st->sock_slot1);
 	st->zc_sk = (u64)sk;
 	st->zc_gen = now;
 }
 
 /* A send that is not the thread's own send, sendmsg or write: inside sendfile or splice
  * (spliced pages), or made by io_uring (inside io_uring_enter, or on one of its workers).
- * Costs a load from the thread's saved registers (thread_syscall_nr). */
-static __always_inline void other_send(struct sock *sk, int ret, struct task_state *st,
-				       struct thread_counts *c, struct task_struct *task)
+ * Costs a load from the thread's saved registers (thread_syscall_nr). Returns what it was
+ * (enum netio_send_kind). */
+static __always_inline u32 other_send(struct sock *sk, int ret, struct task_state *st,
+				      struct thread_counts *c, struct task_struct *task)
 {
 	long nr;
 
 	if (TASK_READ(task, flags) & NETIO_PF_IO_WORKER) {
 		claim_io_uring_zc(sk, st, c);
-		return;
+		return SEND_IO_URING;
 	}
 	nr = thread_syscall_nr(st, task);
-	if (nr == NR_SENDFILE || nr == NR_SPLICE)
+	if (nr == NR_SENDFILE || nr == NR_SPLICE) {
 		COUNT_ADD(c->p.tx_spliced_bytes, ret);
-	else if (nr == NR_IO_URING_ENTER)
+		return SEND_SPLICED;
+	}
+	if (nr == NR_IO_URING_ENTER) {
 		claim_io_uring_zc(sk, st, c);
+		return SEND_IO_URING;
+	}
+	return SEND_PLAIN;
 }
 
 /* A send returns at the socket layer: bytes and calls of the followed thread, counted in its
@@ -269,6 +321,8 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 	struct task_struct *task = current_task();
 	struct task_state *st = followed_thread(task);
 	struct thread_counts *c;
+	struct sock_stats *r;
+	u32 kind = SEND_PLAIN;
 	bool ends;
 
 	if (!st)
@@ -278,10 +332,13 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 	if (c && ret > 0 && counted_proto(sk->sk_protocol)) {
 		COUNT_ADD(c->p.tx_bytes, ret);
 		COUNT_ADD(c->p.tx_calls, 1);
+		r = sock_of_thread(st, sk);	/* first: the owner's record for a claim below */
 		if (!ends)
-			other_send(sk, ret, st, c, task);
+			kind = other_send(sk, ret, st, c, task);
 		if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1)
 			note_zc_send(sk, st, c);
+		if (r)
+			sock_count_send(r, ret, kind);
 	}
 	if (ends)
 		sc_finish(st, ret);
@@ -298,6 +355,7 @@ int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 	struct task_struct *task = current_task();
 	struct task_state *st = followed_thread(task);
 	struct thread_counts *c;
+	struct sock_stats *r;
 	long copied;
 
 	if (!st)
@@ -307,6 +365,9 @@ int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 	if (copied > 0) {
 		COUNT_ADD(c->p.rx_copy_bytes, copied);
 		COUNT_ADD(c->p.rx_calls, 1);
+		r = sock_of_thread(st, sk);
+		if (r)
+			sock_count_recv(r, copied);
 	} else if (copied < 0) {
 		COUNT_ADD(c->p.rx_unsized_calls, 1);
 	}
@@ -334,6 +395,12 @@ int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 	if (c) {
 		COUNT_ADD(c->p.rx_copy_bytes, len);
 		COUNT_ADD(c->p.rx_calls, 1);
+		if (skb->sk) {
+			struct sock_stats *r = sock_of_thread(st, skb->sk);
+
+			if (r)
+				sock_count_recv(r, len);
+		}
 	}
 	thread_counted(st, task);
 	return 0;
@@ -373,6 +440,7 @@ static __always_inline void udp_socket_renewed(struct sk_info *si, struct sock *
 	if (si->ino) {
 		claim_zc_bytes(si);
 		si->tgid = 0;
+		si->slot1 = 0;	/* the old socket's record */
 		zc_owners_changed();
 	}
 	si->ino = ino;
@@ -429,6 +497,14 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 	return 0;
 }
 
+/* A zerocopy skb's bytes seen received (kept: freed still zerocopy after its receive) for the
+ * record of the socket that sent it, whatever namespace received it. */
+static __always_inline void sock_zc_rx(struct sk_buff *skb, const bool cast, bool kept)
+{
+	if (!socks_off())
+		sock_zc_seen(zc_skb_uarg(skb, cast), skb->data_len, kept);
+}
+
 static __always_inline int on_netif_receive(struct sk_buff *skb, const bool cast)
 {
 	struct netns_stats *ns;
@@ -436,6 +512,7 @@ static __always_inline int on_netif_receive(struct sk_buff *skb, const bool cast
 
 	if (!skb_zc(skb, cast))
 		return 0;
+	sock_zc_rx(skb, cast, false);
 	ns = netns_stats_of(skb->dev->nd_net.net);
 	if (!ns)
 		return 0;
@@ -457,6 +534,7 @@ static __always_inline int on_kfree_skb(struct sk_buff *skb, const bool cast)
 
 	if (!skb->skb_iif || !skb_zc(skb, cast))
 		return 0;
+	sock_zc_rx(skb, cast, true);
 	dev = skb->dev;
 	if (!dev)
 		return 0;
@@ -537,6 +615,8 @@ int BPF_PROG(tp_sock_state, const struct sock *sk, const int oldstate, const int
 	u64 key = (u64)sk;
 	struct sk_info *si;
 
+	if (newstate == NETIO_TCP_ESTABLISHED && !socks_off())
+		tcp_end_seen((struct sock *)sk);
 	if (newstate != 7 /* TCP_CLOSE */)
 		return 0;
 	si = bpf_map_lookup_elem(&sk_owner, &key);

@@ -55,6 +55,8 @@ struct send_scope {
 	u32 tgid;
 	u32 spliced;		/* MSG_SPLICE_PAGES: pages handed over, nothing copied */
 	u64 sk;
+	u32 slot1;		/* the socket's record (sockets.h), its slot + 1; 0: none */
+	u32 pad;
 };
 
 struct {
@@ -78,9 +80,11 @@ struct sk_info {
 	u32 tgid;		/* 0: not known yet */
 	u32 max_end_seq;
 	u32 seq_valid;
-	u32 pad;
+	u32 slot1;		/* the owner's record of this socket (sockets.h), its slot + 1 */
 	u64 pending;		/* bytes counted, not yet claimed */
 	u64 ino;		/* a UDP socket's inode number (copy_tp.bpf.c, udp_socket_renewed) */
+	u64 rx_pending;		/* its zerocopy bytes seen received, and freed uncopied, before */
+	u64 kept_pending;	/* the record was known (sock_zc_seen): for the record */
 };
 
 struct {
@@ -89,6 +93,8 @@ struct {
 	__type(key, u64);	/* struct sock * */
 	__type(value, struct sk_info);
 } sk_owner SEC(".maps");
+
+#include "sockets.h"
 
 /* [0]: bumped whenever an entry of sk_owner is made, deleted or changes owner. */
 struct {
@@ -111,6 +117,67 @@ static __always_inline void zc_owners_changed(void)
 
 	if (gen)
 		__sync_fetch_and_add(gen, 1);
+}
+
+/* Bytes of the zerocopy skbs of a socket seen received (kept: freed uncopied after their
+ * receive), for the record of the socket whose zerocopy pages uarg (the skb's destructor_arg)
+ * tracks: MSG_ZEROCOPY keeps its ubuf_info in the cb[] of an skb of the sending socket (its
+ * notification), whose owner names the record (note_zc_owner); until then (its first skbs
+ * are received inside its first send) they wait on the socket. io_uring's notifications are
+ * not in an skb: what this reads for them matches no socket. */
+static __always_inline void sock_zc_seen(void *uarg, u64 bytes, bool kept)
+{
+	struct sock_stats *r = NULL;
+	struct sk_buff *nskb;
+	struct sk_info *si;
+	u64 sk;
+
+	if (!uarg)
+		return;
+	nskb = (struct sk_buff *)((char *)uarg - bpf_core_field_offset(struct sk_buff, cb));
+	sk = (u64)BPF_CORE_READ(nskb, sk);
+	si = sk ? bpf_map_lookup_elem(&sk_owner, &sk) : NULL;
+	if (!si && sk) {
+		/* its first skbs, received before the first send returned (the exact rungs make
+		 * the socket's entry there): wait on a new one, if that is a TCP or UDP socket */
+		struct sk_info n = {};
+		u16 proto = BPF_CORE_READ((struct sock *)sk, sk_protocol);
+
+		if (proto != 6 && proto != 17)
+			return;
+		if (kept)
+			n.kept_pending = bytes;
+		else
+			n.rx_pending = bytes;
+		if (!bpf_map_update_elem(&sk_owner, &sk, &n, BPF_NOEXIST)) {
+			zc_owners_changed();
+			return;
+		}
+		si = bpf_map_lookup_elem(&sk_owner, &sk);
+	}
+	if (!si)
+		return;
+	if (si->slot1)
+		r = sock_rec(si->slot1 - 1);
+	if (r)
+		__sync_fetch_and_add(kept ? &r->zc_kept_bytes : &r->zc_rx_bytes, bytes);
+	else
+		__sync_fetch_and_add(kept ? &si->kept_pending : &si->rx_pending, bytes);
+}
+
+/* What waited on socket si for its record (sock_zc_seen) goes to it; an atomic add of the
+ * amount taken, as no exchange is needed for that. */
+static __always_inline void sock_take_pending(struct sk_info *si)
+{
+	struct sock_stats *r = si->slot1 ? sock_rec(si->slot1 - 1) : NULL;
+	u64 rx = si->rx_pending, kept = si->kept_pending;
+
+	if (!r || !(rx | kept))
+		return;
+	__sync_fetch_and_add(&si->rx_pending, -rx);
+	__sync_fetch_and_add(&si->kept_pending, -kept);
+	__sync_fetch_and_add(&r->zc_rx_bytes, rx);
+	__sync_fetch_and_add(&r->zc_kept_bytes, kept);
 }
 
 /* [0]: all zeros, never written: what a process's new statistics are made from. A map, not a
@@ -269,8 +336,22 @@ static __always_inline void claim_zc_bytes(struct sk_info *si)
 {
 }
 
-static __always_inline void note_zc_owner(u64 sk, u32 tgid, struct thread_counts *c)
+/* Only who owns the socket, and its record (for the copy back, sock_slot1_of_uarg). */
+static __always_inline void note_zc_owner(u64 sk, u32 tgid, struct thread_counts *c, u32 slot1)
 {
+	struct sk_info *si = bpf_map_lookup_elem(&sk_owner, &sk), n = { .tgid = tgid,
+									 .slot1 = slot1 };
+
+	if (si && si->tgid == tgid && si->slot1 == slot1)
+		return;
+	if (!si) {
+		count_update_error(bpf_map_update_elem(&sk_owner, &sk, &n, BPF_ANY));
+		return;
+	}
+	si->tgid = tgid;
+	if (slot1)
+		si->slot1 = slot1;
+	sock_take_pending(si);
 }
 #else
 /* The bytes pending on socket si go to its owner's process: where no thread of it is at hand
@@ -286,6 +367,8 @@ static __always_inline void claim_zc_bytes(struct sk_info *si)
 	ps = proc_get(si->tgid);
 	if (ps)	/* a socket's close (softirq) may interrupt a snapshot's claim here */
 		__sync_fetch_and_add(&ps->zc_tx_bytes, pending);
+	if (ps)
+		sock_add_zc(si->slot1, pending);
 }
 
 /* The end of a send of process tgid on a zerocopy socket (the caller checked SOCK_ZEROCOPY,
@@ -294,9 +377,10 @@ static __always_inline void claim_zc_bytes(struct sk_info *si)
  * process). A socket seen with another owner before (passed to another process) gives that
  * one its bytes and starts again. An xmit racing with this on another CPU may still add to
  * pending after the exchange: a later claim takes it. */
-static __always_inline void note_zc_owner(u64 sk, u32 tgid, struct thread_counts *c)
+static __always_inline void note_zc_owner(u64 sk, u32 tgid, struct thread_counts *c, u32 slot1)
 {
-	struct sk_info *si, n = { .tgid = tgid };
+	struct sk_info *si, n = { .tgid = tgid, .slot1 = slot1 };
+	u64 pending;
 
 	si = bpf_map_lookup_elem(&sk_owner, &sk);
 	if (!si) {
@@ -313,12 +397,18 @@ static __always_inline void note_zc_owner(u64 sk, u32 tgid, struct thread_counts
 		}
 		si->tgid = tgid;
 	}
+	if (slot1)
+		si->slot1 = slot1;
+	sock_take_pending(si);
 	if (!si->pending)
 		return;
-	if (c)
-		c->p.zc_tx_bytes += __sync_lock_test_and_set(&si->pending, 0);
-	else
+	if (c) {
+		pending = __sync_lock_test_and_set(&si->pending, 0);
+		c->p.zc_tx_bytes += pending;
+		sock_add_zc(si->slot1, pending);
+	} else {
 		claim_zc_bytes(si);
+	}
 }
 #endif
 

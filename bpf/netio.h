@@ -138,7 +138,57 @@ enum netio_counter {
 				 * into a followed cgroup (--cgroup) */
 	CNT_THREAD_SPILLED,	/* events of a thread without storage, counted in the CPU's
 				 * thread_spill (maps.h) instead of lost */
+	CNT_SOCK_UNTRACKED,	/* events of a socket that got no record (sockets.h: the table
+				 * full): in its process's counts only */
 	CNT_NR,
+};
+
+/* Per-socket accounting (bpf/sockets.h, issue 28): one record per (socket, process), made at
+ * the first event a followed process counts on the socket and kept until the next reset, after
+ * the socket closes. */
+#define NETIO_MAX_SOCK_RECORDS 4096
+#define NETIO_MAX_TCP_ENDS 16384	/* TCP connections seen established (tcp_ends) */
+#define NETIO_SEND_SIZE_SLOTS 32	/* log2 slots of send sizes: [2^i, 2^(i+1)) bytes */
+
+/* The device a socket's route leaves by, when its record was made. */
+enum netio_path {
+	PATH_UNKNOWN = 0,	/* no route cached on the socket (an unconnected UDP socket) */
+	PATH_LOOPBACK,		/* IFF_LOOPBACK */
+	PATH_VETH,		/* a veth: into another namespace of this host */
+	PATH_VIRTUAL,		/* another device with link ops (bridge, tunnel, macvlan...) */
+	PATH_DEVICE,		/* a device without link ops: a NIC's driver */
+};
+
+/* What a send was, beside its bytes (sockets.h, sock_count_send). */
+enum netio_send_kind { SEND_PLAIN = 0, SEND_SPLICED, SEND_IO_URING };
+
+struct sock_stats {
+	/* identity: the socket, its process and its addresses, set when the record is made */
+	u64 sk;			/* struct sock address */
+	u32 tgid;
+	u32 netns;		/* its network namespace's inode number */
+	u32 ports;		/* skc_portpair and skc_daddr as read then: a socket whose memory */
+	u32 daddr;		/* another takes later does not match them */
+	u16 family, proto, lport, rport;	/* ports in host order */
+	u8 laddr[16], raddr[16];	/* IPv4: the first 4 bytes */
+	u32 path;		/* enum netio_path */
+	u32 ifindex;		/* of that device, in the socket's namespace */
+	u32 peer_local;		/* TCP: the other end's connection was seen established on this
+				 * host (tcp_ends, looked up by the tracer): delivered locally */
+	u32 pad;
+	/* counters (u64 words, added atomically) */
+	u64 tx_bytes;		/* as proc_stats (its send calls: the sum of send_size) */
+	u64 tx_copy_bytes;	/* the exact rungs' (else inferred by the tracer) */
+	u64 tx_spliced_bytes;
+	u64 zc_tx_bytes;	/* given to the process from this socket */
+	u64 io_uring_sends;	/* sends io_uring made */
+	u64 rx_copy_bytes;
+	u64 rx_calls;
+	u64 zc_rx_bytes;	/* its zerocopy skbs' bytes seen received (netif_receive_skb) or
+				 * copied (skb_copy_ubufs) */
+	u64 zc_kept_bytes;	/* of those, freed still zerocopy after their receive: not
+				 * copied (forwarded, dropped) */
+	u64 send_size[NETIO_SEND_SIZE_SLOTS];
 };
 
 #endif

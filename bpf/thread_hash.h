@@ -19,6 +19,7 @@ struct task_state {
 	u64 zc_sk;		/* as in thread_storage.h: unused here (note_zc_owner, maps.h) */
 	u32 zc_gen;
 	u32 tx_counted;		/* as in thread_storage.h */
+	u32 sock_slot1;		/* as in thread_storage.h */
 	u64 regs;		/* unused here: the socket tracepoints that read it are 6.3+ */
 };
 

@@ -27,6 +27,8 @@ struct task_state {
 	u64 regs;		/* its saved user registers (copy_tp.bpf.c, thread_syscall_nr) */
 	u64 zc_sk;		/* the zerocopy socket it last named its process's (note_zc_send) */
 	u32 zc_gen;		/* zc_owner_gen then */
+	u32 sock_slot1;		/* the record of the socket it last counted on, + 1 (copy_tp.bpf.c,
+				 * sock_of_thread) */
 	u32 tx_counted;		/* the call in progress sends on TCP/UDP: its bytes are tx_bytes
 				 * (syscalls.bpf.c, EXIT_TX_BYTES) */
 	u64 spill;		/* this is a CPU's thread_spill slot, held by the event (u64:
@@ -86,6 +88,7 @@ static __always_inline struct task_state *spill_thread(u32 tgid)
 	st->ts = 0;
 	st->regs = 0;		/* the last user's registers, another thread's */
 	st->zc_sk = 0;
+	st->sock_slot1 = 0;
 	count_event(CNT_THREAD_SPILLED);
 	return st;
 }

@@ -138,7 +138,17 @@ def build_parser():
                    "there now and those that start or move there later (repeatable; with "
                    "--pid, -- CMD or alone)")
     _tracer_flags(t, "auto")
-    t.add_argument("--json", metavar="FILE", help="write the trace object to FILE")
+    t.add_argument("--json", metavar="FILE", help="write the trace object to FILE, or to "
+                   "stdout with - (otherwise it is not shown: the terminal gets the table and "
+                   "the verdicts)")
+    t.add_argument("--report", metavar="DIR",
+                   help="also write DIR/report.md and a self-contained DIR/report.html: "
+                   "processes and sockets, copies by kind, histograms, category shares, the "
+                   "flame graph, and whether zero-copy would pay off, socket by socket")
+    t.add_argument("--baseline", metavar="DIR",
+                   help="a `run --preset zerocopy` results directory of this machine: where "
+                   "zero-copy overtakes the copy, for the verdicts (with --report and none "
+                   "given, its short form runs first, into DIR/baseline)")
     t.add_argument("--folded", metavar="FILE", help="write folded stacks to FILE")
     t.add_argument("--openmetrics", metavar="FILE|:PORT",
                    help="also write bytes, copies and syscall latency histograms as "
@@ -160,7 +170,8 @@ def build_parser():
                    "is still counted, the histograms hold the timed ones (latency.sampled_1_in)")
 
     rep = sub.add_parser("report", help="rebuild results.csv, plots, flame graphs and the report "
-                         "of DIR from runs.jsonl and the folded stacks")
+                         "of DIR from runs.jsonl and the folded stacks (a sweep), or from "
+                         "trace.json and stacks.folded (trace --report DIR)")
     rep.add_argument("dir", metavar="DIR")
 
     df = sub.add_parser("diff", help="compare two result directories configuration by "
@@ -427,6 +438,10 @@ def cmd_trace(a, cmd):
     freq = P.parse_freq(a.freq) if a.freq is not None else None
     duration = P.parse_duration(a.duration) if a.duration is not None else None
     metrics_port = _check_trace_outputs(a)
+    from netio_trace import trace_answer
+    if a.report:
+        a.report = trace_answer.check_report_dir(a.report)
+    base, notes = trace_answer.resolve_baseline(a.baseline) if a.baseline else (None, [])
     err = privilege_error("trace", need_netadmin=False)
     if err:
         raise UsageError(err)
@@ -437,9 +452,14 @@ def cmd_trace(a, cmd):
         raise UsageError("netio-trace trace: this kernel has no BTF (/sys/kernel/btf/vmlinux); the "
                          "tracer needs CONFIG_DEBUG_INFO_BTF=y")
     if cmd:
-        import shutil
         if not (os.path.sep in cmd[0] and os.access(cmd[0], os.X_OK)) and not shutil.which(cmd[0]):
             raise UsageError(f"netio-trace trace: command {cmd[0]!r} not found")
+    how = "given" if base else None
+    if a.report:
+        make_out_dir(a.report, "--report")
+        if base is None:
+            base, more = trace_answer.run_short_form(a.report)
+            how, notes = "short form", notes + more
     from netio_trace.tracer import samples_on_perf_events, trace_argv
     # a command we start is sampled from a cgroup of its own (see analysis/cgroup.py); a
     # process given by --pid stays where it is, on per-task events; with --cgroup the
@@ -448,10 +468,11 @@ def cmd_trace(a, cmd):
     if cmd and not a.cgroup and not a.no_sample and samples_on_perf_events(sample_source):
         from netio_trace.system.cgroup import WorkloadCgroup
         cg = WorkloadCgroup.create()
-    # the exports are made from the trace object and the folded stacks
-    json_tmp = tempfile.mkdtemp(prefix="netio-trace-") if a.openmetrics or a.pprof else None
-    json_path = a.json or (os.path.join(json_tmp, "trace.json") if json_tmp else None)
-    folded_path = a.folded or (os.path.join(json_tmp, "stacks.folded") if a.pprof else None)
+    # the exports, the verdicts and the report are made from the trace object and the folded
+    # stacks: written into a directory of ours unless asked for elsewhere
+    json_tmp = tempfile.mkdtemp(prefix="netio-trace-")
+    json_path = a.json if a.json and a.json != "-" else os.path.join(json_tmp, "trace.json")
+    folded_path = a.folded or (None if a.no_sample else os.path.join(json_tmp, "stacks.folded"))
     argv = trace_argv(pid=pid, cmd=cmd, cgroups=a.cgroup, attach=attach, freq=freq,
                       json_path=json_path, folded=folded_path, netns=a.netns,
                       duration=duration, no_sample=a.no_sample, no_counters=a.no_counters,
@@ -464,6 +485,8 @@ def cmd_trace(a, cmd):
         server = _serve_metrics(json_path, metrics_port) if metrics_port else None
         status = run_tracer(argv, own_command=bool(cmd))
         _write_exports(a, json_path, folded_path, metrics_port)
+        if status == 0:
+            trace_answer.finish(a, json_path, folded_path, cmd, base, how, notes)
         return status
     finally:
         if server is not None:
@@ -472,7 +495,8 @@ def cmd_trace(a, cmd):
             cg.remove()
         if json_tmp:
             shutil.rmtree(json_tmp, ignore_errors=True)
-        ownership.give_back(a.json, a.folded, None if metrics_port else a.openmetrics, a.pprof)
+        ownership.give_back(None if a.json == "-" else a.json, a.folded,
+                            None if metrics_port else a.openmetrics, a.pprof, a.report)
 
 
 # trace --openmetrics :PORT: how often the tracer rewrites the trace JSON that is served
@@ -490,7 +514,7 @@ def _check_trace_outputs(a):
             port = 0
         if not 0 < port < 65536:
             raise UsageError(f"--openmetrics {a.openmetrics}: not a port (:1 to :65535)")
-    for f, label in ((a.json, "--json"), (a.folded, "--folded"),
+    for f, label in ((None if a.json == "-" else a.json, "--json"), (a.folded, "--folded"),
                      (None if port else a.openmetrics, "--openmetrics"), (a.pprof, "--pprof")):
         if f:
             parent = os.path.dirname(os.path.abspath(f)) or "."
@@ -628,6 +652,9 @@ def cmd_report(a):
     d = os.path.abspath(a.dir)
     if not os.path.isdir(d):
         raise UsageError(f"report {a.dir}: no such directory")
+    from report import trace_report
+    if trace_report.is_trace_dir(d) and not os.path.isfile(os.path.join(d, "runs.jsonl")):
+        return _rebuild_trace_report(a, d)
     if not os.path.isfile(os.path.join(d, "runs.jsonl")):
         raise UsageError(f"report {a.dir}: no runs.jsonl there (not a netio-trace results directory)")
     if not os.access(d, os.W_OK | os.X_OK):
@@ -646,6 +673,24 @@ def cmd_report(a):
     print_summary(read_runs(os.path.join(d, "runs.jsonl")), console)
     console.print(f"report rebuilt from {info['runs']} run(s) in {time.monotonic() - t:.1f} s: "
                   f"{d}/report.html, report.md, results.csv")
+    return 0
+
+
+def _rebuild_trace_report(a, d):
+    """report DIR of `trace --report DIR`: the report again from trace.json and the stacks."""
+    from netio_trace.system.signals import import_whole
+    from report import trace_report
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise UsageError(f"report {a.dir}: directory is not writable")
+    try:
+        import_whole("report.plots")
+        info = trace_report.build(d)
+    except trace_report.TraceReportError as e:
+        raise UsageError(str(e)) from None
+    finally:
+        ownership.give_back(d)
+    print(f"trace report rebuilt ({len(info['verdicts'])} flow(s) judged): {d}/report.html, "
+          f"report.md", file=sys.stderr)
     return 0
 
 

@@ -10,7 +10,8 @@ import os
 import time
 
 from analysis import attribution, files, passes, record, results, stats, summary
-from report import breakdown
+from analysis import crossover
+from report import breakdown, crossovers
 from analysis.contract import (COMPARED_PAIRS, FIELD_STRATEGIES, STRATEGIES, STRATEGY_HELP,
                                TRANSPORTS, TRANSPORT_HELP, ZEROCOPY_PAIRS, ZEROCOPY_STRATEGIES)
 from analysis.sizes import format_bytes, format_size
@@ -50,15 +51,19 @@ def _tput(runs, strategy, size, threads, transport):
 
 
 # ---- the answers ---------------------------------------------------------------------------
+def _paired(sub, a, b, size, th, tr):
+    return stats.paired_ratios(sub, a, b, lambda r: r.get("throughput_gbps"), size, th, tr)
+
+
 def _ratios(sub, a, b, size, th, tr):
-    return stats.spread(stats.paired_ratios(sub, a, b, lambda r: r.get("throughput_gbps"),
-                                            size, th, tr))
+    return stats.spread(_paired(sub, a, b, size, th, tr))
 
 
 def crossover_findings(ok):
-    """[(transport, threads, a, b, crossover dict, text)]. b overtakes a where the median of
-    the paired ratios b/a (same round, run next to each other) reaches 1; without paired
-    rounds, where b's median throughput reaches a's."""
+    """[(transport, threads, a, b, crossover dict, text)]. From the paired ratios b/a (same
+    round, run next to each other): b overtakes a only where they decide it on both sides
+    (analysis/crossover.py), else undecided; without paired rounds, where b's median
+    throughput reaches a's."""
     out = []
     for tr in _order((r["transport"] for r in ok), TRANSPORTS):
         for th in sorted({r["threads"] for r in ok if r["transport"] == tr}):
@@ -70,14 +75,14 @@ def crossover_findings(ok):
                     continue
                 ratios = [_ratios(sub, a, b, s, th, tr) for s in sizes]
                 if any(ratios):
-                    c = stats.crossover(sizes, [1.0 if x else None for x in ratios],
-                                        [x["median"] if x else None for x in ratios])
+                    c = crossover.decided(sizes, [_paired(sub, a, b, s, th, tr) for s in sizes])
+                    text = crossovers.text(a, b, c, f"{tr}, {th} thread(s)")
                 else:
                     sa = [_tput(sub, a, s, th, tr) for s in sizes]
                     sb = [_tput(sub, b, s, th, tr) for s in sizes]
                     c = stats.crossover(sizes, [x["median"] if x else None for x in sa],
                                         [x["median"] if x else None for x in sb])
-                text = _crossover_text(a, b, c, sizes, ratios, th, tr)
+                    text = _crossover_text(a, b, c, sizes, ratios, th, tr)
                 per = ", ".join(f"{_sz(s)} {stats.fmt_spread(x)}" for s, x in zip(sizes, ratios) if x)
                 if per:
                     text += f" Paired {b}/{a} by size, median (min–max): {per}."
@@ -275,9 +280,9 @@ def forward_findings(answers, traced):
             ratios = [_ratios(sub, copy, zcs, s, th, "forward") for s in sizes]
             if not any(ratios):
                 continue
-            c = stats.crossover(sizes, [1.0 if x else None for x in ratios],
-                                [x["median"] if x else None for x in ratios])
-            text = _crossover_text(copy, zcs, c, sizes, ratios, th, "forward")
+            c = crossover.decided(sizes, [_paired(sub, copy, zcs, s, th, "forward")
+                                          for s in sizes])
+            text = crossovers.text(copy, zcs, c, f"forward, {th} thread(s)")
             per = ", ".join(f"{_sz(s)} {stats.fmt_spread(x)}" for s, x in zip(sizes, ratios) if x)
             text += f" Paired {zcs}/{copy} throughput by size, median (min–max): {per}."
             text += _kept_text([r for r in ev if r["strategy"] == zcs and r["threads"] == th], zcs)

@@ -62,7 +62,7 @@ struct shared_map {
 	int fd;
 };
 
-#define MAX_SHARED_MAPS 32
+#define MAX_SHARED_MAPS 48
 
 /* The tracer's BPF side: the objects loaded (through their skeletons; NULL: not loaded), the
  * rung each probe point is on, the programs attached, the maps shared between objects. */

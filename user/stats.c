@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "json.h"
+#include "sockets.h"
 #include "stats.h"
 #include "builds.h"
 #include "trace_helpers.h"
@@ -150,6 +151,7 @@ int stats_reset(struct tracer_bpf *t, struct stats_baseline *base)
 	u64 *zero = calloc(1, vsz);
 
 	tracer_bpf_flush_threads(t);	/* what threads counted so far goes, too */
+	sockets_reset(t);
 	delete_all(t->tgid_stats, sizeof(u32));
 	delete_all(t->tgid_spill, sizeof(u32));
 	make_followed_processes(t);
@@ -427,10 +429,12 @@ static bool zc_per_process(const struct tracer_bpf *t)
 
 /* "unavailable": what the trace does not count on this kernel, and why (its figures are
  * null). */
-static void write_unavailable(const struct snapshot *s, struct json *j)
+static void write_unavailable(const struct tracer_bpf *t, const struct snapshot *s,
+			      struct json *j)
 {
 	json_key(j, "unavailable");
 	json_begin_object(j);
+	sockets_write_unavailable(t, s, j);
 	if (s->rx_unsized_calls) {
 		char why[160];
 
@@ -531,6 +535,8 @@ int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 	if (read_maps(t, extra, nextra, s))
 		return -ENOMEM;
 	total(t, s);
+	if (sockets_read(t, s))
+		return -ENOMEM;
 	read_self_cost(t, base, s);
 	s->drops += s->programs_skipped;
 	s->duration_s = monotonic_s() - base->t0;
@@ -541,8 +547,10 @@ void stats_free(struct snapshot *s)
 {
 	free(s->procs);
 	free(s->netns);
+	free(s->socks);
 	s->procs = NULL;
 	s->netns = NULL;
+	s->socks = NULL;
 }
 
 unsigned long long sc_hist(const struct sc_stats *sc, unsigned long long h[NETIO_HIST_SLOTS])
@@ -782,7 +790,7 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 {
 	stats_write_attach(t, j);
 	write_bytes(t, s, j);
-	write_unavailable(s, j);
+	write_unavailable(t, s, j);
 	write_zerocopy(t, s, j);
 	write_latency(t, s, j);
 	json_kv_uint(j, "drops", s->drops);
@@ -796,6 +804,7 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 	for (int i = 0; i < s->nprocs; i++)
 		write_process(s, &s->procs[i], j);
 	json_end(j);
+	sockets_write_json(t, s, j);
 	json_key(j, "netns");
 	json_begin_object(j);
 	for (int i = 0; i < s->nnetns; i++)

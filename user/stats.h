@@ -59,6 +59,11 @@ struct snapshot {
 	const char *stats_how;
 	double stats_share;	/* measured run times are scaled by 1/share */
 	double duration_s;
+	/* per-socket records (user/sockets.c), and events no record could take */
+	struct sock_stats *socks;
+	int nsocks;
+	unsigned long long sock_untracked;
+	bool socks_off;		/* --no-sockets, or no record maps */
 };
 
 struct stats_baseline {

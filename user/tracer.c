@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "probe.h"
+#include "sockets.h"
 #include "trace_helpers.h"
 #include "tracer.h"
 
@@ -27,7 +28,7 @@ static void usage(FILE *f)
 "                    [--netns NAME|PATH]...\n"
 "                    [--json FILE] [--folded FILE] [--freq HZ] [--sample-source SRC]\n"
 "                    [--sample-cgroup DIR] [--no-sample] [--no-counters] [--no-latency]\n"
-"                    [--latency-sample N]\n"
+"                    [--latency-sample N] [--no-sockets]\n"
 "                    [--duration S] [--json-every S] [--control]\n"
 "                    [--bpf-stats sampled|always|off]\n"
 "                    [--verbose] [-- CMD ARGS...]\n"
@@ -61,6 +62,7 @@ static void usage(FILE *f)
 "  --latency-sample N\n"
 "                  time 1 call in N of each thread (default 1: every call); every call is\n"
 "                  still counted, and the histograms hold the timed ones\n"
+"  --no-sockets    count per process only, not per socket\n"
 "  --json-every S  also rewrite --json FILE every S seconds while tracing (atomically), for\n"
 "                  a reader that follows the counts live (trace --openmetrics :PORT)\n"
 "  --control       read commands on stdin (pid add, netns add, clear, reset, detach, attach,\n"
@@ -105,7 +107,7 @@ void periodic(struct tracer *tr)
 enum { OPT_ATTACH = 256, OPT_PID, OPT_NETNS, OPT_JSON, OPT_FOLDED, OPT_FREQ, OPT_NO_SAMPLE,
        OPT_NO_COUNTERS, OPT_DURATION, OPT_CONTROL, OPT_PROBE, OPT_VERBOSE, OPT_NO_BPF_STATS,
        OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP, OPT_NO_LATENCY, OPT_CGROUP, OPT_JSON_EVERY,
-       OPT_LATENCY_SAMPLE };
+       OPT_LATENCY_SAMPLE, OPT_NO_SOCKETS };
 
 static const struct option long_opts[] = {
 	{ "attach", required_argument, NULL, OPT_ATTACH },
@@ -120,6 +122,7 @@ static const struct option long_opts[] = {
 	{ "no-sample", no_argument, NULL, OPT_NO_SAMPLE },
 	{ "no-latency", no_argument, NULL, OPT_NO_LATENCY },
 	{ "latency-sample", required_argument, NULL, OPT_LATENCY_SAMPLE },
+	{ "no-sockets", no_argument, NULL, OPT_NO_SOCKETS },
 	{ "no-counters", no_argument, NULL, OPT_NO_COUNTERS },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "json-every", required_argument, NULL, OPT_JSON_EVERY },
@@ -227,6 +230,9 @@ static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
 		return -1;
 	case OPT_NO_COUNTERS:
 		tr->no_counters = true;
+		return -1;
+	case OPT_NO_SOCKETS:
+		tr->no_sockets = true;
 		return -1;
 	case OPT_DURATION:
 		tr->duration = strtod(arg, &end);
@@ -430,6 +436,7 @@ int main(int argc, char **argv)
 	}
 	if (set_latency_sample(&tr))
 		return 2;
+	sockets_set_off(&tr.bpf, tr.no_sockets);
 	stats_enable(&tr);
 	/* one-shot: the counts start from zero before --pid and --cgroup are followed, since a
 	 * process followed is counted from then on (a reset after it would drop its first sends) */

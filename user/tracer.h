@@ -32,6 +32,7 @@ struct tracer {
 	const char *cgroups[NETIO_MAX_CGROUPS];	/* --cgroup */
 	int ncgroups;
 	bool no_sample, no_counters, no_latency, control, verbose;
+	bool no_sockets;	/* --no-sockets: per process only (issue 28: its cost apart) */
 	unsigned long latency_sample;	/* --latency-sample N (0: not given) */
 	enum stats_mode { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
 	double duration;

@@ -1,0 +1,80 @@
+"""Per-socket accounting (issue 28, point 1) against the process's: every socket's bytes,
+calls, spliced and zero-copy bytes sum exactly to its process's, for every strategy over veth
+and loopback, on every rung the kernel gives (this file runs in the guests of `make vmtest`
+too: tests/vm/run-vmtest.sh). What a rung cannot give a socket is in `sockets_unattributed`,
+exactly the difference, and the snapshot's `unavailable` says why; on the host's tracepoint
+rung nothing is left unattributed. Each socket knows its route's device and, where the
+socket-state tracepoint is attached, that its TCP peer is on this host; its send-size
+histogram counts every send."""
+import pytest
+
+from conftest import needs_built, needs_root
+from test_tracer import COUNTS, Tracer, run_workload, tracer, topologies  # noqa: F401
+
+pytestmark = [needs_root("BPF, network namespaces"),
+              needs_built("netio-tracer", "netio-server", "netio-client")]
+FIELDS = (("tx_bytes", "tx_bytes"), ("tx_calls", "tx_calls"),
+          ("rx_copy_bytes", "rx_copy_bytes"), ("tx_spliced_bytes", "tx_spliced_bytes"))
+
+
+def sockets_of(snap, pid):
+    return [s for s in snap["sockets"] if s["pid"] == pid]
+
+
+def check_sums(snap):
+    """Per process: the sum of its sockets plus what is unattributed is its own count."""
+    un = snap["sockets_unattributed"]
+    assert snap["sockets_untracked"] == 0
+    for pid, p in snap["processes"].items():
+        mine = sockets_of(snap, int(pid))
+        for field, sfield in FIELDS:
+            left = un.get(pid, {}).get(field, 0)
+            assert sum(s[sfield] for s in mine) + left == p[field], (pid, field, un)
+        if p["zc_tx_bytes"] is not None:
+            assert sum(s["zc_tx_bytes"] for s in mine) == p["zc_tx_bytes"], pid
+    if snap["attach"]["tx_bytes"] == "tp_btf":
+        assert un == {}, un             # the socket-layer tracepoints name every socket
+
+
+@pytest.mark.parametrize("transport", ("loopback", "veth"))
+@pytest.mark.parametrize("strategy", ("one-copy", "zero-copy", "sendfile"))
+def test_sockets_sum_to_their_process(tracer, topologies, tmp_path, strategy, transport):  # noqa: F811
+    size = 65536
+    s, c, snap, spid, cpid = run_workload(tracer, topologies[transport], tmp_path, strategy,
+                                          size, COUNTS[size])
+    assert snap["sockets"] is not None, snap["unavailable"]
+    check_sums(snap)
+    un = snap["sockets_unattributed"]
+    if str(spid) in un:
+        # a send this rung cannot give its socket (tcp_sendpage at a kretprobe): said so
+        assert snap["attach"]["tx_bytes"] == "kprobe" and strategy == "sendfile", un
+        return
+    (ss,) = [x for x in sockets_of(snap, spid) if x["tx_bytes"] > 4]
+    # calls as the process counts them (tcp_sendpage before 6.5: one per page sent)
+    assert ss["tx_bytes"] == s["bytes"]
+    assert ss["tx_calls"] == snap["processes"][str(spid)]["tx_calls"]
+    assert sum(ss["send_size_log2"].values()) == ss["tx_calls"]
+    assert ss["proto"] == "tcp" and ss["path"] == transport
+    if str(cpid) not in un:
+        (cs,) = [x for x in sockets_of(snap, cpid) if x["rx_copy_bytes"]]
+        assert cs["rx_copy_bytes"] == c["bytes"]
+        assert (cs["local"], cs["peer"]) == (ss["peer"], ss["local"])
+    if snap["attach"]["pinning"] == "tp_btf":
+        assert ss["peer_local"]         # tcp_ends: the socket-state tracepoint is attached
+    if strategy == "zero-copy" and ss["zc_tx_bytes"] is not None:
+        # every zero-copy byte sent, and copied back at local delivery (a retransmitted
+        # segment's pages are copied again)
+        assert ss["zc_tx_bytes"] == s["bytes"] <= ss["fallback_copy_bytes"], ss
+    elif strategy == "sendfile":
+        assert ss["tx_spliced_bytes"] == s["bytes"]
+
+
+def test_no_sockets_counts_per_process_only(topologies, tmp_path):  # noqa: F811
+    t = Tracer("--no-sockets", log=str(tmp_path / "tracer.log"))
+    try:
+        s, _, snap, spid, _ = run_workload(t, topologies["loopback"], tmp_path, "one-copy",
+                                           1024, COUNTS[1024])
+    finally:
+        assert t.close() == 0
+    assert snap["sockets"] is None and "--no-sockets" in snap["unavailable"]["sockets"]
+    assert snap["processes"][str(spid)]["tx_bytes"] == s["bytes"]

@@ -1,0 +1,25 @@
+/* Per-socket accounting, user space (issue 28; the BPF side is bpf/sockets.h): the records'
+ * free slots at every reset, the records into the snapshot, and the trace object's `sockets`
+ * list. */
+#ifndef NETIO_SOCKETS_USER_H
+#define NETIO_SOCKETS_USER_H
+#include <stdbool.h>
+#include "netio.h"
+#include "attach.h"
+
+struct snapshot;
+struct json;
+
+/* --no-sockets: the programs count no socket (what the rest of the tracer costs alone). */
+int sockets_set_off(const struct tracer_bpf *t, bool off);
+/* Forget every record and give every slot back (stats_reset). */
+int sockets_reset(const struct tracer_bpf *t);
+/* The records into s->socks (stats_read). */
+int sockets_read(const struct tracer_bpf *t, struct snapshot *s);
+/* The trace object's "sockets", "sockets_untracked" and "sockets_unattributed". */
+void sockets_write_json(const struct tracer_bpf *t, const struct snapshot *s, struct json *j);
+/* Its entry of "unavailable", where sockets are not counted (else nothing). */
+void sockets_write_unavailable(const struct tracer_bpf *t, const struct snapshot *s,
+			       struct json *j);
+
+#endif
