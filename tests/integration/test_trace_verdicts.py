@@ -285,11 +285,14 @@ def test_loopback_zerocopy_sender_would_not_help(tmp_path, baseline):
                                   _pair_script("zero-copy", 65536, 5000)],
                        "--no-counters", baseline=baseline, name="lo-zc")
     (f,) = [f for f in v["flows"] if f["comm"] == "netio-server"]
-    assert said(f, "zero-copy").startswith("would not help: delivered locally: the kernel "
-                                           "copied 312.5 MiB of its 312.5 MiB sent zero-copy "
-                                           "back")
     (s,) = [s for s in t["sockets"] if s["comm"] == "netio-server"]
-    assert s["zc_tx_bytes"] == s["fallback_copy_bytes"] == s["tx_bytes"] == 5000 * 65536
+    assert s["zc_tx_bytes"] == s["tx_bytes"] == 5000 * 65536
+    # a retransmitted zero-copy segment is copied back again: at least every byte sent
+    assert s["fallback_copy_bytes"] >= s["zc_tx_bytes"]
+    copied_mib = s["fallback_copy_bytes"] / 2**20
+    assert said(f, "zero-copy").startswith(
+        f"would not help: delivered locally: the kernel copied {copied_mib:.1f} MiB of its "
+        "312.5 MiB sent zero-copy back")
     sums_exact(t)
 
 
