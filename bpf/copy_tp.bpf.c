@@ -381,9 +381,11 @@ int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 SEC("tp_btf/skb_copy_datagram_iovec")
 int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 {
+	struct sock *sk = skb->sk;	/* read once: the verifier knows only this copy not NULL */
 	struct task_struct *task;
 	struct thread_counts *c;
 	struct task_state *st;
+	struct sock_stats *r;
 
 	if (len <= 0)
 		return 0;
@@ -395,12 +397,9 @@ int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 	if (c) {
 		COUNT_ADD(c->p.rx_copy_bytes, len);
 		COUNT_ADD(c->p.rx_calls, 1);
-		if (skb->sk) {
-			struct sock_stats *r = sock_of_thread(st, skb->sk);
-
-			if (r)
-				sock_count_recv(r, len);
-		}
+		r = sk ? sock_of_thread(st, sk) : NULL;
+		if (r)
+			sock_count_recv(r, len);
 	}
 	thread_counted(st, task);
 	return 0;
