@@ -6,6 +6,7 @@
 
 #include "filter.h"
 #include "compat.h"
+#include "log2.h"
 
 #ifdef NETIO_COMPAT
 /* One copy for all CPUs, preallocated, added to atomically (COUNT_ADD): before 5.11 the kernel
@@ -294,19 +295,6 @@ static __always_inline bool sc_is_recv(u32 cls)
 static __always_inline bool sc_counted_at_enter(u32 cls)
 {
 	return cls == SC_SENDFILE || cls == SC_POLL || cls == SC_EPOLL_WAIT;
-}
-
-static __always_inline u32 log2_slot(u64 v)
-{
-	u32 r = 0, shift;
-
-	shift = (v > 0xFFFFFFFF) << 5; v >>= shift; r = shift;
-	shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
-	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
-	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
-	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
-	r |= (v >> 1);
-	return r;
 }
 
 /* The statistics of the namespace net belongs to, if it is followed, else NULL. */

@@ -191,4 +191,15 @@ struct sock_stats {
 	u64 send_size[NETIO_SEND_SIZE_SLOTS];
 };
 
+/* A TCP connection seen established on this host, by its local and peer address and port
+ * (bpf/sockets.h, tcp_ends). */
+struct tcp_end {
+	u16 family;
+	u16 lport;
+	u16 rport;
+	u16 pad;
+	u8 laddr[16];
+	u8 raddr[16];
+};
+
 #endif

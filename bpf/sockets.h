@@ -19,6 +19,7 @@
 
 #include <bpf/bpf_endian.h>
 #include "filter.h"
+#include "log2.h"
 
 #define NETIO_AF_INET 2
 #define NETIO_AF_INET6 10
@@ -62,17 +63,8 @@ struct {
 	__type(value, u32);
 } sock_off SEC(".maps");
 
-/* TCP connections seen established on this host, by their local and peer address and port:
- * a followed socket whose mirror (the peer's view) is here has its other end on this host. */
-struct tcp_end {
-	u16 family;
-	u16 lport;
-	u16 rport;
-	u16 pad;
-	u8 laddr[16];
-	u8 raddr[16];
-};
-
+/* TCP connections seen established on this host (struct tcp_end, netio.h): a followed socket
+ * whose mirror (the peer's view) is here has its other end on this host. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, NETIO_MAX_TCP_ENDS);
@@ -215,16 +207,10 @@ static __always_inline s32 sock_slot_read(struct sock *sk, u32 tgid)
 
 static __always_inline u32 send_size_slot(u64 v)
 {
-	u32 r = 0, shift;
+	u32 r = log2_slot(v);
 
-	shift = (v > 0xFFFF) << 4; v >>= shift; r = shift;
-	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
-	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
-	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
-	r |= (v >> 1);
 	return r < NETIO_SEND_SIZE_SLOTS ? r : NETIO_SEND_SIZE_SLOTS - 1;
 }
-
 /* A send of ret bytes (ret > 0) on the record's socket: its calls are the histogram's sum (an
  * atomic add less per send: bench/NOTES.md, "What the per-socket accounting costs"). */
 static __always_inline void sock_count_send(struct sock_stats *r, long ret, u32 kind)

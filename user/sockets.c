@@ -93,15 +93,6 @@ static unsigned long long untracked_events(const struct tracer_bpf *t)
 	return sum;
 }
 
-struct tcp_end {		/* bpf/sockets.h */
-	u16 family;
-	u16 lport;
-	u16 rport;
-	u16 pad;
-	u8 laddr[16];
-	u8 raddr[16];
-};
-
 /* Whether the other end of TCP socket r was seen established on this host: its mirror (the
  * peer's local and remote ends) is in tcp_ends. */
 static bool peer_on_host(const struct tracer_bpf *t, const struct sock_stats *r)
