@@ -4,7 +4,7 @@ import json
 import os
 
 from analysis import attribution, files
-from analysis.contract import run_key
+from analysis.contract import receive_of, run_key
 
 RUNS = "runs.jsonl"
 CSV = "results.csv"
@@ -63,7 +63,7 @@ def perf_value(perf, name):
 
 def key_of(run):
     return run_key(run["strategy"], run["msg_size"], run["threads"], run["transport"],
-                   run["repeat"], traced(run))
+                   run["repeat"], traced(run), receive_of(run))
 
 
 def traced(run):

@@ -117,11 +117,11 @@ class _Sweep:
         try:
             tracer = self.instrument.for_run(slot.traced)
         except TracerError as e:
-            run = record.failed_run(cfg, rep, self.params.duration, str(e))
+            run = record.failed_run(cfg, rep, self.params.duration, str(e), self.params.mss)
         else:
             run = run_one(cfg, rep, self.params.duration, self.out_dir, self.index,
                           tracer=tracer, attribute=_attribute if tracer else None,
-                          cgroup=self.instrument.cgroup)
+                          cgroup=self.instrument.cgroup, mss=self.params.mss)
         self.index += 1
         run.update(round=rep, key=slot.key(), traced=slot.traced, machine=self.machine,
                    finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))

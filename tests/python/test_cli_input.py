@@ -37,6 +37,16 @@ BAD_RUN = [
     (["--preset", "zerocopy", "--strategies", "sendfile"], "sendfile cannot run over forward"),
     (["--preset", "nocopy"], "unknown preset 'nocopy'"),
     (["--preset", "zerocopy", "--quick"], "not allowed with argument"),
+    # issue 30: receive strategies and the MSS
+    (["--receive", "zerocopy"], "unknown receive strategy 'zerocopy'"),
+    (["--receive", "copy,,mmap"], "empty item"),
+    (["--receive", "mmap", "--transport", "forward", "--sizes", "4K"],
+     "--receive mmap needs a receiver"),
+    (["--preset", "receive", "--transport", "forward"], "needs a receiver"),
+    (["--mss", "87"], "mss 87 is out of range (88 to 32767 bytes)"),
+    (["--mss", "32768"], "mss 32768 is out of range"),
+    (["--mss", "4K"], "mss '4K' is not a whole number"),
+    (["--mss", "4108", "--transport", "forward", "--sizes", "4K"], "--mss is TCP's"),
 ]
 
 
