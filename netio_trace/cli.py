@@ -72,6 +72,16 @@ def _tracer_flags(parser, default):
                         "busy CPU at most, no timer of its own)")
 
 
+def _receive_flags(r):
+    """run's --receive and --mss (issue 30)."""
+    r.add_argument("--receive", metavar="LIST",
+                   help=f"how the receiver receives, comma list of {','.join(P.RECEIVES)} "
+                   "(default copy): " + "; ".join(f"{k}: {v}" for k, v in RECEIVE_HELP.items()))
+    r.add_argument("--mss", metavar="BYTES",
+                   help=f"TCP_MAXSEG on both ends ({P.MSS_MIN} to {P.MSS_MAX}; 4108 gives "
+                   "4096-byte segments where the MTU allows; default the kernel's)")
+
+
 def build_parser():
     p = Parser(prog=PROG, description="Trace where a sender's bytes get copied "
                "(two-copy, one-copy, zero-copy, per-field, sendfile, io-uring, io-uring-zc) over "
@@ -99,12 +109,7 @@ def build_parser():
                    f"{','.join(map(str, d['threads']))})")
     r.add_argument("--transport", metavar="LIST",
                    help=f"comma list of {','.join(P.TRANSPORTS)} (default veth)")
-    r.add_argument("--receive", metavar="LIST",
-                   help=f"how the receiver receives, comma list of {','.join(P.RECEIVES)} "
-                   "(default copy): " + "; ".join(f"{k}: {v}" for k, v in RECEIVE_HELP.items()))
-    r.add_argument("--mss", metavar="BYTES",
-                   help=f"TCP_MAXSEG on both ends ({P.MSS_MIN} to {P.MSS_MAX}; 4108 gives "
-                   "4096-byte segments where the MTU allows; default the kernel's)")
+    _receive_flags(r)
     r.add_argument("--duration", metavar="S", help=f"seconds per run (default {d['duration']:g})")
     r.add_argument("--repeat", metavar="N",
                    help=f"interleaved rounds: every configuration once, then again "

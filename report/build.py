@@ -627,6 +627,9 @@ class _Context:
     traced pass sampled, the plots and flame graphs drawn."""
 
     def __init__(self, out_dir, runs, plot_files, plot_errors, flames, flame_notes, sweep=None):
+        # the sections compare strategies on the runs that receive by copy; "Receive" reads all
+        self.all_runs = runs
+        runs = passes.copy_receive(runs)
         self.out_dir, self.runs, self.sweep = out_dir, runs, sweep
         self.why_untraced = untraced.why_untraced(runs, sweep)
         self.ok = [r for r in runs if results.ok(r)]
@@ -948,9 +951,11 @@ def build(out_dir, console=None):
     from report import plots
     sweep = untraced.read_sweep(out_dir)
     plot_dir = os.path.join(out_dir, "plots")
-    plot_files, plot_errors = plots.make_all(runs, plot_dir, untraced.short_why(runs, sweep))
+    copy_runs = passes.copy_receive(runs)
+    plot_files, plot_errors = plots.make_all(copy_runs, plot_dir,
+                                             untraced.short_why(copy_runs, sweep))
     ok = [r for r in runs if results.ok(r)]
-    flames, flame_notes = flame_graphs(out_dir, ok)
+    flames, flame_notes = flame_graphs(out_dir, [r for r in copy_runs if results.ok(r)])
     d = compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes, sweep)
     _write(os.path.join(out_dir, "report.md"), d.markdown())
     _write(os.path.join(out_dir, "report.html"), d.html())
