@@ -67,6 +67,12 @@ struct proc_stats {
 				 * no copy from the user */
 	u64 rx_unsized_calls;	/* UDP receives with MSG_TRUNC whose buffer could not be read
 				 * (io_uring, recvmmsg): what they copied is not in rx_copy_bytes */
+	/* the receive side's other kinds (issue 30; bpf/receive.h) */
+	u64 rx_mapped_bytes;	/* mapped into user memory by TCP_ZEROCOPY_RECEIVE, not copied */
+	u64 rx_discarded_bytes;	/* dropped by recv(MSG_TRUNC) on TCP */
+	u64 rx_spliced_bytes;	/* moved from a TCP socket into a pipe by splice(2) */
+	u64 rx_unsized_splices;	/* splices the tracepoint rung could not size (the socket had
+				 * no record): rx_spliced_bytes is then unknown */
 };
 
 /* Per network namespace (inode number), per CPU: softirq-side events. */
@@ -188,6 +194,9 @@ struct sock_stats {
 				 * copied (skb_copy_ubufs) */
 	u64 zc_kept_bytes;	/* of those, freed still zerocopy after their receive: not
 				 * copied (forwarded, dropped) */
+	u64 rx_mapped_bytes;	/* as proc_stats */
+	u64 rx_discarded_bytes;
+	u64 rx_spliced_bytes;
 	u64 send_size[NETIO_SEND_SIZE_SLOTS];
 };
 

@@ -166,6 +166,8 @@ static struct bpf_link *attach_again(const struct attached_prog *ap)
 {
 	if (ap->kfunc[0])
 		return bpf_program__attach_kprobe(ap->prog, ap->kretprobe, ap->kfunc);
+	if (ap->cgroup)
+		return attach_root_cgroup(ap->prog);
 	return bpf_program__attach(ap->prog);
 }
 

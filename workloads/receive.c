@@ -1,7 +1,6 @@
 /* The client's receive strategies: see receive.h and docs/workloads.md ("Receive strategies").
  * Each one counts its bytes by what became of them; --verify checks every byte that reaches
  * user memory (copied or mapped), in stream order. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/tcp.h>
@@ -156,9 +155,8 @@ static long recv_splice(struct wl_receiver *r)
 
 /* One TCP_ZEROCOPY_RECEIVE: pages mapped, or a little copied into the copy buffer; then what
  * recv_skip_hint says cannot be mapped (it does not start or end on a page) read by recv().
- * Nothing of either: the stream ended (EIO) or nothing is queued yet, and a blocking recv()
- * tells which. */
-static long recv_mmap(struct wl_receiver *r)
+ * The stream's end: EIO, then recv() says 0. Returns the bytes (0: nothing queued yet). */
+static long zc_receive_once(struct wl_receiver *r)
 {
 	struct tcp_zerocopy_receive zc;
 	socklen_t zl = sizeof(zc);
@@ -174,7 +172,8 @@ static long recv_mmap(struct wl_receiver *r)
 	if (getsockopt(r->fd, IPPROTO_TCP, TCP_ZEROCOPY_RECEIVE, &zc, &zl) < 0) {
 		if (errno != EIO)
 			return -1;
-		return recv_copy(r, r->bufsize);   /* 0 at the end of the stream */
+		n = recv_copy(r, r->bufsize);	/* 0 at the end of the stream */
+		return n == 0 ? -2 : n;
 	}
 	if (zc.err) {
 		errno = zc.err < 0 ? -zc.err : zc.err;
@@ -201,15 +200,24 @@ static long recv_mmap(struct wl_receiver *r)
 			return -1;
 		got += n;
 	}
-	if (got)
-		return got;
-	/* nothing queued: wait for bytes or the end, without taking them */
-	struct pollfd p = { .fd = r->fd, .events = POLLIN };
+	return got;
+}
 
-	if (poll(&p, 1, -1) < 0)
-		return -1;
-	n = recv(r->fd, r->buf, 1, MSG_PEEK);
-	return n == 0 ? 0 : n < 0 ? -1 : recv_mmap(r);
+/* Until some bytes came (or the end, or an error): when nothing is queued, poll() waits for
+ * bytes or the end without taking any (a MSG_PEEK would copy one). */
+static long recv_mmap(struct wl_receiver *r)
+{
+	for (;;) {
+		long n = zc_receive_once(r);
+		struct pollfd p = { .fd = r->fd, .events = POLLIN };
+
+		if (n == -2)
+			return 0;
+		if (n != 0)
+			return n;
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			return -1;
+	}
 }
 
 long wl_receive_once(struct wl_receiver *r)
