@@ -34,7 +34,9 @@ PATH_CATEGORIES = attribution.PATH_CATEGORIES
 CSV_COLUMNS += ([f"share_{c}" for c in PATH_CATEGORIES] + [f"cpb_{c}" for c in PATH_CATEGORIES]
                 + [f"share_{c}_ci95_{end}" for c in CATEGORIES for end in ("lo", "hi")]
                 + ["idle_samples"])
-# issue 30: the receive side, the client's bytes by kind and the tracer's
+# issue 30: the receive side's categories, the client's bytes by kind and the tracer's
+RECEIVE_CATEGORIES = attribution.RECEIVE_CATEGORIES
+CSV_COLUMNS += [f"share_{c}" for c in RECEIVE_CATEGORIES] + [f"cpb_{c}" for c in RECEIVE_CATEGORIES]
 RX_KINDS = ("copied", "mapped", "discarded", "spliced")
 CSV_COLUMNS += (["receive", "mss", "rcv_mss"] + [f"rx_{k}" for k in RX_KINDS]
                 + ["rx_mapped_bytes", "rx_discarded_bytes", "rx_spliced_bytes"])
