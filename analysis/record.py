@@ -127,6 +127,8 @@ def received_object(client):
     mss = sorted({p.get("rcv_mss") for p in client.get("per_thread") or []
                   if isinstance(p, dict) and _num(p.get("rcv_mss"))})
     out["rcv_mss"] = mss[0] if len(mss) == 1 else (mss or None)
+    cpu = [_num(client.get(k)) for k in ("cpu_user_s", "cpu_sys_s")]
+    out["cpu_s"] = sum(cpu) if None not in cpu else None
     return out
 
 

@@ -11,7 +11,7 @@ import time
 
 from analysis import attribution, files, passes, record, results, stats, summary
 from analysis import crossover
-from report import breakdown, crossovers
+from report import breakdown, crossovers, receive
 from analysis.contract import (COMPARED_PAIRS, FIELD_STRATEGIES, STRATEGIES, STRATEGY_HELP,
                                TRANSPORTS, TRANSPORT_HELP, ZEROCOPY_PAIRS, ZEROCOPY_STRATEGIES)
 from analysis.sizes import format_bytes, format_size
@@ -888,7 +888,8 @@ def _files_section(d, c):
                "Rebuild everything from `runs.jsonl` and the folded stacks: `netio-trace report DIR`"])
 
 
-SECTIONS = (_machine_section, _headline_section, _answers_section, _flags_section,
+SECTIONS = (_machine_section, _headline_section, _answers_section, receive.section,
+            _flags_section,
             _tracer_section, _summary_section, _plots_section, _flames_section, _files_section)
 
 

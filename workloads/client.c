@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -255,6 +256,21 @@ static void put_conn(struct json *w, const struct wl_options *o, const struct co
 	json_end_object(w);
 }
 
+/* The process's CPU time, user and system, from its start to here (getrusage): what receiving
+ * cost the receiver, whatever the receive strategy. */
+static void put_cpu(struct json *w)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0) {
+		json_kv_null(w, "cpu_user_s");
+		json_kv_null(w, "cpu_sys_s");
+		return;
+	}
+	json_kv_double(w, "cpu_user_s", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6);
+	json_kv_double(w, "cpu_sys_s", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+}
+
 /* The client's JSON object on stdout (docs/workloads.md), and one line on stderr for an error or
  * a --verify mismatch; the exit status. */
 static int print_json(const struct wl_options *o, struct conn *conns, int nconns,
@@ -267,6 +283,7 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	sum_conns(conns, nconns, global_error, &t);
 	secs = t.t1 > t.t0 ? t.t1 - t.t0 : 0;
 	wl_json_open(&w, "client");
+	put_cpu(&w);
 	json_kv_uint(&w, "size", o->size);
 	json_kv_int(&w, "threads", o->threads);
 	json_kv_bool(&w, "verify", o->verify);

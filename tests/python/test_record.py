@@ -91,7 +91,7 @@ def test_receive_kinds_in_the_record_and_checked():
     run = record.build_run(cfg, 0, 0.5, SERVER, client, snap, 100, 101, mss=4108)
     assert run["receive"] == "mmap" and run["mss"] == 4108
     assert run["received"] == {"copied": 360000, "mapped": 655000000, "discarded": 0,
-                               "spliced": 0, "rcv_mss": 4096}
+                               "spliced": 0, "rcv_mss": 4096, "cpu_s": None}
     assert run["trace"]["rx_mapped_bytes"] == 655000000
     assert run["trace"]["rx_spliced_bytes"] is None
     checks, reasons = record.check(run, SERVER, client)
