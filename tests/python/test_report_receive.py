@@ -72,3 +72,26 @@ def test_section_only_where_a_receive_besides_copy_ran(tmp_path):
     md = d.markdown()
     assert "## Receive: where receive zero-copy wins" in md and "MSS received" in md
     assert (tmp_path / "plots" / "receive_throughput.png").stat().st_size > 1000
+
+
+def test_answers_of_the_recorded_preset():
+    """The Receive section's answers on the preset's recorded 64 KiB runs (fixtures/
+    receive_run, the 6.18 host): mmap maps at least 90% behind a zero-copy sender at MSS 4108
+    over loopback and nothing behind a one-copy sender; over veth (MTU 1500, MSS 1448) it
+    maps less than over loopback and says the MSS is why; discard is cheaper than copy for the
+    receiver behind a one-copy sender, splice dearer."""
+    import os
+
+    from analysis import results
+    from conftest import FIXTURES
+    runs = results.read_runs(os.path.join(FIXTURES, "receive_run", results.RUNS))
+    answers = [r for r in runs if not r["traced"]]
+    rows = {(r[0], r[1]): r for r in R.mapped_rows(answers)}
+    lo = float(rows[("loopback", "zero-copy")][4].rstrip("%"))
+    veth = float(rows[("veth", "zero-copy")][4].rstrip("%"))
+    assert lo >= 90 and rows[("loopback", "zero-copy")][3] == "4096"
+    assert rows[("loopback", "one-copy")][4] == "0.0%" and rows[("veth", "one-copy")][4] == "0.0%"
+    assert veth < lo and "MSS 1448 is no multiple of 4096" in rows[("veth", "zero-copy")][5]
+    table = {tuple(r[:4]): r for r in R.comparison_rows(answers)}
+    assert table[("loopback", "one-copy", "64K", "discard")][7].endswith("▲")
+    assert table[("loopback", "one-copy", "64K", "splice")][7].endswith("▼")

@@ -116,3 +116,39 @@ def test_headline_shows_every_category_apart(fixture_dir):
         counts[c] = int(near.sum())
     few = {c: n for c, n in counts.items() if n < 60}
     assert not few, (few, counts)
+
+
+class _ReceiveContext:
+    """What report/receive.section reads of report/build.py's context."""
+
+    def __init__(self, runs, out_dir):
+        self.all_runs, self.out_dir = runs, out_dir
+
+
+def test_receive_section_renders(tmp_path):
+    """Issue 30: the Receive section of a real receive sweep (fixtures/receive_run), rendered
+    alone: its tables and its plot, with copy's and mmap's bars in their colours."""
+    chromium = _chromium()
+    if not chromium:
+        pytest.skip("no chromium on this machine")
+    import matplotlib.image as mpimg
+    import numpy as np
+
+    from analysis import results
+    from conftest import FIXTURES
+    from report import doc as docmod
+    from report import receive
+    from report.colors import CAT_COLORS
+    runs = results.read_runs(os.path.join(FIXTURES, "receive_run", results.RUNS))
+    d = docmod.Doc("receive")
+    receive.section(d, _ReceiveContext(runs, str(tmp_path)))
+    html = tmp_path / "receive.html"
+    html.write_text(d.html())
+    assert "Why mmap falls back" in html.read_text()
+    shot = tmp_path / "receive.png"
+    _screenshot(chromium, html, shot)
+    rgb = (mpimg.imread(str(shot))[..., :3] * 255).astype(int)
+    assert (rgb < 242).any(axis=2).mean() > 0.05          # text and tables, not a blank page
+    for cat in ("kernel_rx_copy", "page_mapping"):          # copy's bars, mmap's bars
+        near = (np.abs(rgb - np.array(_hex_rgb(CAT_COLORS[cat]))).max(axis=2) <= 12).sum()
+        assert near > 200, (cat, near)
