@@ -30,12 +30,14 @@ static enum rung forced_rung(enum attach_mode mode)
 /* why no fentry row resolves in the compat build (compat_excludes, attach_rung.c) */
 #define COMPAT_FENTRY_WHY "the compat build has no fexit return values (bpf_get_func_ret, 5.17)"
 
-static const char *unresolved_why(const struct ladder *l, enum rung r)
+static const char *unresolved_why(const struct ladder *l, enum rung r, int pp)
 {
 	if (r == RUNG_FENTRY && bpf_build() == BUILD_COMPAT)
 		return COMPAT_FENTRY_WHY;
 	if (r == RUNG_KPROBE && !l->kprobes)
 		return "this kernel has no kprobes (CONFIG_KPROBES unset)";
+	if (r == RUNG_KPROBE && (rx_kind_pps & (1u << pp)))
+		return "no kprobe program counts it (the kernels of the matrix take fentry)";
 	return "no target on this kernel";
 }
 
@@ -56,7 +58,7 @@ static void climb_copy_rungs(struct ladder *l, enum rung forced)
 			if (!(copy_pps & (1u << pp)) || (assigned & (1u << pp)))
 				continue;
 			if (!pp_resolvable(l, pp, r)) {
-				note_failure(l, pp, r, "%s", unresolved_why(l, r));
+				note_failure(l, pp, r, "%s", unresolved_why(l, r, pp));
 				continue;
 			}
 			mask |= 1u << pp;
