@@ -485,15 +485,30 @@ static __always_inline void count_splice(struct task_state *st, struct thread_co
 	}
 }
 
+/* syscalls.bpf.c's array, shared by name (the first object loaded makes it): [EXIT_SPLICE] = 1
+ * once a followed thread entered splice(2) (netio.h) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EXIT_NR);
+	__type(key, u32);
+	__type(value, u32);
+} exit_wanted SEC(".maps");
+
 /* rx_spliced: tcp_read_sock (under tcp_splice_read) moved copied_seq, then calls
- * tcp_rcv_space_adjust; only a followed thread inside splice(2) counts. */
+ * tcp_rcv_space_adjust; only a followed thread inside splice(2) counts. Every TCP receive of
+ * the machine passes here: until some followed thread spliced, one array load and out. */
 SEC("tp_btf/tcp_rcv_space_adjust")
 int BPF_PROG(tp_rcv_space_adjust, struct sock *sk)
 {
-	struct task_struct *task = current_task();
-	struct task_state *st = followed_thread(task);
+	u32 key = EXIT_SPLICE, *spliced = bpf_map_lookup_elem(&exit_wanted, &key);
+	struct task_struct *task;
+	struct task_state *st;
 	struct thread_counts *c;
 
+	if (!spliced || !*spliced)
+		return 0;
+	task = current_task();
+	st = followed_thread(task);
 	if (!st)
 		return 0;
 	c = thread_counts_of(st);

@@ -266,6 +266,7 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 	find_shared_maps(t);
 	count_tx_at_syscalls(t);
 	defer_sys_exit(t);
+	mark_splices_without_sys_enter(t);
 	refuse_thread_storage_for_tests(t);
 	return 0;
 }

@@ -76,5 +76,6 @@ struct bpf_link *attach_root_cgroup(struct bpf_program *prog);
 
 /* attach_runtime.c */
 void defer_sys_exit(struct tracer_bpf *t);
+void mark_splices_without_sys_enter(struct tracer_bpf *t);
 
 #endif
