@@ -62,7 +62,10 @@ COPY_CATEGORIES = ("user_copy", "kernel_tx_copy", "pinning", "fallback_copy", "c
                    "kernel_rx_copy")
 PATH_CATEGORIES = ("syscall", "splice", "tcp_tx", "ip_tx", "net_rx", "checksum", "skb_mem",
                    "sched", "locks", "bpf", "startup")
-CATEGORIES = COPY_CATEGORIES + PATH_CATEGORIES + ("other",)
+# The receive side's zero-copy (issue 30): TCP_ZEROCOPY_RECEIVE's own work, the page table
+# work of mapping the socket's pages (and unmapping the last ones), its copy buffer.
+RECEIVE_CATEGORIES = ("zc_receive", "page_mapping", "copy_buffer")
+CATEGORIES = COPY_CATEGORIES + PATH_CATEGORIES + RECEIVE_CATEGORIES + ("other",)
 
 # What each category holds, as the plots, the report and the flame graph legends say it.
 LABELS = {
@@ -83,6 +86,9 @@ LABELS = {
     "locks": "locks, irqs-off",
     "bpf": "the tracer's BPF programs",
     "startup": "process start-up and exit (exec, ld.so, page faults)",
+    "zc_receive": "zero-copy receive (tcp_zerocopy_receive)",
+    "page_mapping": "page mapping (vm_insert_pages, zap)",
+    "copy_buffer": "zero-copy receive's copy buffer",
     "other": "other (not known to the rules)",
 }
 
@@ -132,10 +138,28 @@ TX_COPY = ("_copy_from_iter", "_copy_from_iter_nocache", "copy_from_user_iter",
 RX_COPY = ("_copy_to_iter", "copy_to_user_iter", "copy_page_to_iter", "simple_copy_to_iter",
            "__skb_datagram_iter", "skb_copy_datagram_iter", "skb_copy_and_csum_datagram_msg",
            "csum_and_copy_to_iter")
+# TCP_ZEROCOPY_RECEIVE (issue 30): its own work; the page tables it fills with the socket's
+# pages and zaps the previous call's (under it only: a munmap elsewhere is no receive's); its
+# copy buffer (receive_fallback_to_copy: what is queued fits the buffer, copied instead).
+ZC_RECEIVE = ("tcp_zerocopy_receive", "receive_fallback_to_copy", "tcp_zc_handle_leftover",
+              "tcp_zerocopy_set_hint_for_skb", "tcp_zc_finalize_rx_tstamp", "find_tcp_vma",
+              "skb_advance_to_frag", "can_map_frag", "tcp_zerocopy_vm_insert_batch_error")
+PAGE_MAPPING = ("tcp_zerocopy_vm_insert_batch", "vm_insert_pages", "insert_pages",
+                "insert_page_in_batch_locked", "insert_page_into_pte_locked", "vm_insert_page",
+                "zap_page_range_single*", "zap_page_range*", "unmap_page_range",
+                "unmap_single_vma", "zap_pte_range", "zap_pmd_range*", "zap_pud_range*",
+                "zap_p4d_range", "tlb_finish_mmu", "tlb_gather_mmu", "tlb_flush_mmu*",
+                "flush_tlb_*", "native_flush_tlb_*", "__tlb_remove_*", "tlb_batch_pages_flush",
+                "free_pages_and_swap_cache", "release_pages", "folio_remove_rmap*",
+                "page_remove_rmap", "folio_add_*_rmap*", "page_add_file_rmap", "__folio_mod_stat",
+                "lock_vma_under_rcu", "mmap_read_lock*", "mmap_read_unlock", "vma_end_read",
+                "__pte_offset_map*", "pte_offset_map*", "walk_to_pmd", "__pmd_alloc",
+                "__pte_alloc", "lru_add_drain", "mod_node_page_state", "__mod_lruvec_page_state")
 # Inside a copy, everything is the copy's (its allocations, locks, page faults): the path
 # categories' rules do not match under these frames, and the walk goes on out to the copy.
 # Not the tracer's BPF: a program attached inside a copy is never the copy's cost.
-COPY_FRAMES = FALLBACK + COMPLETION + PINNING + TX_COPY + RX_COPY + GENERIC_KERNEL_COPY
+COPY_FRAMES = (FALLBACK + COMPLETION + PINNING + TX_COPY + RX_COPY + GENERIC_KERNEL_COPY +
+               ZC_RECEIVE)
 
 # The send and receive path (issue 17). These frame lists are data, each its category's own:
 # alike in shape (long tuples of names), not copies of one another.
@@ -154,6 +178,7 @@ SYSCALL = own("entry_SYSCALL_64*", "do_syscall_64", "x64_sys_call", "syscall_exi
     "selinux_socket_*", "tcp_recvmsg", "tcp_recvmsg_locked", "sk_wait_data",
     "tcp_recv_timestamp", "sock_recv_cmsgs", "__sock_recv_cmsgs", "tcp_inq*",
     "poll_select_*", "__pollwait", "poll_freewait", "add_wait_queue", "remove_wait_queue",
+    "do_tcp_getsockopt", "tcp_getsockopt", "do_sock_getsockopt",
     "__audit_syscall_*",
     # io_uring's submission and completion, its per-call work in place of a syscall's
     "io_submit_sqes", "io_issue_sqe", "__io_issue_sqe", "io_send*", "io_sendmsg*",
@@ -177,7 +202,11 @@ SPLICE = ("do_sendfile", "do_splice_direct*", "splice_direct_to_actor", "direct_
           "splice_to_socket", "splice_file_to_pipe", "*_splice_read", "splice_folio_into_pipe",
           "page_cache_pipe_buf_*", "generic_pipe_buf_*", "splice_from_pipe*",
           "__splice_from_pipe", "pipe_to_sendpage", "sock_sendpage", "kernel_sendpage",
-          "inet_sendpage", "iter_file_splice_write")
+          "inet_sendpage", "iter_file_splice_write",
+          # a socket's pages spliced into a pipe (splice receive), and the pipe to /dev/null
+          "skb_splice_bits", "__splice_segment", "spd_fill_page", "splice_to_pipe",
+          "add_to_pipe", "tcp_read_sock*", "tcp_splice_data_recv", "do_splice*", "__do_splice",
+          "splice_write_null", "sock_spd_release", "splice_shrink_spd", "splice_grow_spd")
 # the page cache, where a splice looks the file's pages up (a read() of a file is not a splice)
 PAGE_CACHE = ("shmem_get_folio*", "shmem_file_read_iter", "filemap_get_*", "filemap_read",
               "filemap_read_folio", "folio_mark_accessed", "folio_unlock", "touch_atime",
@@ -346,11 +375,19 @@ RULES = (
     ("completion", "k", COMPLETION, (), ()),
     ("pinning", "k", PINNING, (), ()),
     ("kernel_tx_copy", "k", TX_COPY + GENERIC_KERNEL_COPY, SEND_PATH, ARG_COPIES + COMPLETION),
+    # a copy into TCP_ZEROCOPY_RECEIVE's copy buffer passes tcp_recvmsg_locked too: first
+    # (receive_fallback_to_copy and tcp_recvmsg_locked are inline in tcp_zerocopy_receive
+    # on 6.18: the copy sits right under it)
+    ("copy_buffer", "k", RX_COPY + GENERIC_KERNEL_COPY,
+     ("receive_fallback_to_copy", "tcp_zerocopy_receive"), ARG_COPIES),
     ("kernel_rx_copy", "k", RX_COPY + GENERIC_KERNEL_COPY, RECV_PATH, ARG_COPIES + COMPLETION),
     ("user_copy", "u", USER_MEMCPY, SERIALIZER, ()),
     ("user_copy", "u", SERIALIZER, (), ()),
     # the tracer first: its programs run anywhere, inside a copy too
     ("bpf", "k", BPF, (), ()),
+    # TCP_ZEROCOPY_RECEIVE: its page table work, then everything else under it
+    ("page_mapping", "k", PAGE_MAPPING, ("tcp_zerocopy_receive",), ()),
+    ("zc_receive", "k", ZC_RECEIVE, (), ()),
     # ambiguous: a lock or an irqs-on point inside a wake-up (try_to_wake_up holds the
     # task's lock with interrupts off) is the wake-up's cost
     ("sched", "k", LOCKS + IRQS_ON, WAKEUP, COPY_FRAMES),

@@ -17,6 +17,20 @@ COMPARED_PAIRS = (("two-copy", "one-copy"), ("one-copy", "zero-copy"), ("two-cop
 # Each zero-copy strategy against the copy it replaces (same call, without MSG_ZEROCOPY).
 ZEROCOPY_PAIRS = (("one-copy", "zero-copy"), ("io-uring", "io-uring-zc"))
 
+# How the receiver receives (issue 30): copy is what every run did before; each run record
+# says its own (`receive`). None of them runs on forward (nothing receives there).
+RECEIVES = ("copy", "discard", "mmap", "splice")
+DEFAULT_RECEIVE = "copy"
+RECEIVE_HELP = {
+    "copy": "recv() into a 64 KiB buffer: one copy per byte (the default)",
+    "discard": "recv(MSG_TRUNC): TCP drops the bytes, none copied",
+    "mmap": "TCP_ZEROCOPY_RECEIVE into a mapping of the socket; what cannot be mapped is "
+            "copied (recv_skip_hint)",
+    "splice": "splice(2) socket -> pipe -> /dev/null: nothing copied to user memory",
+}
+# TCP_MAXSEG's range (the kernel's TCP_MIN_MSS .. MAX_TCP_WINDOW)
+MSS_MIN, MSS_MAX = 88, 32767
+
 # forward: UDP datagrams, one message each, over a veth of this MTU; nothing may fragment.
 FORWARD_MTU = 65535
 UDP_IP_HEADERS = 28
@@ -51,8 +65,24 @@ def runnable(strategy, transport):
     return None
 
 
-def run_key(strategy, msg_size, threads, transport, repeat, traced=True):
+def receive_runnable(receive, transport):
+    """None if the receive strategy runs on the transport, else why not (one clause)."""
+    if transport == "forward" and receive != DEFAULT_RECEIVE:
+        return (f"--receive {receive} needs a receiver: forward's UDP datagrams have none "
+                f"(mmap, discard and splice are TCP receive paths)")
+    return None
+
+
+def receive_of(run):
+    """A run record's receive strategy (records from before the field: copy)."""
+    return run.get("receive") or DEFAULT_RECEIVE
+
+
+def run_key(strategy, msg_size, threads, transport, repeat, traced=True,
+            receive=DEFAULT_RECEIVE):
     """A run's name in its sweep; an untraced run's ends in /untraced (a traced run keeps the
-    name runs had before the untraced pass existed)."""
-    return (f"{strategy}/{int(msg_size)}/{int(threads)}/{transport}/{int(repeat)}"
+    name runs had before the untraced pass existed), and a receive other than copy follows
+    the strategy after a "+" (copy's runs keep the names they had before it existed)."""
+    who = strategy if receive == DEFAULT_RECEIVE else f"{strategy}+{receive}"
+    return (f"{who}/{int(msg_size)}/{int(threads)}/{transport}/{int(repeat)}"
             + ("" if traced else "/untraced"))

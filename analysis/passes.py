@@ -6,6 +6,7 @@ untraced runs; copy bytes, attribution, histograms and flame graphs from the tra
 sweep with no untraced run (--trace-only) answers from its traced runs, and says so.
 """
 from analysis import results, stats
+from analysis.contract import DEFAULT_RECEIVE, receive_of
 
 CONFIG = ("strategy", "msg_size", "threads", "transport")
 
@@ -42,16 +43,27 @@ def _config(r):
     return tuple(r[k] for k in CONFIG)
 
 
+def _pair_key(r):
+    """A run's configuration with its receive strategy: what pairs a traced run with its
+    untraced twin."""
+    return _config(r) + (receive_of(r), r["repeat"])
+
+
+def copy_receive(runs):
+    """The runs whose receiver copies (recv()): every run before issue 30, and what the report's
+    sections other than "Receive" compare strategies on."""
+    return [r for r in runs if receive_of(r) == DEFAULT_RECEIVE]
+
+
 def kept_by_run(runs):
     """{key of a traced run: its throughput / the untraced run's of the same configuration and
     round}: what the tracer let the workload keep, paired within a round."""
-    untraced = {(_config(r), r["repeat"]): r for r in runs
-                if results.ok(r) and not results.traced(r)}
+    untraced = {_pair_key(r): r for r in runs if results.ok(r) and not results.traced(r)}
     out = {}
     for r in runs:
         if not (results.ok(r) and results.traced(r)):
             continue
-        u = untraced.get((_config(r), r["repeat"]))
+        u = untraced.get(_pair_key(r))
         t_tr, t_un = r.get("throughput_gbps"), (u or {}).get("throughput_gbps")
         if t_tr is not None and t_un:
             out[results.key_of(r)] = t_tr / t_un

@@ -1,10 +1,14 @@
 """One run's object (docs/DESIGN.md's per-run fields) from what the workloads and the tracer wrote,
 and the on-the-spot consistency checks."""
 
-from analysis.contract import ZEROCOPY_STRATEGIES
+from analysis.contract import DEFAULT_RECEIVE, ZEROCOPY_STRATEGIES
 
+# The receive side's kinds (issue 30): the client's own name for each, and the tracer's field.
+RX_KINDS = (("copied", "rx_copy_bytes"), ("mapped", "rx_mapped_bytes"),
+            ("discarded", "rx_discarded_bytes"), ("spliced", "rx_spliced_bytes"))
+RX_FIELDS = tuple(f for _k, f in RX_KINDS)
 TRACE_FIELDS = ("tx_bytes", "tx_copy_bytes", "tx_spliced_bytes", "zc_tx_bytes",
-                "fallback_copy_bytes", "rx_copy_bytes", "pinned_pages")
+                "fallback_copy_bytes", "pinned_pages") + RX_FIELDS
 
 
 def _num(v):
@@ -48,11 +52,12 @@ def trace_object(snapshot, server_pid, client_pid):
          "tx_spliced_bytes": pick(srv, "tx_spliced_bytes"),
          "zc_tx_bytes": pick(srv, "zc_tx_bytes"),
          "fallback_copy_bytes": ns_fb if ns_fb is not None else _num(snapshot.get("fallback_copy_bytes")),
-         "rx_copy_bytes": pick(cli, "rx_copy_bytes"),
          "pinned_pages": pick(srv, "pinned_pages"),
          "syscalls": snapshot.get("syscalls") or {},
          "drops": snapshot.get("drops"),
          "drops_by_cause": snapshot.get("drops_by_cause")}
+    for field in RX_FIELDS:
+        t[field] = pick(cli, field)
     if t["zc_tx_bytes"] is None:
         t["zc_tx_bytes"] = ns_zc
     if t["tx_copy_bytes"] is None and snapshot.get("tx_copy_inferred"):
@@ -94,15 +99,37 @@ def tcp_object(server):
     return out
 
 
-def base_run(cfg, repeat):
-    return {"strategy": cfg.strategy, "msg_size": cfg.msg_size, "threads": cfg.threads,
-            "transport": cfg.transport, "repeat": repeat}
+def base_run(cfg, repeat, mss=None):
+    """The fields naming a run's configuration; `mss` only where the sweep set one."""
+    run = {"strategy": cfg.strategy, "msg_size": cfg.msg_size, "threads": cfg.threads,
+           "transport": cfg.transport, "repeat": repeat,
+           "receive": getattr(cfg, "receive", DEFAULT_RECEIVE)}
+    if mss is not None:
+        run["mss"] = mss
+    return run
 
 
-def failed_run(cfg, repeat, duration, error):
+def failed_run(cfg, repeat, duration, error, mss=None):
     """The record of a run that could not start (its tracer could not attach)."""
-    return dict(base_run(cfg, repeat), duration_requested_s=duration, status="failed",
+    return dict(base_run(cfg, repeat, mss), duration_requested_s=duration, status="failed",
                 error=error, wall_s=0.0)
+
+
+def received_object(client):
+    """What the receiver says became of the bytes, {copied, mapped, discarded, spliced}: its
+    own count (clients from before --receive copied everything), and the MSS it received
+    with (the connections' tcpi_rcv_mss; null where unknown, a list where they differ)."""
+    rx = client.get("received")
+    if isinstance(rx, dict):
+        out = {k: _num(rx.get(k)) for k, _f in RX_KINDS}
+    else:
+        out = {"copied": _num(client.get("bytes")), "mapped": 0, "discarded": 0, "spliced": 0}
+    mss = sorted({p.get("rcv_mss") for p in client.get("per_thread") or []
+                  if isinstance(p, dict) and _num(p.get("rcv_mss"))})
+    out["rcv_mss"] = mss[0] if len(mss) == 1 else (mss or None)
+    cpu = [_num(client.get(k)) for k in ("cpu_user_s", "cpu_sys_s")]
+    out["cpu_s"] = sum(cpu) if None not in cpu else None
+    return out
 
 
 def steady_throughput(server):
@@ -116,9 +143,9 @@ def steady_throughput(server):
 
 
 def build_run(cfg, repeat, duration, server, client, snapshot=None, server_pid=None,
-              client_pid=None, attribution=None):
+              client_pid=None, attribution=None, mss=None):
     """The run object from the parsed server and client JSON and the tracer snapshot."""
-    run = base_run(cfg, repeat)
+    run = base_run(cfg, repeat, mss)
     seconds = _num(server.get("seconds"))
     messages = _num(server.get("messages"))
     bytes_sent = _num(server.get("bytes"))
@@ -148,6 +175,8 @@ def build_run(cfg, repeat, duration, server, client, snapshot=None, server_pid=N
                                                   "enobufs_retries") if k in server}
     if client.get("role") == "forward":
         run["forward"] = forward_object(messages, client)
+    else:
+        run["received"] = received_object(client)
     run["workload"]["recv_calls"] = client.get("recv_calls")
     run["workload"]["client_seconds"] = client.get("seconds")
     run["workload"]["per_thread_gbps"] = [p.get("throughput_gbps") for p in
@@ -198,15 +227,25 @@ def check(run, server, client):
             f"zero-copy completions {zc.get('completions')} != sends {zc.get('sends')}")
     t = run.get("trace")
     if t is not None:
-        tx, rx = t.get("tx_bytes"), t.get("rx_copy_bytes")
+        tx = t.get("tx_bytes")
         add("tracer_tx_eq_sent", None if tx is None else tx == sent,
             f"tracer tx_bytes {tx} != bytes sent {sent}")
         if forward is None:
-            add("tracer_rx_eq_received", None if rx is None else rx == recvd,
-                f"tracer rx_copy_bytes {rx} != bytes received {recvd}")
+            _check_rx_kinds(add, t, run.get("received") or {}, recvd)
         # drops (ring buffer samples) do not touch the in-kernel byte counts: recorded only
         checks["tracer_drops"] = t.get("drops")
     return checks, reasons
+
+
+def _check_rx_kinds(add, trace, received, recvd):
+    """Each receive kind the tracer counted against the client's own count of it (copy's
+    check keeps its name); a kind the tracer calls unavailable is not checked (None)."""
+    for kind, field in RX_KINDS:
+        mine = received.get(kind, recvd if kind == "copied" else 0)
+        got = trace.get(field)
+        name = "tracer_rx_eq_received" if kind == "copied" else f"tracer_{field}_eq_client"
+        add(name, None if got is None else got == mine,
+            f"tracer {field} {got} != the client's {kind} bytes {mine}")
 
 
 def retrans_share(run):

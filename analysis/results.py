@@ -4,7 +4,7 @@ import json
 import os
 
 from analysis import attribution, files
-from analysis.contract import run_key
+from analysis.contract import receive_of, run_key
 
 RUNS = "runs.jsonl"
 CSV = "results.csv"
@@ -34,6 +34,12 @@ PATH_CATEGORIES = attribution.PATH_CATEGORIES
 CSV_COLUMNS += ([f"share_{c}" for c in PATH_CATEGORIES] + [f"cpb_{c}" for c in PATH_CATEGORIES]
                 + [f"share_{c}_ci95_{end}" for c in CATEGORIES for end in ("lo", "hi")]
                 + ["idle_samples"])
+# issue 30: the receive side's categories, the client's bytes by kind and the tracer's
+RECEIVE_CATEGORIES = attribution.RECEIVE_CATEGORIES
+CSV_COLUMNS += [f"share_{c}" for c in RECEIVE_CATEGORIES] + [f"cpb_{c}" for c in RECEIVE_CATEGORIES]
+RX_KINDS = ("copied", "mapped", "discarded", "spliced")
+CSV_COLUMNS += (["receive", "mss", "rcv_mss"] + [f"rx_{k}" for k in RX_KINDS]
+                + ["rx_mapped_bytes", "rx_discarded_bytes", "rx_spliced_bytes"])
 
 # perf event names as the tracer writes them (issue 4), and the aliases we accept.
 PERF_ALIASES = {
@@ -63,7 +69,7 @@ def perf_value(perf, name):
 
 def key_of(run):
     return run_key(run["strategy"], run["msg_size"], run["threads"], run["transport"],
-                   run["repeat"], traced(run))
+                   run["repeat"], traced(run), receive_of(run))
 
 
 def traced(run):
@@ -207,6 +213,14 @@ def csv_row(run):
         lo, hi = (ci.get(c) or (None, None))[:2]
         row[f"share_{c}_ci95_lo"], row[f"share_{c}_ci95_hi"] = _num(lo), _num(hi)
     row["idle_samples"] = _num(attr.get("idle_samples")) if attr else None
+    received = run.get("received") or {}
+    rcv_mss = received.get("rcv_mss")
+    row.update(receive=receive_of(run), mss=run.get("mss"),
+               rcv_mss=rcv_mss if not isinstance(rcv_mss, list) else None)
+    for k in RX_KINDS:
+        row[f"rx_{k}"] = _num(received.get(k))
+    for f in ("rx_mapped_bytes", "rx_discarded_bytes", "rx_spliced_bytes"):
+        row[f] = _num(trace.get(f))
     return row
 
 
@@ -245,8 +259,11 @@ def sort_runs(runs):
     from analysis.contract import STRATEGIES, TRANSPORTS
     so = {s: i for i, s in enumerate(STRATEGIES)}
     to = {t: i for i, t in enumerate(TRANSPORTS)}
+    from analysis.contract import RECEIVES
+    ro = {s: i for i, s in enumerate(RECEIVES)}
     return sorted(runs, key=lambda r: (to.get(r["transport"], 9), r["threads"], r["msg_size"],
-                                       so.get(r["strategy"], 9), r["repeat"], traced(r)))
+                                       so.get(r["strategy"], 9), ro.get(receive_of(r), 9),
+                                       r["repeat"], traced(r)))
 
 
 def dataframe(runs):

@@ -8,6 +8,7 @@ SHORT = {"user_copy": "user", "kernel_tx_copy": "k-tx", "pinning": "pin",
          "fallback_copy": "fallback", "completion": "compl", "kernel_rx_copy": "k-rx",
          "syscall": "sys", "splice": "splice", "tcp_tx": "tcp-tx", "ip_tx": "ip-tx", "net_rx": "rx",
          "checksum": "csum", "skb_mem": "skb", "sched": "sched", "locks": "lock", "bpf": "bpf", "startup": "start",
+         "zc_receive": "zc-rx", "page_mapping": "map", "copy_buffer": "copybuf",
          "other": "other", "path": "path"}
 # Below this width the terminal table shows the send and receive path as one column.
 WIDE = 210

@@ -6,6 +6,7 @@
 #define NETIO_COPY_COMMON_H
 
 #include "maps.h"
+#include "receive.h"
 
 #ifndef PAGE_SIZE
 #define PAGE_SIZE 4096

@@ -137,6 +137,61 @@ FENTRY_UDP_RECV(fx_udp6_recv_in_noblock, int noblock, int flags)
 FEXIT_RET(fx_udp_recv_out, on_udp_recv_exit, int)
 FEXIT_RET(fx_udp6_recv_out, on_udp_recv_exit, int)
 
+/* The receive kinds (issue 30), each counted for a followed process and its socket. */
+
+/* rx_mapped: int tcp_zerocopy_receive(sk, zc[, tss]) returned 0: zc->length bytes mapped (what
+ * it copied into the copy buffer went through skb_copy_datagram_iter: rx_copy) */
+SEC("fexit")
+int fx_zc_receive(u64 *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	struct tcp_zerocopy_receive *zc = (void *)func_arg(ctx, 1);
+
+	if ((int)func_ret(ctx) == 0 && tgid_followed(id >> 32))
+		count_rx_kind(id >> 32, RX_MAPPED, BPF_CORE_READ(zc, length),
+			      (struct sock *)func_arg(ctx, 0));
+	return 0;
+}
+
+/* rx_discarded: int tcp_recvmsg(sk, msg, len, flags, addr_len) (5.19+; before, nonblock came
+ * before flags: flags_arg says where) returned what it received; with MSG_TRUNC nothing was
+ * copied */
+static __always_inline void on_tcp_recv_exit(u64 *ctx, u32 flags_arg)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	int ret = (int)func_ret(ctx);
+
+	if (ret > 0 && (func_arg(ctx, flags_arg) & NETIO_MSG_TRUNC) && tgid_followed(id >> 32))
+		count_rx_kind(id >> 32, RX_DISCARDED, ret, (struct sock *)func_arg(ctx, 0));
+}
+
+SEC("fexit")
+int fx_tcp_recv_out(u64 *ctx)
+{
+	on_tcp_recv_exit(ctx, 3);
+	return 0;
+}
+
+SEC("fexit")
+int fx_tcp_recv_out_nb(u64 *ctx)
+{
+	on_tcp_recv_exit(ctx, 4);
+	return 0;
+}
+
+/* rx_spliced: ssize_t tcp_splice_read(sock, ppos, pipe, len, flags): bytes moved into the pipe */
+SEC("fexit")
+int fx_splice_read(u64 *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	long ret = func_ret(ctx);
+	struct socket *sock = (void *)func_arg(ctx, 0);
+
+	if (ret > 0 && tgid_followed(id >> 32))
+		count_rx_kind(id >> 32, RX_SPLICED, ret, BPF_CORE_READ(sock, sk));
+	return 0;
+}
+
 /* zc_completion: void __msg_zerocopy_callback(struct ubuf_info_msgzc *uarg) */
 SEC("fentry")
 int fx_zc_callback(u64 *ctx)

@@ -18,6 +18,12 @@
  *                 received skb was copied first; tcp:tcp_probe confirms the flag is gone when
  *                 TCP sees the segment
  *   tx_copy       inferred in user space: tx_bytes - zc_tx_bytes - tx_spliced_bytes
+ *   rx_discarded  sock:sock_recv_length with MSG_TRUNC on a TCP socket: ret bytes dropped
+ *   rx_mapped     a cgroup/getsockopt program: TCP_ZEROCOPY_RECEIVE's own result (length
+ *                 mapped, copybuf_len copied, which sock_recv_length never sees)
+ *   rx_spliced    tcp:tcp_rcv_space_adjust in a thread inside splice(2): what the socket's
+ *                 reader consumed (bytes_received less what is queued) less what its record
+ *                 counted of every other receive kind
  * The owner of a zerocopy TCP socket is named at every sock_send_length of a followed
  * process; the bytes of skbs that left before (inside the socket's first send) wait on the
  * socket (maps.h, sk_info) and are claimed then. Without sock_send_length (before 6.3) they
@@ -31,6 +37,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "thread.h"
+#include "receive.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -262,6 +269,14 @@ static __always_inline struct sock_stats *sock_of_thread(struct task_state *st, 
 	return sock_rec(slot);
 }
 
+/* A followed thread's bytes of kind k on socket sk. */
+static __always_inline void thread_rx_kind(struct task_state *st, struct thread_counts *c,
+					   struct sock *sk, enum rx_kind k, long len)
+{
+	proc_count_rx_kind(&c->p, k, len);
+	sock_count_rx_kind(sock_of_thread(st, sk), k, len);
+}
+
 /* An io_uring zero-copy send leaves SOCK_ZEROCOPY unset: the bytes xmit kept pending on a
  * socket it saw zerocopy skbs of go to the process whose io_uring sends on it. */
 static __always_inline void claim_io_uring_zc(struct sock *sk, struct task_state *st,
@@ -371,8 +386,134 @@ int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 	} else if (copied < 0) {
 		COUNT_ADD(c->p.rx_unsized_calls, 1);
 	}
+	/* rx_discarded: a stream's MSG_TRUNC drops ret bytes */
+	if (c && ret > 0 && (flags & NETIO_MSG_TRUNC) && sk->sk_protocol == NETIO_IPPROTO_TCP)
+		thread_rx_kind(st, c, sk, RX_DISCARDED, ret);
 	if (socket_call_ending(st, task, false))
 		sc_finish(st, ret);
+	thread_counted(st, task);
+	return 0;
+}
+
+/* The receive kinds (issue 30) ------------------------------------------------------------ */
+
+/* 1 (set by the tracer after the climb) where rx_copy counts at sock_recv_length, which a
+ * TCP_ZEROCOPY_RECEIVE never passes: the bytes its copy buffer took are added here instead. */
+u32 rx_copybuf_uncounted = 0;
+
+/* The copy buffer's bytes of a TCP_ZEROCOPY_RECEIVE, as rx_copy. */
+static __always_inline void count_copybuf(u32 tgid, long len, struct sock *sk)
+{
+	struct proc_stats *ps = proc_get(tgid);
+	struct sock_stats *r;
+	s32 slot;
+
+	if (!ps || len <= 0)
+		return;
+	COUNT_ADD(ps->rx_copy_bytes, len);
+	COUNT_ADD(ps->rx_calls, 1);
+	slot = sock_slot_read(sk, tgid);
+	r = slot >= 0 ? sock_rec(slot) : NULL;
+	if (r)
+		sock_count_recv(r, len);
+}
+
+/* rx_mapped: getsockopt(TCP_ZEROCOPY_RECEIVE) as the kernel answered it (do_tcp_getsockopt runs
+ * the cgroup programs on its own copy of the struct, optval a kernel address): length bytes
+ * mapped, copybuf_len copied. Attached to the root cgroup; every other getsockopt leaves at the
+ * first test. Returns 1: the call goes on unchanged. */
+SEC("cgroup/getsockopt")
+int cg_zc_receive(struct bpf_sockopt *ctx)
+{
+	struct tcp_zerocopy_receive *zc = ctx->optval;
+	struct sock *sk = NULL;
+	u64 id;
+	u32 tgid;
+	s32 copied = 0;
+
+	if (ctx->level != NETIO_SOL_TCP || ctx->optname != NETIO_TCP_ZEROCOPY_RECEIVE ||
+	    ctx->retval != 0)
+		return 1;
+	/* the uapi's layout: length ends at 12, copybuf_len (5.11+) at 36 */
+	if ((void *)((char *)zc + 12) > ctx->optval_end)
+		return 1;
+	id = bpf_get_current_pid_tgid();
+	tgid = id >> 32;
+	if (!tgid_followed(tgid))
+		return 1;
+	/* ctx->sk is a socket pointer the verifier keeps from arithmetic (the record reads it
+	 * by probe reads): its address from the kernel's own context, struct bpf_sockopt_kern */
+	if (bpf_probe_read_kernel(&sk, sizeof(sk), &((struct bpf_sockopt_kern *)ctx)->sk))
+		sk = NULL;
+	count_rx_kind(tgid, RX_MAPPED, zc->length, sk);
+	if ((void *)((char *)zc + 36) <= ctx->optval_end)
+		copied = zc->copybuf_len;
+	if (rx_copybuf_uncounted && copied > 0)
+		count_copybuf(tgid, copied, sk);
+	return 1;
+}
+
+#if defined(__TARGET_ARCH_x86) || defined(__TARGET_ARCH_arm64)
+#define NR_SPLICE_CALL NR_SPLICE
+#else
+#define NR_SPLICE_CALL -2
+#endif
+
+/* What socket sk's reader has consumed since it connected (bytes_received less what is
+ * queued) less what st's process counted on it of every kind: the bytes the splice in
+ * progress just took. Nothing without the socket's record. */
+static __always_inline void count_splice(struct task_state *st, struct thread_counts *c,
+					 struct sock *sk)
+{
+	struct tcp_sock *tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+	struct sock_stats *r = sock_of_thread(st, sk);
+	u64 consumed, counted;
+
+	if (!r) {
+		COUNT_ADD(c->p.rx_unsized_splices, 1);
+		return;
+	}
+	consumed = tp->bytes_received - (u32)(tp->rcv_nxt - tp->copied_seq);
+	/* a FIN counts one in bytes_received (tcp_rcv_nxt_update): once read, take it off */
+	if (((sk->__sk_common.skc_flags >> SOCK_DONE) & 1) && tp->copied_seq == tp->rcv_nxt && consumed)
+		consumed--;
+	counted = r->rx_copy_bytes + r->rx_mapped_bytes + r->rx_discarded_bytes +
+		  r->rx_spliced_bytes;
+	if (consumed > counted) {
+		COUNT_ADD(c->p.rx_spliced_bytes, consumed - counted);
+		__sync_fetch_and_add(&r->rx_spliced_bytes, consumed - counted);
+	}
+}
+
+/* syscalls.bpf.c's array, shared by name (the first object loaded makes it): [EXIT_SPLICE] = 1
+ * once a followed thread entered splice(2) (netio.h) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EXIT_NR);
+	__type(key, u32);
+	__type(value, u32);
+} exit_wanted SEC(".maps");
+
+/* rx_spliced: tcp_read_sock (under tcp_splice_read) moved copied_seq, then calls
+ * tcp_rcv_space_adjust; only a followed thread inside splice(2) counts. Every TCP receive of
+ * the machine passes here: until some followed thread spliced, one array load and out. */
+SEC("tp_btf/tcp_rcv_space_adjust")
+int BPF_PROG(tp_rcv_space_adjust, struct sock *sk)
+{
+	u32 key = EXIT_SPLICE, *spliced = bpf_map_lookup_elem(&exit_wanted, &key);
+	struct task_struct *task;
+	struct task_state *st;
+	struct thread_counts *c;
+
+	if (!spliced || !*spliced)
+		return 0;
+	task = current_task();
+	st = followed_thread(task);
+	if (!st)
+		return 0;
+	c = thread_counts_of(st);
+	if (c && thread_syscall_nr(st, task) == NR_SPLICE_CALL)
+		count_splice(st, c, sk);
 	thread_counted(st, task);
 	return 0;
 }

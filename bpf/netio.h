@@ -46,11 +46,15 @@ enum netio_sc_class {
  * thread entered a call that ends at sys_exit (the tracer then attaches sys_exit);
  * EXIT_SOCKET_END: set by the tracer when send and receive calls end at the socket layer;
  * EXIT_TX_BYTES: set by the tracer when no other rung counts the bytes sent, which then come
- * from the send calls' return values (on TCP and UDP sockets). */
+ * from the send calls' return values (on TCP and UDP sockets); EXIT_SPLICE: set by BPF once a
+ * followed thread entered splice(2) (until then copy_tp's tp_rcv_space_adjust, which every TCP
+ * receive of the machine runs, leaves at its first test), or by the tracer where no sys_enter
+ * program runs. */
 enum netio_exit_state {
 	EXIT_WANTED = 0,
 	EXIT_SOCKET_END,
 	EXIT_TX_BYTES,
+	EXIT_SPLICE,
 	EXIT_NR,
 };
 
@@ -67,6 +71,12 @@ struct proc_stats {
 				 * no copy from the user */
 	u64 rx_unsized_calls;	/* UDP receives with MSG_TRUNC whose buffer could not be read
 				 * (io_uring, recvmmsg): what they copied is not in rx_copy_bytes */
+	/* the receive side's other kinds (issue 30; bpf/receive.h) */
+	u64 rx_mapped_bytes;	/* mapped into user memory by TCP_ZEROCOPY_RECEIVE, not copied */
+	u64 rx_discarded_bytes;	/* dropped by recv(MSG_TRUNC) on TCP */
+	u64 rx_spliced_bytes;	/* moved from a TCP socket into a pipe by splice(2) */
+	u64 rx_unsized_splices;	/* splices the tracepoint rung could not size (the socket had
+				 * no record): rx_spliced_bytes is then unknown */
 };
 
 /* Per network namespace (inode number), per CPU: softirq-side events. */
@@ -188,6 +198,9 @@ struct sock_stats {
 				 * copied (skb_copy_ubufs) */
 	u64 zc_kept_bytes;	/* of those, freed still zerocopy after their receive: not
 				 * copied (forwarded, dropped) */
+	u64 rx_mapped_bytes;	/* as proc_stats */
+	u64 rx_discarded_bytes;
+	u64 rx_spliced_bytes;
 	u64 send_size[NETIO_SEND_SIZE_SLOTS];
 };
 

@@ -228,6 +228,25 @@ static __always_inline int on_exit(int cls, long ret)
 	return 0;
 }
 
+#if defined(__TARGET_ARCH_x86)
+#define NR_SPLICE_SC 275
+#elif defined(__TARGET_ARCH_arm64)
+#define NR_SPLICE_SC 76
+#else
+#define NR_SPLICE_SC -2
+#endif
+
+/* A followed thread enters splice(2): from now on the spliced bytes' program (copy_tp,
+ * tp_rcv_space_adjust) does its work; set before the splice reads the socket. */
+static __always_inline int on_splice_enter(void)
+{
+	u32 key = EXIT_SPLICE, *wanted = bpf_map_lookup_elem(&exit_wanted, &key);
+
+	if (wanted && !*wanted && followed_thread(current_task()))
+		*wanted = 1;
+	return 0;
+}
+
 /* The raw_syscalls tracepoints, in two builds of one body: tp_btf, where regs is a typed kernel
  * pointer read directly, and raw_tp, which probe-reads it (READ: the suffix of libbpf's
  * PT_REGS_PARMn macros, and of SYSCALL_NR) */
@@ -238,7 +257,7 @@ int BPF_PROG(enter, struct pt_regs *regs, long id)				\
 	int cls = sc_class(id);							\
 										\
 	if (cls < 0)								\
-		return 0;							\
+		return id == NR_SPLICE_SC ? on_splice_enter() : 0;		\
 	return on_enter(cls, id, PT_REGS_PARM1##READ(regs),			\
 			cls == SC_RECVMSG ? PT_REGS_PARM3##READ(regs) : 0);	\
 }										\

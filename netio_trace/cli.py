@@ -11,7 +11,7 @@ import tempfile
 import time
 
 from analysis import files
-from analysis.contract import STRATEGIES, STRATEGY_HELP, TRANSPORTS, TRANSPORT_HELP
+from analysis.contract import RECEIVE_HELP, STRATEGIES, STRATEGY_HELP, TRANSPORTS, TRANSPORT_HELP
 from netio_trace.run import params as P
 from netio_trace.run.params import UsageError
 from netio_trace.system import ownership, paths
@@ -72,6 +72,16 @@ def _tracer_flags(parser, default):
                         "busy CPU at most, no timer of its own)")
 
 
+def _receive_flags(r):
+    """run's --receive and --mss (issue 30)."""
+    r.add_argument("--receive", metavar="LIST",
+                   help=f"how the receiver receives, comma list of {','.join(P.RECEIVES)} "
+                   "(default copy): " + "; ".join(f"{k}: {v}" for k, v in RECEIVE_HELP.items()))
+    r.add_argument("--mss", metavar="BYTES",
+                   help=f"TCP_MAXSEG on both ends ({P.MSS_MIN} to {P.MSS_MAX}; 4108 gives "
+                   "4096-byte segments where the MTU allows; default the kernel's)")
+
+
 def build_parser():
     p = Parser(prog=PROG, description="Trace where a sender's bytes get copied "
                "(two-copy, one-copy, zero-copy, per-field, sendfile, io-uring, io-uring-zc) over "
@@ -99,6 +109,7 @@ def build_parser():
                    f"{','.join(map(str, d['threads']))})")
     r.add_argument("--transport", metavar="LIST",
                    help=f"comma list of {','.join(P.TRANSPORTS)} (default veth)")
+    _receive_flags(r)
     r.add_argument("--duration", metavar="S", help=f"seconds per run (default {d['duration']:g})")
     r.add_argument("--repeat", metavar="N",
                    help=f"interleaved rounds: every configuration once, then again "
@@ -120,7 +131,10 @@ def build_parser():
     base.add_argument("--preset", metavar="NAME",
                       help="a sweep for one question: zerocopy (where zero-copy can win: "
                       "one-copy, zero-copy, io-uring, io-uring-zc × 1K,4K,16K,63K × 1 thread × "
-                      "forward and veth × 3 rounds; flags given override it)")
+                      "forward and veth × 3 rounds), receive (where receive zero-copy wins: "
+                      "copy, discard, mmap, splice behind one-copy and zero-copy × "
+                      "16K,64K,256K × loopback and veth at MSS 4108 × 3 rounds); flags given "
+                      "override it")
     r.add_argument("--resume", metavar="DIR",
                    help="finish the sweep in DIR: run only what is missing, then rebuild the report")
     r.add_argument("--no-report", action="store_true", help=argparse.SUPPRESS)
@@ -209,8 +223,12 @@ def sweep_params(a):
         attach=P.parse_attach(a.attach) if a.attach is not None else "auto",
         freq=P.parse_freq(a.freq) if a.freq is not None else P.DEFAULT_FREQ,
         sample_source=(P.parse_sample_source(a.sample_source) if a.sample_source is not None
-                       else "auto"))
-    P.check_combinations(params.strategies, params.sizes, params.transports)
+                       else "auto"),
+        receives=(P.parse_receives(a.receive) if a.receive is not None
+                  else tuple(base.get("receives", (P.DEFAULT_RECEIVE,)))),
+        mss=P.parse_mss(a.mss) if a.mss is not None else base.get("mss"))
+    P.check_combinations(params.strategies, params.sizes, params.transports, params.receives,
+                         params.mss)
     return params
 
 
@@ -218,12 +236,15 @@ def _given(a):
     """Which sweep-defining flags the user gave (for --resume)."""
     names = {"strategies": a.strategies, "sizes": a.sizes, "threads": a.threads,
              "transports": a.transport, "duration": a.duration, "repeat": a.repeat,
-             "attach": a.attach, "freq": a.freq, "sample_source": a.sample_source}
+             "attach": a.attach, "freq": a.freq, "sample_source": a.sample_source,
+             "receives": a.receive, "mss": a.mss}
     out = {k for k, v in names.items() if v is not None}
     if a.no_trace or a.trace_only:
         out.add("passes")
     if a.quick or a.preset is not None:
         out |= {"strategies", "sizes", "threads", "transports", "duration", "repeat"}
+    if a.preset is not None:
+        out |= {"receives", "mss"}
     return out
 
 
@@ -348,6 +369,12 @@ def preflight(params):
         why = workload_refuses(s)
         if why:
             raise UsageError(f"netio-trace run: {why}; leave {s} out of --strategies")
+    if "mmap" in params.receives:
+        from netio_trace.doctor import probe_zerocopy_receive
+        why = probe_zerocopy_receive()
+        if why:
+            raise UsageError(f"netio-trace run: --receive mmap: {why}; leave mmap out of "
+                             f"--receive")
     if "zero-copy" in params.strategies:
         from netio_trace.doctor import probe_zerocopy_socket
         if not probe_zerocopy_socket():

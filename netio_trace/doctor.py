@@ -49,6 +49,28 @@ def probe_zerocopy_socket():
         return False
 
 
+TCP_ZEROCOPY_RECEIVE = 35       # linux/tcp.h
+ZEROCOPY_RECEIVE_LEN = 64       # struct tcp_zerocopy_receive (6.x); older kernels take less
+
+
+def probe_zerocopy_receive():
+    """None if the kernel has TCP_ZEROCOPY_RECEIVE (netio-client --receive mmap), else why not.
+    On a socket never connected the call maps nothing and succeeds where the option exists."""
+    import ctypes
+    # through libc: Python's getsockopt hands the kernel an uninitialised buffer, and the
+    # struct's address must be 0 or page-aligned
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(ZEROCOPY_RECEIVE_LEN)
+    size = ctypes.c_uint32(ZEROCOPY_RECEIVE_LEN)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        r = libc.getsockopt(s.fileno(), socket.IPPROTO_TCP, TCP_ZEROCOPY_RECEIVE, buf,
+                            ctypes.byref(size))
+    if r == 0:
+        return None
+    return (f"this kernel has no TCP_ZEROCOPY_RECEIVE ({os.strerror(ctypes.get_errno())}; "
+            f"Linux 4.18+)")
+
+
 def packet_sockets():
     """AF_PACKET sockets open in this network namespace (/proc/net/packet, one line each after
     the header), or None if unreadable. One on a zero-copy path (tcpdump, say) makes the kernel

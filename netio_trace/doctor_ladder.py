@@ -5,7 +5,7 @@ measured (bench/NOTES.md, bench/results.md) or that it was not: no figure here i
 """
 
 POINTS = ("tx_bytes", "tx_copy", "pinning", "fallback_copy", "zc_completion", "rx_copy",
-          "syscalls")
+          "rx_mapped", "rx_discarded", "rx_spliced", "syscalls")
 # doctor loads the tracer with --no-sample: `stacks` is unavailable there by request, and the
 # `sampling` object of --probe says what samples stacks
 NOT_LOADED = ("stacks",)

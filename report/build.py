@@ -11,7 +11,7 @@ import time
 
 from analysis import attribution, files, passes, record, results, stats, summary
 from analysis import crossover
-from report import breakdown, crossovers
+from report import breakdown, crossovers, receive
 from analysis.contract import (COMPARED_PAIRS, FIELD_STRATEGIES, STRATEGIES, STRATEGY_HELP,
                                TRANSPORTS, TRANSPORT_HELP, ZEROCOPY_PAIRS, ZEROCOPY_STRATEGIES)
 from analysis.sizes import format_bytes, format_size
@@ -627,6 +627,9 @@ class _Context:
     traced pass sampled, the plots and flame graphs drawn."""
 
     def __init__(self, out_dir, runs, plot_files, plot_errors, flames, flame_notes, sweep=None):
+        # the sections compare strategies on the runs that receive by copy; "Receive" reads all
+        self.all_runs = runs
+        runs = passes.copy_receive(runs)
         self.out_dir, self.runs, self.sweep = out_dir, runs, sweep
         self.why_untraced = untraced.why_untraced(runs, sweep)
         self.ok = [r for r in runs if results.ok(r)]
@@ -885,7 +888,8 @@ def _files_section(d, c):
                "Rebuild everything from `runs.jsonl` and the folded stacks: `netio-trace report DIR`"])
 
 
-SECTIONS = (_machine_section, _headline_section, _answers_section, _flags_section,
+SECTIONS = (_machine_section, _headline_section, _answers_section, receive.section,
+            _flags_section,
             _tracer_section, _summary_section, _plots_section, _flames_section, _files_section)
 
 
@@ -948,9 +952,11 @@ def build(out_dir, console=None):
     from report import plots
     sweep = untraced.read_sweep(out_dir)
     plot_dir = os.path.join(out_dir, "plots")
-    plot_files, plot_errors = plots.make_all(runs, plot_dir, untraced.short_why(runs, sweep))
+    copy_runs = passes.copy_receive(runs)
+    plot_files, plot_errors = plots.make_all(copy_runs, plot_dir,
+                                             untraced.short_why(copy_runs, sweep))
     ok = [r for r in runs if results.ok(r)]
-    flames, flame_notes = flame_graphs(out_dir, ok)
+    flames, flame_notes = flame_graphs(out_dir, [r for r in copy_runs if results.ok(r)])
     d = compose(out_dir, runs, plot_files, plot_errors, flames, flame_notes, sweep)
     _write(os.path.join(out_dir, "report.md"), d.markdown())
     _write(os.path.join(out_dir, "report.html"), d.html())

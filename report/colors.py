@@ -7,4 +7,5 @@ CAT_COLORS = {"user_copy": "#e377c2", "kernel_tx_copy": "#1f77b4", "pinning": "#
               "syscall": "#9467bd", "splice": "#7f2704", "tcp_tx": "#8c564b", "ip_tx": "#2ca02c",
               "net_rx": "#98df8a", "checksum": "#f7e11b", "skb_mem": "#c49c94",
               "sched": "#ffbb78", "locks": "#393b79", "bpf": "#e7298a",
-              "startup": "#1b9e77", "other": "#c7c7c7"}
+              "startup": "#1b9e77", "zc_receive": "#6a3d9a", "page_mapping": "#b8860b",
+              "copy_buffer": "#5f9ea0", "other": "#c7c7c7"}

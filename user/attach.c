@@ -23,7 +23,8 @@ static const char *rung_names[RUNG_NR] = {
 static const char *pp_names[PP_NR] = {
 	[PP_TX_BYTES] = "tx_bytes", [PP_TX_COPY] = "tx_copy", [PP_PINNING] = "pinning",
 	[PP_FALLBACK_COPY] = "fallback_copy", [PP_ZC_COMPLETION] = "zc_completion",
-	[PP_RX_COPY] = "rx_copy", [PP_SYSCALLS] = "syscalls", [PP_STACKS] = "stacks",
+	[PP_RX_COPY] = "rx_copy", [PP_RX_MAPPED] = "rx_mapped", [PP_RX_DISCARDED] = "rx_discarded",
+	[PP_RX_SPLICED] = "rx_spliced", [PP_SYSCALLS] = "syscalls", [PP_STACKS] = "stacks",
 };
 
 const char *rung_name(enum rung r)
@@ -91,6 +92,11 @@ static const struct row rows[] = {
 	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp6_recv_in, H_FENTRY, "udpv6_recvmsg"), .param = { 3, "flags" } },
 	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp6_recv_in_noblock, H_FENTRY, "udpv6_recvmsg"), .param = { 3, "noblock" } },
 	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp6_recv_out, H_FEXIT, "udpv6_recvmsg") },
+	/* the receive kinds (issue 30): tcp_recvmsg's flags moved after 5.18 (noblock went) */
+	{ ROW(RUNG_FENTRY, PP_RX_MAPPED, copy_fentry, fx_zc_receive, H_FEXIT, "tcp_zerocopy_receive"), .required = true },
+	{ ROW(RUNG_FENTRY, PP_RX_DISCARDED, copy_fentry, fx_tcp_recv_out, H_FEXIT, "tcp_recvmsg"), .param = { 3, "flags" }, .group = 1 },
+	{ ROW(RUNG_FENTRY, PP_RX_DISCARDED, copy_fentry, fx_tcp_recv_out_nb, H_FEXIT, "tcp_recvmsg"), .param = { 4, "flags" }, .group = 1 },
+	{ ROW(RUNG_FENTRY, PP_RX_SPLICED, copy_fentry, fx_splice_read, H_FEXIT, "tcp_splice_read"), .required = true },
 	/* kprobe/kretprobe */
 	{ ROW(RUNG_KPROBE, PP_TX_BYTES, copy_kprobe, kp_sendmsg_in, H_KPROBE, "tcp_sendmsg"), .required = true },
 	{ ROW(RUNG_KPROBE, PP_TX_BYTES, copy_kprobe, kp_sendmsg_out, H_KRETPROBE, "tcp_sendmsg"), .required = true },
@@ -131,6 +137,9 @@ static const struct row rows[] = {
 	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_kfree_skb_pre62, H_TP_BTF, "kfree_skb"), .group = 3, .fallback = true },
 	{ ROW(RUNG_TP_BTF, PP_RX_COPY, copy_tp, tp_recv_length, H_TP_BTF, "sock_recv_length"), .group = 1, .kfunc = CAST },
 	{ ROW(RUNG_TP_BTF, PP_RX_COPY, copy_tp, tp_rx_copy, H_TP_BTF, "skb_copy_datagram_iovec"), .group = 1, .fallback = true },
+	/* rx_discarded on this rung is tp_recv_length's (attach_climb.c, infer) */
+	{ ROW(RUNG_TP_BTF, PP_RX_MAPPED, copy_tp, cg_zc_receive, H_CGROUP, "getsockopt"), .required = true },
+	{ ROW(RUNG_TP_BTF, PP_RX_SPLICED, copy_tp, tp_rcv_space_adjust, H_TP_BTF, "tcp_rcv_space_adjust"), .required = true, .kfunc = CAST },
 	/* syscalls on fentry/fexit of the syscall functions (issue 15); sys_enter/sys_exit below */
 	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_sendto_in, H_FENTRY, "__x64_sys_sendto", "__arm64_sys_sendto"), .required = true },
 	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_sendto_out, H_FEXIT, "__x64_sys_sendto", "__arm64_sys_sendto"), .required = true },

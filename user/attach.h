@@ -27,6 +27,9 @@ enum probe_point {
 	PP_FALLBACK_COPY,
 	PP_ZC_COMPLETION,
 	PP_RX_COPY,
+	PP_RX_MAPPED,		/* the receive kinds beside rx_copy (issue 30) */
+	PP_RX_DISCARDED,
+	PP_RX_SPLICED,
 	PP_SYSCALLS,
 	PP_STACKS,
 	PP_NR,
@@ -53,6 +56,7 @@ struct attached_prog {
 	struct bpf_program *prog;	/* what tracer_bpf_attach() attaches again */
 	char kfunc[64];		/* kprobe rows: the function; "" for the others */
 	bool kretprobe;
+	bool cgroup;		/* a cgroup program: attached to the root cgroup */
 };
 
 /* A map shared by name between the BPF objects: created by the first that loads, reused by

@@ -11,10 +11,15 @@
 #include "attach_internal.h"
 #include "builds.h"
 #include "netio.h"
+#include "copy_tp.skel.h"
 
+/* The receive kinds beside rx_copy (issue 30): climbed with the copy points, but a forced
+ * rung that lacks one of them does not fail for it (it says why in attach_why). */
+static const unsigned rx_kind_pps = (1u << PP_RX_MAPPED) | (1u << PP_RX_DISCARDED) |
+				    (1u << PP_RX_SPLICED);
 static const unsigned copy_pps = (1u << PP_TX_BYTES) | (1u << PP_TX_COPY) | (1u << PP_PINNING) |
 				 (1u << PP_FALLBACK_COPY) | (1u << PP_ZC_COMPLETION) |
-				 (1u << PP_RX_COPY);
+				 (1u << PP_RX_COPY) | rx_kind_pps;
 
 static enum rung forced_rung(enum attach_mode mode)
 {
@@ -25,12 +30,14 @@ static enum rung forced_rung(enum attach_mode mode)
 /* why no fentry row resolves in the compat build (compat_excludes, attach_rung.c) */
 #define COMPAT_FENTRY_WHY "the compat build has no fexit return values (bpf_get_func_ret, 5.17)"
 
-static const char *unresolved_why(const struct ladder *l, enum rung r)
+static const char *unresolved_why(const struct ladder *l, enum rung r, int pp)
 {
 	if (r == RUNG_FENTRY && bpf_build() == BUILD_COMPAT)
 		return COMPAT_FENTRY_WHY;
 	if (r == RUNG_KPROBE && !l->kprobes)
 		return "this kernel has no kprobes (CONFIG_KPROBES unset)";
+	if (r == RUNG_KPROBE && (rx_kind_pps & (1u << pp)))
+		return "no kprobe program counts it (the kernels of the matrix take fentry)";
 	return "no target on this kernel";
 }
 
@@ -51,7 +58,7 @@ static void climb_copy_rungs(struct ladder *l, enum rung forced)
 			if (!(copy_pps & (1u << pp)) || (assigned & (1u << pp)))
 				continue;
 			if (!pp_resolvable(l, pp, r)) {
-				note_failure(l, pp, r, "%s", unresolved_why(l, r));
+				note_failure(l, pp, r, "%s", unresolved_why(l, r, pp));
 				continue;
 			}
 			mask |= 1u << pp;
@@ -80,6 +87,14 @@ static void attach_syscalls(struct ladder *l, bool no_latency)
 			try_rung(l, sc_rungs[i], 1u << PP_SYSCALLS);
 }
 
+static bool prog_attached(const struct tracer_bpf *t, const char *name)
+{
+	for (int i = 0; i < t->nprogs; i++)
+		if (!strcmp(t->progs[i].name, name) && t->progs[i].link)
+			return true;
+	return false;
+}
+
 /* What cannot be measured is inferred where it can be. */
 static void infer(struct tracer_bpf *t)
 {
@@ -89,6 +104,18 @@ static void infer(struct tracer_bpf *t)
 	}
 	if (t->rung[PP_TX_COPY] == RUNG_UNAVAILABLE && t->rung[PP_TX_BYTES] != RUNG_UNAVAILABLE)
 		t->rung[PP_TX_COPY] = RUNG_INFERRED;	/* tx_bytes - zc_tx_bytes */
+	/* sock_recv_length's flags say MSG_TRUNC: tp_recv_length counts discards too */
+	if (t->rung[PP_RX_DISCARDED] == RUNG_UNAVAILABLE && prog_attached(t, "tp_recv_length"))
+		t->rung[PP_RX_DISCARDED] = RUNG_TP_BTF;
+	/* the copy buffer of TCP_ZEROCOPY_RECEIVE never passes sock_recv_length: the cgroup
+	 * program adds it to rx_copy (bpf/copy_tp.bpf.c). Through the map: the skeleton's view
+	 * of .bss is not the map's where the ladder loads the object itself */
+	if (t->copy_tp && t->rung[PP_RX_MAPPED] == RUNG_TP_BTF &&
+	    prog_attached(t, "tp_recv_length")) {
+		uint32_t zero = 0, one = 1;
+
+		bpf_map_update_elem(bpf_map__fd(t->copy_tp->maps.bss), &zero, &one, BPF_ANY);
+	}
 }
 
 /* The copy probe points not on the forced rung (zc_completion aside: the error queue tells),
@@ -99,7 +126,8 @@ static unsigned missed_forced(struct ladder *l, enum rung forced)
 	unsigned failed = 0;
 
 	for (int pp = 0; pp < PP_NR; pp++) {
-		if (!(copy_pps & (1u << pp)) || pp == PP_ZC_COMPLETION || t->rung[pp] == forced)
+		if (!(copy_pps & (1u << pp)) || pp == PP_ZC_COMPLETION || t->rung[pp] == forced ||
+		    (rx_kind_pps & (1u << pp)))
 			continue;
 		if (forced == RUNG_TP_BTF && (t->rung[pp] == RUNG_TRACEPOINT ||
 					      t->rung[pp] == RUNG_INFERRED))
@@ -238,6 +266,7 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 	find_shared_maps(t);
 	count_tx_at_syscalls(t);
 	defer_sys_exit(t);
+	mark_splices_without_sys_enter(t);
 	refuse_thread_storage_for_tests(t);
 	return 0;
 }

@@ -14,7 +14,9 @@
 /* The BPF objects the ladder's rows live in. */
 enum objkind { OBJ_FOLLOW, OBJ_FENTRY, OBJ_KPROBE, OBJ_TP, OBJ_SYSCALLS, OBJ_NR };
 
-enum how { H_FENTRY, H_FEXIT, H_KPROBE, H_KRETPROBE, H_TP_BTF, H_RAW_TP };
+/* H_CGROUP: a cgroup program (cgroup/getsockopt), attached to the root cgroup: every
+ * process's calls pass it, the program itself keeps the followed ones */
+enum how { H_FENTRY, H_FEXIT, H_KPROBE, H_KRETPROBE, H_TP_BTF, H_RAW_TP, H_CGROUP };
 
 struct row {
 	enum rung rung;
@@ -69,7 +71,11 @@ int open_follow(struct tracer_bpf *t, char *err, size_t errlen);
 int attach_thread_flush(struct tracer_bpf *t, char *err, size_t errlen);
 void find_shared_maps(struct tracer_bpf *t);
 
+/* A cgroup program attached to the root of the cgroup v2 hierarchy (NULL with errno). */
+struct bpf_link *attach_root_cgroup(struct bpf_program *prog);
+
 /* attach_runtime.c */
 void defer_sys_exit(struct tracer_bpf *t);
+void mark_splices_without_sys_enter(struct tracer_bpf *t);
 
 #endif

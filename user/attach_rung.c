@@ -3,14 +3,18 @@
  * rung's object opened with only the programs of the probe points tried, loaded, and those
  * programs attached; a probe point that fails on the rung leaves nothing attached there. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "attach_internal.h"
 #include "builds.h"
+#include "cgroups.h"
 #include "copy_fentry.skel.h"
 #include "copy_kprobe.skel.h"
 #include "copy_tp.skel.h"
@@ -64,7 +68,8 @@ static void keep_obj(struct tracer_bpf *t, enum objkind k, void *skel)
 }
 
 /* enum how by name, for messages and the records' targets */
-static const char *how_names[] = { "fentry", "fexit", "kprobe", "kretprobe", "tp_btf", "raw_tp" };
+static const char *how_names[] = { "fentry", "fexit", "kprobe", "kretprobe", "tp_btf", "raw_tp",
+				   "cgroup" };
 
 static struct bpf_program *row_prog(const struct row *r, void *skel)
 {
@@ -152,6 +157,7 @@ static const char *resolve_row(const struct ladder *l, const struct row *r)
 				return t;
 			break;
 		case H_RAW_TP:
+		case H_CGROUP:
 			return t;	/* the attach tells */
 		}
 	}
@@ -268,6 +274,26 @@ static void *load_rung(struct ladder *l, enum rung r, enum objkind k, unsigned m
 	return skel;
 }
 
+struct bpf_link *attach_root_cgroup(struct bpf_program *prog)
+{
+	char root[PATH_MAX];
+	struct bpf_link *link;
+	int fd, e;
+
+	if (cgroup2_root(root, sizeof(root))) {
+		errno = ENOENT;		/* no cgroup2 mount */
+		return NULL;
+	}
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	link = bpf_program__attach_cgroup(prog, fd);
+	e = errno;
+	close(fd);	/* the link holds the cgroup */
+	errno = e;
+	return link;
+}
+
 static struct bpf_link *attach_row(const struct ladder *l, void *skel, int i, int *errp)
 {
 	const struct row *rows = ladder_rows;
@@ -278,6 +304,9 @@ static struct bpf_link *attach_row(const struct ladder *l, void *skel, int i, in
 	case H_KPROBE:
 	case H_KRETPROBE:
 		link = bpf_program__attach_kprobe(prog, rows[i].how == H_KRETPROBE, l->resolved[i]);
+		break;
+	case H_CGROUP:
+		link = attach_root_cgroup(prog);
 		break;
 	default:
 		link = bpf_program__attach(prog);
@@ -321,6 +350,7 @@ static void record_prog(struct ladder *l, void *skel, int i, struct bpf_link *li
 		return;
 	}
 	ap->prog = row_prog(r, skel);
+	ap->cgroup = r->how == H_CGROUP;
 	if (r->how == H_KPROBE || r->how == H_KRETPROBE) {
 		snprintf(ap->kfunc, sizeof(ap->kfunc), "%s", l->resolved[i]);
 		ap->kretprobe = r->how == H_KRETPROBE;

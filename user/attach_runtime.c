@@ -94,6 +94,20 @@ int tracer_bpf_follow_netns(struct tracer_bpf *t, unsigned int inum)
 	return 0;
 }
 
+/* The spliced bytes' program does its work only once a followed thread entered splice(2),
+ * which sys_enter marks (syscalls.bpf.c, EXIT_SPLICE) before the splice reads the socket:
+ * where no sys_enter program runs (syscalls on fentry, or --no-latency), the mark is set now,
+ * for good. */
+void mark_splices_without_sys_enter(struct tracer_bpf *t)
+{
+	uint32_t key = EXIT_SPLICE, one = 1;
+
+	if (!find_attached(t, "tp_rcv_space_adjust") || find_attached(t, "sc_enter") ||
+	    find_attached(t, "sc_enter_raw") || t->exit_wanted < 0)
+		return;
+	bpf_map_update_elem(t->exit_wanted, &key, &one, BPF_ANY);
+}
+
 void tracer_bpf_poll(struct tracer_bpf *t)
 {
 	if (t->detached)
@@ -166,6 +180,8 @@ static struct bpf_link *attach_again(const struct attached_prog *ap)
 {
 	if (ap->kfunc[0])
 		return bpf_program__attach_kprobe(ap->prog, ap->kretprobe, ap->kfunc);
+	if (ap->cgroup)
+		return attach_root_cgroup(ap->prog);
 	return bpf_program__attach(ap->prog);
 }
 

@@ -372,6 +372,10 @@ static unsigned long long total_proc(struct snapshot *s, struct proc_snap *p)
 	s->tx_calls += p->st.tx_calls;
 	s->rx_copy_bytes += p->st.rx_copy_bytes;
 	s->rx_unsized_calls += p->st.rx_unsized_calls;
+	s->rx_kind_bytes[0] += p->st.rx_mapped_bytes;
+	s->rx_kind_bytes[1] += p->st.rx_discarded_bytes;
+	s->rx_kind_bytes[2] += p->st.rx_spliced_bytes;
+	s->rx_unsized_splices += p->st.rx_unsized_splices;
 	s->pinned_pages += p->st.pinned_pages;
 	s->k.switches += p->k.switches;
 	s->k.migrations += p->k.migrations;
@@ -427,6 +431,32 @@ static bool zc_per_process(const struct tracer_bpf *t)
 	"namespace, and no send names their socket's owner on this kernel (sock_send_length is " \
 	"6.3+; the exact rungs' tcp_sendmsg could not be attached)"
 
+/* The receive kinds beside rx_copy, in enum rx_kind's order (bpf/receive.h). */
+const char *const rx_kind_field[3] = { "rx_mapped_bytes", "rx_discarded_bytes", "rx_spliced_bytes" };
+static const enum probe_point rx_kind_pp[3] = { PP_RX_MAPPED, PP_RX_DISCARDED, PP_RX_SPLICED };
+
+/* Why a receive kind is null: no rung counts it here (the ladder's reasons), or, spliced,
+ * splices the tracepoint rung could not size. */
+static void rx_kinds_unavailable(const struct tracer_bpf *t, const struct snapshot *s,
+				 struct json *j)
+{
+	char why[600];
+
+	for (int k = 0; k < 3; k++) {
+		if (!s->rx_kind_counted[k]) {
+			snprintf(why, sizeof(why), "no rung counts it on this kernel: %s",
+				 t->why[rx_kind_pp[k]][0] ? t->why[rx_kind_pp[k]] : "not attached");
+			json_kv_string(j, rx_kind_field[k], why);
+		}
+	}
+	if (s->rx_kind_counted[2] && s->rx_unsized_splices) {
+		snprintf(why, sizeof(why), "%llu splices from a socket without a per-socket record "
+			 "(--no-sockets, or the table full): the tracepoint rung sizes a splice from "
+			 "the socket's record", s->rx_unsized_splices);
+		json_kv_string(j, "rx_spliced_bytes", why);
+	}
+}
+
 /* "unavailable": what the trace does not count on this kernel, and why (its figures are
  * null). */
 static void write_unavailable(const struct tracer_bpf *t, const struct snapshot *s,
@@ -435,6 +465,7 @@ static void write_unavailable(const struct tracer_bpf *t, const struct snapshot 
 	json_key(j, "unavailable");
 	json_begin_object(j);
 	sockets_write_unavailable(t, s, j);
+	rx_kinds_unavailable(t, s, j);
 	if (s->rx_unsized_calls) {
 		char why[160];
 
@@ -459,6 +490,8 @@ static void total(const struct tracer_bpf *t, struct snapshot *s)
 	s->tx_from_syscalls = t->tx_from_syscalls;
 	s->tx_copy_inferred = t->rung[PP_TX_COPY] == RUNG_INFERRED;
 	s->zc_per_process = zc_per_process(t);
+	for (int k = 0; k < 3; k++)
+		s->rx_kind_counted[k] = t->rung[rx_kind_pp[k]] != RUNG_UNAVAILABLE;
 	s->pinned_pages_null = !t->pinned_pages_counted;
 	for (int i = 0; i < s->nprocs; i++)
 		zc_procs += total_proc(s, &s->procs[i]);
@@ -657,6 +690,9 @@ static void write_bytes(const struct tracer_bpf *t, const struct snapshot *s, st
 	kv_counted(j, "rx_copy_bytes", t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE &&
 		   !s->rx_unsized_calls, s->rx_copy_bytes);
 	kv_counted(j, "pinned_pages", !s->pinned_pages_null, s->pinned_pages);
+	for (int k = 0; k < 3; k++)
+		kv_counted(j, rx_kind_field[k], s->rx_kind_counted[k] &&
+			   !(k == 2 && s->rx_unsized_splices), s->rx_kind_bytes[k]);
 }
 
 /* "zerocopy": zero-copy skbs and completions, as the kernel saw them. */
@@ -711,6 +747,10 @@ static void write_process(const struct snapshot *s, const struct proc_snap *p, s
 	kv_counted(j, "zc_tx_bytes", s->zc_per_process, p->st.zc_tx_bytes);
 	kv_counted(j, "rx_copy_bytes", !p->st.rx_unsized_calls, p->st.rx_copy_bytes);
 	json_kv_uint(j, "rx_copy_calls", p->st.rx_calls);
+	kv_counted(j, "rx_mapped_bytes", s->rx_kind_counted[0], p->st.rx_mapped_bytes);
+	kv_counted(j, "rx_discarded_bytes", s->rx_kind_counted[1], p->st.rx_discarded_bytes);
+	kv_counted(j, "rx_spliced_bytes", s->rx_kind_counted[2] && !p->st.rx_unsized_splices,
+		   p->st.rx_spliced_bytes);
 	kv_counted(j, "pinned_pages", !s->pinned_pages_null, p->st.pinned_pages);
 	json_key(j, "syscalls");
 	write_syscalls(j, p->sc, p->has_sc);

@@ -1,13 +1,15 @@
 /* netio-client: the receiver. One thread and one TCP connection per --threads; each says its
- * connection index, then recv()s into one buffer until the server closes, checking every
- * byte against the --verify pattern if asked. */
+ * connection index, then receives by its --receive strategy (receive.c) until the server
+ * closes, checking every byte that reaches user memory against the --verify pattern if asked. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include "message.h"
 #include "netutil.h"
 #include "options.h"
+#include "receive.h"
 #include "runjson.h"
 #include "start.h"
 #include "tcp_stats.h"
@@ -41,6 +44,7 @@ struct conn {
 
 	double t_first, t_end;
 	uint64_t bytes, recv_calls;
+	struct wl_receiver r;
 	struct wl_verifier v;
 	struct wl_tcp_stats tcp;
 	char error[256];
@@ -60,6 +64,12 @@ static int connect_retry(struct conn *c)
 			close(fd);
 			return conn_fail(c, "--cc %s: %s", c->o->cc, strerror(errno));
 		}
+		/* before connect: the MSS this end advertises, which the sender's segments obey */
+		if (c->o->mss &&
+		    setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &c->o->mss, sizeof(c->o->mss)) < 0) {
+			close(fd);
+			return conn_fail(c, "--mss %d: %s", c->o->mss, strerror(errno));
+		}
 		if (connect(fd, (const struct sockaddr *)c->ss, c->sslen) == 0)
 			return fd;
 		if (errno != ECONNREFUSED && errno != EINTR) {
@@ -74,40 +84,28 @@ static int connect_retry(struct conn *c)
 	}
 }
 
-static void *conn_thread(void *arg)
+/* The MSS this end receives (tcpi_rcv_mss), 0 where TCP_INFO says nothing. */
+static uint32_t rcv_mss(int fd)
 {
-	struct conn *c = arg;
-	const struct wl_options *o = c->o;
-	size_t bufsize = RECV_BUF;
-	uint32_t hello = htonl(c->idx);
-	uint8_t *buf;
-	int fd;
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
 
-	wl_verifier_init(&c->v, o->size, c->idx);
-	buf = malloc(bufsize);
-	if (!buf) {
-		conn_fail(c, "cannot allocate %zu bytes", bufsize);
-		return NULL;
-	}
-	memset(buf, 0, bufsize);   /* fault it in before the clock starts */
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return 0;
+	return ti.tcpi_rcv_mss;
+}
 
-	fd = connect_retry(c);
-	if (fd < 0)
-		goto out;
-	if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != sizeof(hello)) {
-		conn_fail(c, "sending the hello: %s", strerror(errno));
-		goto out_close;
-	}
+/* Receives until the server closes: the bytes, their kinds and the span they took. */
+static void receive_all(struct conn *c, int fd)
+{
 	for (;;) {
-		ssize_t r = recv(fd, buf, bufsize, 0);
+		long r = wl_receive_once(&c->r);
 
-		c->recv_calls++;
 		if (r > 0) {
 			if (!c->bytes)
 				c->t_first = wl_now();
 			c->bytes += (uint64_t)r;
-			if (o->verify)
-				wl_verifier_feed(&c->v, buf, (size_t)r);
 			continue;
 		}
 		c->t_end = wl_now();
@@ -115,19 +113,53 @@ static void *conn_thread(void *arg)
 			break;
 		if (errno == EINTR)
 			continue;
-		conn_fail(c, "recv: %s", strerror(errno));
+		conn_fail(c, "%s: %s", c->r.how == RECV_MMAP ? "TCP_ZEROCOPY_RECEIVE" :
+			  c->r.how == RECV_SPLICE ? "splice" : "recv", strerror(errno));
 		break;
 	}
+	c->recv_calls = c->r.calls;
+	c->r.rcv_mss = rcv_mss(fd);
+}
+
+static void *conn_thread(void *arg)
+{
+	struct conn *c = arg;
+	const struct wl_options *o = c->o;
+	uint32_t hello = htonl(c->idx);
+	char err[200];
+	int fd;
+
+	wl_verifier_init(&c->v, o->size, c->idx);
+	if (wl_receiver_init(&c->r, o->receive, RECV_BUF, o->verify ? &c->v : NULL, err,
+			     sizeof(err)) < 0) {
+		conn_fail(c, "%s", err);
+		goto out;
+	}
+	fd = connect_retry(c);
+	if (fd < 0)
+		goto out;
+	if (wl_receiver_attach(&c->r, fd, err, sizeof(err)) < 0) {
+		conn_fail(c, "%s", err);
+		goto out_close;
+	}
+	if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != sizeof(hello)) {
+		conn_fail(c, "sending the hello: %s", strerror(errno));
+		goto out_close;
+	}
+	receive_all(c, fd);
 	if (!c->error[0] && c->bytes == 0)
 		conn_fail(c, "the server closed the connection without sending anything");
 	else if (!c->error[0] && c->bytes % o->size)
 		conn_fail(c, "the server closed in the middle of a message (%llu of %zu bytes)",
 			  (unsigned long long)(c->bytes % o->size), o->size);
+	else if (!c->error[0] && wl_rx_total(&c->r.rx) != c->bytes)
+		conn_fail(c, "the receive kinds add up to %llu bytes, not the %llu received",
+			  (unsigned long long)wl_rx_total(&c->r.rx), (unsigned long long)c->bytes);
 	wl_tcp_stats_read(fd, &c->tcp);
 out_close:
 	close(fd);
 out:
-	free(buf);
+	wl_receiver_free(&c->r);
 	return NULL;
 }
 
@@ -160,7 +192,8 @@ static void report_mismatch(const struct conn *conns, int nconns, uint64_t bad, 
 /* The whole run: the connections' counters summed, the span from the first byte to the
  * last, and the first error. */
 struct totals {
-	uint64_t bytes, calls, bad, bad_msgs;
+	uint64_t bytes, calls, bad, bad_msgs, zc_calls, skip_reads;
+	struct wl_rx_bytes rx;
 	double t0, t1;
 	int errors;
 	const char *first_error;
@@ -178,6 +211,9 @@ static void sum_conns(const struct conn *conns, int nconns, const char *global_e
 
 		t->bytes += c->bytes;
 		t->calls += c->recv_calls;
+		t->zc_calls += c->r.zc_calls;
+		t->skip_reads += c->r.skip_reads;
+		wl_rx_add(&t->rx, &c->r.rx);
 		t->bad += c->v.bad_bytes;
 		t->bad_msgs += c->v.bad_messages + (uint64_t)c->v.cur_bad;
 		if (c->bytes && (!t->t0 || c->t_first < t->t0))
@@ -209,10 +245,30 @@ static void put_conn(struct json *w, const struct wl_options *o, const struct co
 	json_kv_uint(w, "conn", c->idx);
 	wl_json_figures(w, c->bytes, c->bytes / o->size, s);
 	json_kv_uint(w, "recv_calls", c->recv_calls);
+	wl_rx_json(w, &c->r.rx);
+	if (c->r.rcv_mss)
+		json_kv_uint(w, "rcv_mss", c->r.rcv_mss);
+	else
+		json_kv_null(w, "rcv_mss");
 	put_verify(w, o->verify, c->v.bad_bytes, c->v.bad_messages + (uint64_t)c->v.cur_bad);
 	wl_tcp_stats_json(w, &c->tcp);
 	json_kv_string(w, "error", c->error[0] ? c->error : NULL);
 	json_end_object(w);
+}
+
+/* The process's CPU time, user and system, from its start to here (getrusage): what receiving
+ * cost the receiver, whatever the receive strategy. */
+static void put_cpu(struct json *w)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0) {
+		json_kv_null(w, "cpu_user_s");
+		json_kv_null(w, "cpu_sys_s");
+		return;
+	}
+	json_kv_double(w, "cpu_user_s", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6);
+	json_kv_double(w, "cpu_sys_s", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
 }
 
 /* The client's JSON object on stdout (docs/workloads.md), and one line on stderr for an error or
@@ -227,11 +283,20 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	sum_conns(conns, nconns, global_error, &t);
 	secs = t.t1 > t.t0 ? t.t1 - t.t0 : 0;
 	wl_json_open(&w, "client");
+	put_cpu(&w);
 	json_kv_uint(&w, "size", o->size);
 	json_kv_int(&w, "threads", o->threads);
 	json_kv_bool(&w, "verify", o->verify);
 	wl_json_figures(&w, t.bytes, t.bytes / o->size, secs);
 	json_kv_uint(&w, "recv_calls", t.calls);
+	json_kv_string(&w, "receive", wl_receive_name(o->receive));
+	if (o->mss)
+		json_kv_int(&w, "mss", o->mss);
+	else
+		json_kv_null(&w, "mss");
+	wl_rx_json(&w, &t.rx);
+	json_kv_uint(&w, "zc_receive_calls", t.zc_calls);
+	json_kv_uint(&w, "skip_reads", t.skip_reads);
 	json_key(&w, "per_thread");
 	json_begin_array(&w);
 	for (int i = 0; i < nconns; i++)
@@ -256,6 +321,10 @@ int main(int argc, char **argv)
 	int i, r;
 
 	wl_start(WL_CLIENT, argc, argv, &o);
+	if (o.receive == RECV_MMAP && !wl_zerocopy_receive_supported(err, sizeof(err))) {
+		fprintf(stderr, PROG ": --receive mmap: not on this kernel: %s\n", err);
+		return 2;
+	}
 	if (o.netns && wl_enter_netns(o.netns, err, sizeof(err)) < 0)
 		return print_json(&o, NULL, 0, err);
 	if (wl_resolve(o.addr, o.port, 0, &ss, &sslen, err, sizeof(err)) < 0)

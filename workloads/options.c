@@ -178,6 +178,40 @@ int wl_parse_strategy(const char *s, enum wl_strategy *out, char *err, size_t er
 		    "per-field, sendfile, io-uring or io-uring-zc)", s ? s : "");
 }
 
+static const char *const receive_names[RECV_NR] = {
+	[RECV_COPY] = "copy",
+	[RECV_DISCARD] = "discard",
+	[RECV_MMAP] = "mmap",
+	[RECV_SPLICE] = "splice",
+};
+
+const char *wl_receive_name(enum wl_receive r)
+{
+	return (int)r >= 0 && r < RECV_NR ? receive_names[r] : "none";
+}
+
+int wl_parse_receive(const char *s, enum wl_receive *out, char *err, size_t errlen)
+{
+	for (int i = 0; s && i < RECV_NR; i++) {
+		if (strcmp(s, receive_names[i]) == 0) {
+			*out = (enum wl_receive)i;
+			return 0;
+		}
+	}
+	return fail(err, errlen, "--receive '%s': unknown (choose copy, discard, mmap or splice)",
+		    s ? s : "");
+}
+
+int wl_parse_mss(const char *s, int *out, char *err, size_t errlen)
+{
+	unsigned long long v;
+
+	if (parse_whole("mss", s, WL_MSS_MIN, WL_MSS_MAX, &v, err, errlen) < 0)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
 /* Congestion control names are short kernel identifiers (TCP_CA_NAME_MAX = 16). */
 int wl_parse_cc(const char *s, const char **out, char *err, size_t errlen)
 {
@@ -219,7 +253,7 @@ const char *wl_usage(enum wl_role role)
 		return "usage: netio-server --strategy STRATEGY --size BYTES --threads N\n"
 		       "                    --port P [--addr A] [--netns NAME] "
 		       "(--duration S | --count MSGS) [--verify] [--cc NAME] [--udp] [--check]\n"
-		       "                    [--ready-fd FD]\n"
+		       "                    [--ready-fd FD] [--mss BYTES]\n"
 		       "  BYTES: 8 .. 64MiB (suffixes K, KiB, M, MiB); N: 1 .. 256; P: 0 = any free port\n"
 		       "  STRATEGY, per message of 8 heap fields:\n"
 		       "    two-copy     serialize the fields into one buffer, send() it\n"
@@ -240,14 +274,23 @@ const char *wl_usage(enum wl_role role)
 		       "  --check: only check that the strategy can run on this machine (io_uring\n"
 		       "           enabled and new enough): exit 0, or 2 with one line\n"
 		       "  --ready-fd FD: once listening, the `listening <port>` line goes to the open\n"
-		       "                descriptor FD too, which is then closed (a driver's pipe)\n";
+		       "                descriptor FD too, which is then closed (a driver's pipe)\n"
+		       "  --mss BYTES: TCP_MAXSEG on the listening socket (88 .. 32767)\n";
 	return "usage: netio-client --addr A --port P --threads N --size BYTES [--netns NAME] "
-	       "[--verify] [--cc NAME]\n";
+	       "[--verify] [--cc NAME]\n"
+	       "                    [--receive copy|discard|mmap|splice] [--mss BYTES]\n"
+	       "  --receive: copy     recv() into a 64 KiB buffer (the default)\n"
+	       "             discard  recv(MSG_TRUNC): the kernel drops the bytes, none copied\n"
+	       "             mmap     TCP_ZEROCOPY_RECEIVE into a mapping of the socket, what cannot\n"
+	       "                      be mapped read by recv() (recv_skip_hint)\n"
+	       "             splice   splice(2) socket -> pipe -> /dev/null\n"
+	       "  --mss BYTES: TCP_MAXSEG before connecting (88 .. 32767): the MSS this end\n"
+	       "               advertises, so the sender's segments carry BYTES less TCP options\n";
 }
 
 enum opt_id {
 	O_STRATEGY, O_SIZE, O_THREADS, O_PORT, O_ADDR, O_NETNS, O_DURATION, O_COUNT,
-	O_VERIFY, O_CC, O_UDP, O_CHECK, O_READY_FD, O_HELP, O_NUM,
+	O_VERIFY, O_CC, O_UDP, O_CHECK, O_READY_FD, O_RECEIVE, O_MSS, O_HELP, O_NUM,
 };
 
 /* getopt_long's val of option id: above every character, so never '?' or ':' */
@@ -273,6 +316,8 @@ static const struct {
 	[O_UDP]      = { { "udp", no_argument, NULL, OPT_VAL(O_UDP) }, SERVER },
 	[O_CHECK]    = { { "check", no_argument, NULL, OPT_VAL(O_CHECK) }, SERVER },
 	[O_READY_FD] = { { "ready-fd", required_argument, NULL, OPT_VAL(O_READY_FD) }, SERVER },
+	[O_RECEIVE]  = { { "receive", required_argument, NULL, OPT_VAL(O_RECEIVE) }, CLIENT },
+	[O_MSS]      = { { "mss", required_argument, NULL, OPT_VAL(O_MSS) }, SERVER | CLIENT },
 	[O_HELP]     = { { "help", no_argument, NULL, OPT_VAL(O_HELP) }, SERVER | CLIENT },
 };
 
@@ -355,6 +400,10 @@ static int set_option(enum wl_role role, int id, const char *val, struct wl_opti
 		return 0;
 	case O_READY_FD:
 		return wl_parse_ready_fd(val, &o->ready_fd, err, errlen);
+	case O_RECEIVE:
+		return wl_parse_receive(val, &o->receive, err, errlen);
+	case O_MSS:
+		return wl_parse_mss(val, &o->mss, err, errlen);
 	}
 	return 0;
 }
@@ -415,6 +464,8 @@ int wl_options_parse(enum wl_role role, int argc, char **argv, struct wl_options
 		return fail(err, errlen, "--udp needs a --port between 1 and 65535");
 	if (o->udp && o->cc)
 		return fail(err, errlen, "--cc is for TCP, not --udp");
+	if (o->udp && o->mss)
+		return fail(err, errlen, "--mss is for TCP, not --udp");
 	if (o->udp && seen[O_READY_FD])
 		return fail(err, errlen, "--ready-fd is for TCP: over --udp nothing listens");
 	if (o->udp && o->strategy == STRAT_SENDFILE)

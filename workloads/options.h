@@ -25,6 +25,19 @@ enum wl_strategy {
 	STRAT_NONE = -1,
 };
 
+/* How the client receives (--receive; receive.c). */
+enum wl_receive {
+	RECV_COPY,		/* recv() into a buffer: one copy per byte */
+	RECV_DISCARD,		/* recv(MSG_TRUNC): TCP drops the bytes, nothing copied */
+	RECV_MMAP,		/* TCP_ZEROCOPY_RECEIVE: pages mapped, leftovers copied */
+	RECV_SPLICE,		/* splice socket -> pipe -> /dev/null */
+	RECV_NR,
+};
+
+/* TCP_MAXSEG's range (the kernel's TCP_MIN_MSS and MAX_TCP_WINDOW) */
+#define WL_MSS_MIN       88
+#define WL_MSS_MAX       32767
+
 struct wl_options {
 	enum wl_role role;
 	enum wl_strategy strategy;
@@ -40,6 +53,8 @@ struct wl_options {
 	int udp;                /* server: datagrams to --addr:--port, no receiver (--udp) */
 	int check;              /* server: only check that the strategy can run here (--check) */
 	int ready_fd;           /* server: also say `listening <port>` there, then close it; -1 */
+	enum wl_receive receive;	/* client: --receive, RECV_COPY by default */
+	int mss;                /* --mss: TCP_MAXSEG before connect / listen; 0 = not given */
 };
 
 /* The parsers below return 0 on success, -1 with a one-line reason in err. */
@@ -51,8 +66,11 @@ int wl_parse_count(const char *s, uint64_t *out, char *err, size_t errlen);
 int wl_parse_strategy(const char *s, enum wl_strategy *out, char *err, size_t errlen);
 int wl_parse_cc(const char *s, const char **out, char *err, size_t errlen);
 int wl_parse_ready_fd(const char *s, int *out, char *err, size_t errlen);
+int wl_parse_receive(const char *s, enum wl_receive *out, char *err, size_t errlen);
+int wl_parse_mss(const char *s, int *out, char *err, size_t errlen);
 
 const char *wl_strategy_name(enum wl_strategy s);
+const char *wl_receive_name(enum wl_receive r);
 
 /* Parse argv for role. Returns 0 ok, 1 if --help was asked (usage printed to stdout),
  * -1 on bad usage (err holds the reason, without the program name). */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -812,6 +813,9 @@ static int accept_tcp(const struct wl_options *o, struct conn *conns, int *port)
 		return fatal(o, o->port, "socket: %s", strerror(errno));
 	wl_require_cc(WL_SERVER, lfd, o->cc);
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* inherited by the accepted sockets: the MSS this end advertises and sends with */
+	if (o->mss && setsockopt(lfd, IPPROTO_TCP, TCP_MAXSEG, &o->mss, sizeof(o->mss)) < 0)
+		return fatal(o, o->port, "--mss %d: %s", o->mss, strerror(errno));
 	if (bind(lfd, (struct sockaddr *)&ss, sslen) < 0)
 		return fatal(o, o->port, "cannot listen on %s: %s", where, strerror(errno));
 	if (listen(lfd, o->threads < 128 ? 128 : o->threads) < 0)

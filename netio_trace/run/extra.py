@@ -61,7 +61,7 @@ def run_extra_rounds(sweep, prog, t0):
     for _ in range(MAX_EXTRA_ROUNDS):
         runs = results.read_runs(sweep.runs_path)
         answers, _traced, _ = passes.split(runs)
-        groups = undecided_groups(params, answers)
+        groups = undecided_groups(params, passes.copy_receive(answers))
         left = budget - (time.monotonic() - t_extra)
         groups = _fit(groups, _wall_per_run(runs, params), left)
         if not groups:

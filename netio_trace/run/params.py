@@ -5,6 +5,7 @@ import json
 
 from analysis.contract import run_key, STRATEGIES, TRANSPORTS  # noqa: F401 (re-used by the CLI)
 from analysis.contract import FORWARD_MAX_SIZE, runnable
+from analysis.contract import DEFAULT_RECEIVE, MSS_MAX, MSS_MIN, RECEIVES, receive_runnable
 from analysis.sizes import format_size, parse_sizes
 
 MAX_THREADS = 256
@@ -47,6 +48,19 @@ PRESETS = {
                      transports=("forward", "veth"),
                      duration=0.5,
                      repeat=3),
+    # --preset receive (issue 30): where receive zero-copy wins. Every receive strategy behind
+    # a sender whose pages can be mapped (zero-copy) and one whose pages cannot (one-copy), at
+    # MSS 4108: 4096-byte segments over loopback, while veth's MTU of 1500 keeps them at 1448
+    # (the MSS that splits pages). 4 receives x 2 strategies x 3 sizes x 2 transports = 48
+    # configurations, both passes, 3 rounds: 288 runs, about 3.5 minutes.
+    "receive": dict(strategies=("one-copy", "zero-copy"),
+                    receives=("copy", "discard", "mmap", "splice"),
+                    sizes=(16384, 65536, 262144),
+                    threads=(1,),
+                    transports=("loopback", "veth"),
+                    mss=4108,
+                    duration=0.5,
+                    repeat=3),
 }
 DEFAULT_FREQ = 999
 SWEEP_FORMAT = "netio-trace sweep 1"
@@ -86,6 +100,14 @@ def _whole(text, noun, lo, hi, unit=""):
 
 def parse_strategies(text):
     return tuple(_choice(s, "strategy", STRATEGIES) for s in _split(text, "strategies"))
+
+
+def parse_receives(text):
+    return tuple(_choice(r, "receive strategy", RECEIVES) for r in _split(text, "receive"))
+
+
+def parse_mss(text):
+    return _whole(text, "mss", MSS_MIN, MSS_MAX, " bytes")
 
 
 def parse_transports(text):
@@ -131,9 +153,18 @@ def parse_sample_source(text):
     return _choice(text, "sample source", SAMPLE_SOURCES)
 
 
-def check_combinations(strategies, sizes, transports):
-    """UsageError for a strategy a transport cannot run, or a size forward cannot send in one
-    unfragmented datagram."""
+def check_combinations(strategies, sizes, transports, receives=(DEFAULT_RECEIVE,), mss=None):
+    """UsageError for a strategy or receive strategy a transport cannot run, --mss on forward,
+    or a size forward cannot send in one unfragmented datagram."""
+    for t in transports:
+        for r in receives:
+            why = receive_runnable(r, t)
+            if why:
+                raise UsageError(f"{why}: leave {r} out of --receive or forward out of "
+                                 f"--transport")
+        if t == "forward" and mss is not None:
+            raise UsageError("--mss is TCP's: forward sends UDP datagrams; leave forward out "
+                             "of --transport")
     for t in transports:
         for s in strategies:
             why = runnable(s, t)
@@ -154,9 +185,12 @@ class Config:
     msg_size: int
     threads: int
     transport: str
+    receive: str = DEFAULT_RECEIVE
 
     def label(self):
-        return f"{self.strategy} {format_size(self.msg_size)} ×{self.threads} {self.transport}"
+        recv = "" if self.receive == DEFAULT_RECEIVE else f" → {self.receive}"
+        return (f"{self.strategy}{recv} {format_size(self.msg_size)} ×{self.threads} "
+                f"{self.transport}")
 
 
 
@@ -172,7 +206,7 @@ class Slot:
 
     def key(self):
         return run_key(self.config.strategy, self.config.msg_size, self.config.threads,
-                       self.config.transport, self.repeat, self.traced)
+                       self.config.transport, self.repeat, self.traced, self.config.receive)
 
 
 def passes_in_round(passes, repeat):
@@ -194,10 +228,12 @@ class SweepParams:
     attach: str = "auto"
     freq: int = DEFAULT_FREQ
     sample_source: str = "auto"
+    receives: tuple = (DEFAULT_RECEIVE,)
+    mss: int = None         # TCP_MAXSEG on both ends; None: the kernel's
 
     # What makes two sweeps the same sweep (what --resume compares).
     IDENTITY = ("strategies", "sizes", "threads", "transports", "duration", "repeat",
-                "passes", "attach", "freq", "sample_source")
+                "passes", "attach", "freq", "sample_source", "receives", "mss")
 
     @property
     def trace(self):
@@ -205,11 +241,11 @@ class SweepParams:
         return "traced" in self.passes
 
     def configs(self):
-        """Every configuration, strategy innermost, so that the strategies being compared run
-        next to each other in time."""
-        return [Config(s, size, t, tr)
+        """Every configuration, receive strategy then strategy innermost, so that the
+        strategies being compared run next to each other in time."""
+        return [Config(s, size, t, tr, r)
                 for tr in self.transports for t in self.threads
-                for size in self.sizes for s in self.strategies]
+                for size in self.sizes for s in self.strategies for r in self.receives]
 
     def groups(self):
         """Configurations that differ only by strategy (the ones a report compares), in order."""
@@ -236,7 +272,8 @@ class SweepParams:
                 "threads": list(self.threads), "transports": list(self.transports),
                 "duration": self.duration, "repeat": self.repeat, "trace": self.trace,
                 "passes": list(self.passes),
-                "attach": self.attach, "freq": self.freq, "sample_source": self.sample_source}
+                "attach": self.attach, "freq": self.freq, "sample_source": self.sample_source,
+                "receives": list(self.receives), "mss": self.mss}
 
     @classmethod
     def from_dict(cls, d):
@@ -250,7 +287,10 @@ class SweepParams:
                        repeat=int(d["repeat"]), passes=_passes_of(d),
                        attach=d.get("attach", "auto"), freq=int(d.get("freq", DEFAULT_FREQ)),
                        # sweeps written before --sample-source existed sampled on auto
-                       sample_source=d.get("sample_source", "auto"))
+                       sample_source=d.get("sample_source", "auto"),
+                       # and before --receive and --mss, received by copy at the kernel's MSS
+                       receives=tuple(d.get("receives") or (DEFAULT_RECEIVE,)),
+                       mss=None if d.get("mss") is None else int(d["mss"]))
         except (KeyError, TypeError, ValueError) as e:
             raise UsageError(f"sweep description is incomplete or damaged ({e})") from None
 
@@ -264,7 +304,11 @@ class SweepParams:
         return out
 
     def describe(self):
-        return (f"strategies {_fmt('strategies', self.strategies)}; sizes {_fmt('sizes', self.sizes)}; "
+        recv = ("" if self.receives == (DEFAULT_RECEIVE,)
+                else f"receive {_fmt('receives', self.receives)}; ")
+        mss = "" if self.mss is None else f"MSS {self.mss}; "
+        return (f"strategies {_fmt('strategies', self.strategies)}; {recv}{mss}"
+                f"sizes {_fmt('sizes', self.sizes)}; "
                 f"threads {_fmt('threads', self.threads)}; transport {_fmt('transports', self.transports)}; "
                 f"{self.repeat} × {self.duration:g} s; "
                 + " and ".join(self.passes) + " passes; "

@@ -27,7 +27,8 @@ class RunFailed(Exception):
 
 
 def run_dirname(index, cfg, repeat):
-    return (f"{index:04d}-{cfg.strategy}-{format_size(cfg.msg_size)}-t{cfg.threads}-"
+    recv = "" if cfg.receive == "copy" else f"-{cfg.receive}"
+    return (f"{index:04d}-{cfg.strategy}{recv}-{format_size(cfg.msg_size)}-t{cfg.threads}-"
             f"{cfg.transport}-r{repeat}")
 
 
@@ -190,18 +191,22 @@ def _start(argv, out, err, cgroup, tracer, ready=False):
     return p
 
 
-def _server_argv(cfg, duration, port, topo):
+def _mss_args(mss):
+    return [] if mss is None else ["--mss", str(mss)]
+
+
+def _server_argv(cfg, duration, port, topo, mss=None):
     return [paths.binary("netio-server"), "--strategy", cfg.strategy,
             "--size", str(cfg.msg_size), "--threads", str(cfg.threads),
             "--port", str(port), "--addr", topo.server_addr, "--netns", topo.sender_ns,
-            "--duration", f"{duration:g}"] + (["--cc", "cubic", *READY_ARGS]
+            "--duration", f"{duration:g}"] + (["--cc", "cubic", *READY_ARGS, *_mss_args(mss)]
                                               if topo.has_receiver else ["--udp"])
 
 
-def _client_argv(cfg, port, topo):
+def _client_argv(cfg, port, topo, mss=None):
     return [paths.binary("netio-client"), "--addr", topo.server_addr, "--port", str(port),
             "--threads", str(cfg.threads), "--size", str(cfg.msg_size),
-            "--netns", topo.receiver_ns]
+            "--netns", topo.receiver_ns, "--receive", cfg.receive, *_mss_args(mss)]
 
 
 def _read_outputs(f, server, client, topo):
@@ -242,14 +247,15 @@ def _end(procs, topo):
 
 
 def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, port=PORT,
-            cgroup=None):
+            cgroup=None, mss=None):
     """Run one configuration once. Returns the run object (status ok/failed/inconsistent).
+    mss: the sweep's --mss (TCP_MAXSEG on both ends), or None.
     tracer: the sweep's tracer, attached (a traced run), or None (an untraced run).
     cgroup: the sweep's WorkloadCgroup (netio_trace.system.cgroup) the workloads start in, or None.
     Interruptions (KeyboardInterrupt and what the sweep raises on SIGTERM) pass through after
     cleaning up."""
     f = _Files(out_dir, run_dirname(index, cfg, repeat))
-    run = dict(record.base_run(cfg, repeat), duration_requested_s=duration,
+    run = dict(record.base_run(cfg, repeat, mss), duration_requested_s=duration,
                files={"raw": f.raw_rel})
     server = client = topo = None
     outputs = (None, None)
@@ -262,13 +268,13 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
         _open_topology(topo)
         if tracer is not None:
             _follow_topology(tracer, topo)
-        server = _start(_server_argv(cfg, duration, port, topo), f.server_out, f.server_err,
+        server = _start(_server_argv(cfg, duration, port, topo, mss), f.server_out, f.server_err,
                         cgroup, tracer, ready=topo.has_receiver)
         limit = duration + 30.0 + cfg.threads * 0.05
         if topo.has_receiver:
             _wait_listening(server, f.server_err, LISTEN_TIMEOUT)
-            client = _start(_client_argv(cfg, port, topo), f.client_out, f.client_err, cgroup,
-                            tracer)
+            client = _start(_client_argv(cfg, port, topo, mss), f.client_out, f.client_err,
+                            cgroup, tracer)
             _wait_both(server, client, limit, f.client_err, f.server_err)
         else:
             _wait_alone(server, limit, f.server_err)
@@ -286,7 +292,7 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
             run["workload_output"] = {"server": outputs[0], "client": outputs[1]}
         return run
     return _record(cfg, repeat, duration, run, outputs, snapshot, (server, client), f,
-                   attribute)
+                   attribute, mss)
 
 
 def _attribution(attribute, snapshot, f, server_json):
@@ -299,13 +305,13 @@ def _attribution(attribute, snapshot, f, server_json):
         return None, f"attribution failed: {e}"
 
 
-def _record(cfg, repeat, duration, run, outputs, snapshot, procs, f, attribute):
+def _record(cfg, repeat, duration, run, outputs, snapshot, procs, f, attribute, mss=None):
     """The run object of a run whose workloads both wrote their JSON, with its checks."""
     server_json, client_json = outputs
     server, client = procs
     attribution, attribution_error = _attribution(attribute, snapshot, f, server_json)
     built = record.build_run(cfg, repeat, duration, server_json, client_json, snapshot,
-                             server.pid, client.pid if client else None, attribution)
+                             server.pid, client.pid if client else None, attribution, mss)
     built["files"] = run["files"]
     built["wall_s"] = run["wall_s"]
     checks, reasons = record.check(built, server_json, client_json)

@@ -11,7 +11,7 @@ import os
 import signal
 import time
 
-from analysis import attribution, files, record, results, summary
+from analysis import attribution, files, passes, record, results, summary
 from netio_trace.run import extra
 from netio_trace.run.instrument import Instrument
 from netio_trace.run.progress import Progress
@@ -117,11 +117,11 @@ class _Sweep:
         try:
             tracer = self.instrument.for_run(slot.traced)
         except TracerError as e:
-            run = record.failed_run(cfg, rep, self.params.duration, str(e))
+            run = record.failed_run(cfg, rep, self.params.duration, str(e), self.params.mss)
         else:
             run = run_one(cfg, rep, self.params.duration, self.out_dir, self.index,
                           tracer=tracer, attribute=_attribute if tracer else None,
-                          cgroup=self.instrument.cgroup)
+                          cgroup=self.instrument.cgroup, mss=self.params.mss)
         self.index += 1
         run.update(round=rep, key=slot.key(), traced=slot.traced, machine=self.machine,
                    finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
@@ -250,7 +250,7 @@ def _finish(out_dir, console, build_report):
         if rs > 1:
             return rs
         status = status or rs
-    summary.print_summary(all_runs, console)
+    summary.print_summary(passes.copy_receive(all_runs), console)
     if bad:
         console.print(f"[red]{len(bad)} run(s) failed or were inconsistent[/]: "
                       + "; ".join(f"{r.get('key') or results.key_of(r)}: {r.get('error')}"

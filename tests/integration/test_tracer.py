@@ -138,9 +138,11 @@ def server_port(srv, err_path, timeout=TIMEOUT):
     return port
 
 
-def run_workload(tracer, topo, tmp, strategy, size, count, threads=1, duration=None):
+def run_workload(tracer, topo, tmp, strategy, size, count, threads=1, duration=None,
+                 server_args=(), client_args=()):
     """Run server and client held at their gates until the tracer follows them: count messages
-    per connection, or for duration seconds when given.
+    per connection, or for duration seconds when given; server_args, client_args: more of
+    their options (--mss, --receive).
     Returns (server JSON, client JSON, snapshot, server pid, client pid)."""
     srv_out, srv_err = tmp / "server.json", tmp / "server.err"
     cli_out, cli_err = tmp / "client.json", tmp / "client.err"
@@ -148,7 +150,7 @@ def run_workload(tracer, topo, tmp, strategy, size, count, threads=1, duration=N
                         str(threads), "--port", "0", "--addr", "0.0.0.0", "--netns",
                         topo.sender_ns, *(("--duration", str(duration)) if duration
                                           else ("--count", str(count))),
-                        "--cc", "cubic", *READY_ARGS],
+                        "--cc", "cubic", *READY_ARGS, *server_args],
                        str(srv_out), str(srv_err), ready=True)
     tracer.ok("clear")
     for ns in topo.namespaces:
@@ -160,7 +162,8 @@ def run_workload(tracer, topo, tmp, strategy, size, count, threads=1, duration=N
     try:
         port = server_port(srv, srv_err)
         cli = GatedProcess([CLIENT, "--addr", topo.server_addr, "--port", str(port), "--threads",
-                            str(threads), "--size", str(size), "--netns", topo.receiver_ns],
+                            str(threads), "--size", str(size), "--netns", topo.receiver_ns,
+                            *client_args],
                            str(cli_out), str(cli_err))
         tracer.ok(f"pid add {cli.pid}")
         cli.release()
@@ -276,7 +279,8 @@ def test_threads_without_storage_lose_no_byte(topologies, tmp_path, monkeypatch,
 @host_only
 def test_ready_line_names_every_probe_point(tracer):
     assert set(tracer.attach) == {"tx_bytes", "tx_copy", "pinning", "fallback_copy",
-                                  "zc_completion", "rx_copy", "syscalls", "stacks"}
+                                  "zc_completion", "rx_copy", "rx_mapped", "rx_discarded",
+                                  "rx_spliced", "syscalls", "stacks"}
     assert set(tracer.attach.values()) <= RUNGS
     assert tracer.attach["syscalls"] in ("tp_btf", "tracepoint")
 

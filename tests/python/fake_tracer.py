@@ -21,10 +21,12 @@ PROBE = {"kernel": "5.10.0-fake", "btf": True,
 COMPAT_READY = {
     "attach": {"tx_bytes": "kprobe", "tx_copy": "kprobe", "pinning": "kprobe",
                "fallback_copy": "kprobe", "zc_completion": "kprobe", "rx_copy": "kprobe",
+               "rx_mapped": "tp_btf", "rx_discarded": "unavailable", "rx_spliced": "tp_btf",
                "syscalls": "tracepoint", "stacks": "unavailable"},
     "attach_why": {p: "loading fentry/fexit programs failed: Operation not permitted"
                    for p in ("tx_bytes", "tx_copy", "pinning", "fallback_copy",
-                             "zc_completion", "rx_copy", "syscalls")} | {"stacks": "--no-sample"},
+                             "zc_completion", "rx_copy", "rx_mapped", "rx_discarded",
+                             "rx_spliced", "syscalls")} | {"stacks": "--no-sample"},
     "probes": {"tx_bytes": "kprobe:tcp_sendmsg"},
     "bpf_build": {"name": "compat", "missing": "task-local storage (5.11)"},
     "samples": None}

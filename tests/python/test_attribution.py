@@ -121,6 +121,44 @@ def test_kernel_rx_copy():
                            "_copy_to_iter")) == "other"
 
 
+SYS_ZC = k("entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_getsockopt",
+           "__sys_getsockopt", "do_sock_getsockopt", "tcp_getsockopt", "do_tcp_getsockopt",
+           "tcp_zerocopy_receive")
+
+
+def test_receive_zero_copy_categories():
+    """issue 30: TCP_ZEROCOPY_RECEIVE's page table work, its copy buffer (inline on 6.18:
+    right under tcp_zerocopy_receive), and the rest of it, locks and skb frees included."""
+    base = ["netio-client", "getsockopt"] + SYS_ZC
+    assert cat(base + k("tcp_zerocopy_vm_insert_batch", "vm_insert_pages",
+                        "insert_page_into_pte_locked")) == "page_mapping"
+    assert cat(base + k("zap_page_range_single", "unmap_page_range", "zap_pte_range",
+                        "tlb_finish_mmu", "release_pages")) == "page_mapping"
+    assert cat(base + k("skb_copy_datagram_iter", "__skb_datagram_iter",
+                        "_copy_to_iter")) == "copy_buffer"
+    assert cat(base + k("receive_fallback_to_copy", "tcp_recvmsg_locked",
+                        "skb_copy_datagram_iter", "_copy_to_iter")) == "copy_buffer"
+    assert cat(base) == "zc_receive"
+    assert cat(base + k("tcp_recv_skb", "__kfree_skb", "skb_release_data")) == "zc_receive"
+    assert cat(base + k("_raw_spin_lock_bh")) == "zc_receive"
+    # the syscall layer around it is the syscall's; a munmap elsewhere is no receive's
+    assert cat(["netio-client", "getsockopt"] + SYS_ZC[:-1]) == "syscall"
+    assert cat(["netio-client"] + k("__x64_sys_munmap", "__vm_munmap", "unmap_page_range",
+                                    "zap_pte_range")) == "startup"
+    # the skip hint's bytes are an ordinary receive's copy
+    assert cat(["netio-client", "__recv"] + SYS_RECV + k("tcp_recvmsg", "tcp_recvmsg_locked",
+                                                         "skb_copy_datagram_iter",
+                                                         "_copy_to_iter")) == "kernel_rx_copy"
+
+
+def test_splice_receive():
+    st = ["netio-client", "splice"] + k("entry_SYSCALL_64_after_hwframe", "do_syscall_64",
+                                        "__x64_sys_splice", "__do_splice", "do_splice",
+                                        "tcp_splice_read", "tcp_read_sock", "skb_splice_bits",
+                                        "spd_fill_page")
+    assert cat(st) == "splice"
+
+
 def test_other():
     # issue 17: the send and receive path has categories of its own (these were "other")
     assert cat(["netio-server", "__send"] + SYS_SENDTO

@@ -37,6 +37,16 @@ BAD_RUN = [
     (["--preset", "zerocopy", "--strategies", "sendfile"], "sendfile cannot run over forward"),
     (["--preset", "nocopy"], "unknown preset 'nocopy'"),
     (["--preset", "zerocopy", "--quick"], "not allowed with argument"),
+    # issue 30: receive strategies and the MSS
+    (["--receive", "zerocopy"], "unknown receive strategy 'zerocopy'"),
+    (["--receive", "copy,,mmap"], "empty item"),
+    (["--receive", "mmap", "--transport", "forward", "--sizes", "4K"],
+     "--receive mmap needs a receiver"),
+    (["--preset", "receive", "--transport", "forward"], "needs a receiver"),
+    (["--mss", "87"], "mss 87 is out of range (88 to 32767 bytes)"),
+    (["--mss", "32768"], "mss 32768 is out of range"),
+    (["--mss", "4K"], "mss '4K' is not a whole number"),
+    (["--mss", "4108", "--transport", "forward", "--sizes", "4K"], "--mss is TCP's"),
 ]
 
 
@@ -182,3 +192,25 @@ def test_help_says_how_strategies_differ():
     sendfile = text.split(" sendfile not the 8 heap fields", 1)[1]
     assert "sendfile(2)" in sendfile.split(" io-uring ")[0]
     assert "IORING_SEND_ZC_REPORT_USAGE" in text and "blackhole" in text
+
+
+def test_mmap_where_the_kernel_lacks_zerocopy_receive(monkeypatch):
+    """issue 30: `--receive mmap` on a kernel without TCP_ZEROCOPY_RECEIVE: one line, before
+    anything runs (preflight asks netio_trace.doctor.probe_zerocopy_receive, stood in for)."""
+    from netio_trace import cli, doctor
+    from netio_trace.run import params as P
+    monkeypatch.setattr(doctor, "probe_zerocopy_receive",
+                        lambda: "this kernel has no TCP_ZEROCOPY_RECEIVE (Operation not "
+                                "supported; Linux 4.18+)")
+    monkeypatch.setattr(cli, "check_privileges", lambda params: None)
+    monkeypatch.setattr(cli.paths, "have_binary", lambda name: True)
+    monkeypatch.setattr(cli.files, "find_tool", lambda name: "/usr/sbin/" + name)
+    params = P.SweepParams(**dict(P.QUICK, receives=("copy", "mmap"), passes=("untraced",)))
+    with pytest.raises(P.UsageError) as e:
+        cli.preflight(params)
+    assert str(e.value) == ("netio-trace run: --receive mmap: this kernel has no "
+                            "TCP_ZEROCOPY_RECEIVE (Operation not supported; Linux 4.18+); "
+                            "leave mmap out of --receive")
+    # this kernel has it
+    monkeypatch.undo()
+    assert doctor.probe_zerocopy_receive() is None

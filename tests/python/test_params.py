@@ -124,6 +124,33 @@ def test_zerocopy_preset_runs_where_zerocopy_can_win():
     assert len(z.schedule()) <= len(P.SweepParams(**P.DEFAULTS).schedule())
 
 
+def test_receive_preset():
+    """--preset receive (issue 30): every receive strategy behind a sender whose pages can be
+    mapped and one whose cannot, at MSS 4108, over loopback and veth; each run names its
+    receive, copy's runs keep the names they had."""
+    r = P.SweepParams(**P.PRESETS["receive"])
+    assert set(r.receives) == {"copy", "discard", "mmap", "splice"} and r.mss == 4108
+    assert set(r.strategies) == {"one-copy", "zero-copy"}
+    assert set(r.transports) == {"loopback", "veth"} and r.sizes == (16384, 65536, 262144)
+    P.check_combinations(r.strategies, r.sizes, r.transports, r.receives, r.mss)
+    slots = r.schedule()
+    assert len(slots) == 4 * 2 * 3 * 2 * 2 * 3
+    keys = {s.key() for s in slots}
+    assert len(keys) == len(slots)
+    assert "zero-copy+mmap/65536/1/loopback/0" in keys and "one-copy/16384/1/veth/2" in keys
+    # the receive strategies behind one sender run next to each other
+    first = [s.config for s in slots[:4]]
+    assert [c.receive for c in first] == ["copy", "discard", "mmap", "splice"]
+    assert len({(c.strategy, c.msg_size, c.transport) for c in first}) == 1
+    # sweep.json keeps both; one written before them received by copy at the kernel's MSS
+    d = r.to_dict()
+    assert P.SweepParams.from_dict(d) == r
+    del d["receives"], d["mss"]
+    old = P.SweepParams.from_dict(d)
+    assert old.receives == ("copy",) and old.mss is None
+    assert r.differences(old) == ["receives copy,discard,mmap,splice vs copy", "mss 4108 vs None"]
+
+
 @pytest.mark.parametrize("strategies,sizes,transports,needle", [
     (("sendfile",), (4096,), ("forward",), "sendfile cannot run over forward"),
     (("one-copy",), (65508,), ("forward",), "at most 65507 bytes"),

@@ -74,3 +74,41 @@ def test_retrans_share():
     assert record.retrans_share({"tcp": {"retrans": 30, "segs_out": 1000}}) == 0.03
     assert record.retrans_share({"tcp": {"retrans": 3, "segs_out": 0}}) is None
     assert record.retrans_share({}) is None
+
+
+def test_receive_kinds_in_the_record_and_checked():
+    """issue 30: a run names its receive (and its --mss); the client's bytes by kind go into
+    `received`, and each kind the tracer counted is checked against the client's."""
+    cfg = Config("zero-copy", 65536, 2, "loopback", "mmap")
+    client = dict(CLIENT, receive="mmap", mss=4108,
+                  received={"copied": 360000, "mapped": 655000000, "discarded": 0, "spliced": 0},
+                  per_thread=[{"rcv_mss": 4096}, {"rcv_mss": 4096}])
+    procs = dict(SNAP["processes"])
+    procs["101"] = {"comm": "netio-client", "rx_copy_bytes": 360000,
+                    "rx_mapped_bytes": 655000000, "rx_discarded_bytes": 0,
+                    "rx_spliced_bytes": None}
+    snap = dict(SNAP, processes=procs)
+    run = record.build_run(cfg, 0, 0.5, SERVER, client, snap, 100, 101, mss=4108)
+    assert run["receive"] == "mmap" and run["mss"] == 4108
+    assert run["received"] == {"copied": 360000, "mapped": 655000000, "discarded": 0,
+                               "spliced": 0, "rcv_mss": 4096, "cpu_s": None}
+    assert run["trace"]["rx_mapped_bytes"] == 655000000
+    assert run["trace"]["rx_spliced_bytes"] is None
+    checks, reasons = record.check(run, SERVER, client)
+    assert checks["tracer_rx_eq_received"] and checks["tracer_rx_mapped_bytes_eq_client"]
+    assert checks["tracer_rx_discarded_bytes_eq_client"] is True
+    assert checks["tracer_rx_spliced_bytes_eq_client"] is None       # unavailable: unchecked
+    assert not reasons
+    # a mapped byte the tracer missed is an inconsistency, named
+    procs["101"] = dict(procs["101"], rx_mapped_bytes=654999999)
+    run = record.build_run(cfg, 0, 0.5, SERVER, client, dict(SNAP, processes=procs), 100, 101)
+    checks, reasons = record.check(run, SERVER, client)
+    assert checks["tracer_rx_mapped_bytes_eq_client"] is False
+    assert "tracer rx_mapped_bytes 654999999 != the client's mapped bytes 655000000" in reasons
+    assert "mss" not in run            # no --mss: no field
+
+
+def test_old_client_copied_everything():
+    run = record.build_run(CFG, 0, 0.5, SERVER, CLIENT, SNAP, 100, 101)
+    assert run["receive"] == "copy"
+    assert run["received"]["copied"] == CLIENT["bytes"] and run["received"]["mapped"] == 0

@@ -564,6 +564,30 @@ static void test_parse_argv(void)
 	      "client accepts port 0");
 	CHECK(CLI("--addr", "a", "--port", "1", "--threads", "0", "--size", "1K") == -1 &&
 	      strstr(err, "--threads"), "threads 0: %s", err);
+	/* --receive and --mss (issue 30) */
+	CHECK(CLI("--addr", "a", "--port", "1", "--threads", "1", "--size", "1K") == 0 &&
+	      o.receive == RECV_COPY && o.mss == 0, "client defaults: receive %d mss %d",
+	      o.receive, o.mss);
+	CHECK(CLI("--addr", "a", "--port", "1", "--threads", "1", "--size", "1K", "--receive",
+		  "mmap", "--mss", "4108") == 0 && o.receive == RECV_MMAP && o.mss == 4108,
+	      "--receive mmap --mss 4108: %s", err);
+	CHECK(CLI("--addr", "a", "--port", "1", "--threads", "1", "--size", "1K", "--receive",
+		  "splice") == 0 && o.receive == RECV_SPLICE && !strcmp(wl_receive_name(o.receive),
+		  "splice"), "--receive splice: %s", err);
+	CHECK(CLI("--addr", "a", "--port", "1", "--threads", "1", "--size", "1K", "--receive",
+		  "zerocopy") == -1 && strstr(err, "--receive 'zerocopy': unknown"),
+	      "unknown --receive: %s", err);
+	CHECK(CLI("--addr", "a", "--port", "1", "--threads", "1", "--size", "1K", "--mss", "87") ==
+	      -1 && strstr(err, "between 88 and 32767"), "--mss 87: %s", err);
+	CHECK(CLI("--addr", "a", "--port", "1", "--threads", "1", "--size", "1K", "--mss",
+		  "32768") == -1, "--mss 32768 accepted");
+	CHECK(SRV("--strategy", "one-copy", "--size", "1K", "--threads", "1", "--port", "0",
+		  "--count", "1", "--mss", "4108") == 0 && o.mss == 4108, "server --mss: %s", err);
+	CHECK(SRV("--strategy", "one-copy", "--size", "1K", "--threads", "1", "--port", "0",
+		  "--count", "1", "--receive", "copy") == -1, "server accepts --receive");
+	CHECK(SRV("--strategy", "one-copy", "--size", "1K", "--threads", "1", "--port", "5",
+		  "--addr", "10.0.0.1", "--count", "1", "--udp", "--mss", "1000") == -1 &&
+	      strstr(err, "--mss is for TCP"), "--mss over --udp: %s", err);
 }
 
 /* ---- JSON ------------------------------------------------------------------ */

@@ -27,7 +27,7 @@ export NETIO_VM_TIMEOUT="$timeout_s"
 python="$root/.venv/bin/python"
 COMMON_TESTS="tests/integration/test_tracer.py tests/integration/test_zerocopy_paths.py"
 COMMON_TESTS+=" tests/integration/test_programs.py tests/integration/test_tracer_load.py"
-COMMON_TESTS+=" tests/integration/test_socket_sums.py"
+COMMON_TESTS+=" tests/integration/test_socket_sums.py tests/integration/test_receive_tracer.py"
 
 fail() {
     echo "vmtest: $*" >&2

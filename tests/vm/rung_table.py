@@ -8,7 +8,7 @@ import json
 import sys
 
 POINTS = ("tx_bytes", "tx_copy", "pinning", "fallback_copy", "zc_completion", "rx_copy",
-          "syscalls", "stacks")
+          "rx_mapped", "rx_discarded", "rx_spliced", "syscalls", "stacks")
 
 
 def load(arg):

@@ -1,0 +1,248 @@
+"""The report's "Receive" section (issue 30): where receive zero-copy wins, and why it falls back.
+
+Every receive strategy is compared with `copy` behind the same sender, at the same size and
+transport, in the same round (paired ratios, as the strategies are): throughput from the
+answer runs, and the receiver's CPU per byte (the client's own getrusage, so untraced runs
+answer it too). The mapped share of `mmap` is set against what decides it: the sender (only
+MSG_ZEROCOPY's pages can be mapped) and the MSS the connection received with (a segment that
+splits pages leaves them to be copied). The receive categories of the traced runs say where
+mmap's cycles go.
+"""
+import os
+
+from analysis import passes, results, stats
+from analysis.contract import DEFAULT_RECEIVE, RECEIVES, STRATEGIES, TRANSPORTS, receive_of
+from analysis.sizes import format_size
+
+PAGE = 4096
+# the attribution categories that tell a receive's cost apart, in the table's order
+RECEIVE_CATS = ("kernel_rx_copy", "copy_buffer", "page_mapping", "zc_receive", "splice")
+
+
+def _order(values, ref):
+    rank = {v: i for i, v in enumerate(ref)}
+    return sorted(set(values), key=lambda v: (rank.get(v, 99), v))
+
+
+def _num(v):
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def receive_runs(runs):
+    """The ok runs of a sweep that has a receive strategy besides copy, else []."""
+    ok = [r for r in runs if results.ok(r)]
+    return ok if any(receive_of(r) != DEFAULT_RECEIVE for r in ok) else []
+
+
+def cpu_ns_per_kib(run):
+    """The receiver's CPU time per KiB received, in ns (None where unknown)."""
+    rx = run.get("received") or {}
+    cpu, got = _num(rx.get("cpu_s")), _num(run.get("bytes_received"))
+    return cpu * 1e9 / (got / 1024) if cpu is not None and got else None
+
+
+def mapped_share(run):
+    rx = run.get("received") or {}
+    mapped, got = _num(rx.get("mapped")), _num(run.get("bytes_received"))
+    return mapped / got if mapped is not None and got else None
+
+
+def _key(r):
+    return (r["transport"], r["strategy"], r["msg_size"])
+
+
+def _sort_key(k):
+    """(transport, sender, size) in the contract's order."""
+    return (TRANSPORTS.index(k[0]) if k[0] in TRANSPORTS else 9,
+            STRATEGIES.index(k[1]) if k[1] in STRATEGIES else 9, k[2]) + tuple(k[3:])
+
+
+def paired(runs, key, receive, value):
+    """value(receive's run) / value(copy's run) for each round both ran at key."""
+    by_rep = {}
+    for r in runs:
+        if _key(r) == key and receive_of(r) in (receive, DEFAULT_RECEIVE):
+            by_rep.setdefault(r["repeat"], {})[receive_of(r)] = value(r)
+    out = []
+    for rep in sorted(by_rep):
+        a, b = by_rep[rep].get(DEFAULT_RECEIVE), by_rep[rep].get(receive)
+        if a and b is not None:
+            out.append(b / a)
+    return out
+
+
+def _ratio_text(ratios, lower_better=False):
+    """'1.23 (1.10–1.40) ▲': the paired ratios' median and range, ▲ where the receive does
+    better than copy in every round (faster; for CPU, cheaper), ▼ worse, ≈ undecided."""
+    s = stats.spread(ratios)
+    if not s:
+        return "–"
+    verdict = passes.verdict([1 / x for x in ratios if x] if lower_better else ratios)
+    mark = {"ahead": "▲", "behind": "▼"}.get(verdict, "≈")
+    return f"{s['median']:.2f} ({s['min']:.2f}–{s['max']:.2f}) {mark}"
+
+
+def comparison_rows(answers):
+    """[transport, sender, size, receive, Gbit/s, vs copy, CPU ns/KiB, vs copy, mapped]."""
+    rows = []
+    for key in sorted({_key(r) for r in answers}, key=_sort_key):
+        sub = [r for r in answers if _key(r) == key]
+        for rec in _order((receive_of(r) for r in sub), RECEIVES):
+            rs = [r for r in sub if receive_of(r) == rec]
+            tput = stats.spread(r.get("throughput_gbps") for r in rs)
+            cpu = stats.spread(cpu_ns_per_kib(r) for r in rs)
+            share = stats.spread(mapped_share(r) for r in rs) if rec == "mmap" else None
+            base = rec == DEFAULT_RECEIVE
+            rows.append([key[0], key[1], format_size(key[2]), rec, stats.fmt_spread(tput),
+                         "1" if base else _ratio_text(paired(
+                             answers, key, rec, lambda r: r.get("throughput_gbps"))),
+                         stats.fmt_spread(cpu, "{:.0f}"),
+                         "1" if base else _ratio_text(paired(answers, key, rec, cpu_ns_per_kib),
+                                                      lower_better=True),
+                         f"{100 * share['median']:.1f}%" if share else "–"])
+    return rows
+
+
+def _mss_of(runs):
+    ms = sorted({(r.get("received") or {}).get("rcv_mss") for r in runs} - {None},
+                key=str)
+    return ms[0] if len(ms) == 1 and isinstance(ms[0], int) else None
+
+
+def why_mapped(sender, mss, share):
+    """Why mmap mapped what it did: the sender, then the MSS."""
+    if sender != "zero-copy":
+        return ("the sender's pages are not its own: an ordinary send copies into the "
+                "kernel's compound pages, which TCP_ZEROCOPY_RECEIVE cannot map, so every "
+                "byte is copied (recv_skip_hint)")
+    if mss is None:
+        return "the MSS the connection received with is unknown"
+    if mss % PAGE:
+        return (f"MSS {mss} is no multiple of {PAGE}: a segment boundary inside a page leaves "
+                f"that page to be copied")
+    if share is not None and share < 0.99:
+        return (f"MSS {mss} keeps pages whole; what is copied is what the sender's buffers "
+                f"put across page boundaries (its fields are not page-aligned) and the tail "
+                f"of each call under a page")
+    return f"MSS {mss} keeps pages whole: every page maps"
+
+
+def mapped_rows(answers):
+    """The mapped share of mmap against the sender and the MSS received with."""
+    rows = []
+    mm = [r for r in answers if receive_of(r) == "mmap"]
+    for key in sorted({_key(r) for r in mm}, key=_sort_key):
+        rs = [r for r in mm if _key(r) == key]
+        share = stats.spread(mapped_share(r) for r in rs)
+        mss = _mss_of(rs)
+        rows.append([key[0], key[1], format_size(key[2]), str(mss) if mss else "–",
+                     f"{100 * share['median']:.1f}%" if share else "–",
+                     why_mapped(key[1], mss, share["median"] if share else None)])
+    return rows
+
+
+def wins(answers):
+    """Sentences: where mmap (and the other receives) win over copy, by how much."""
+    out = []
+    for key in sorted({_key(r) for r in answers if receive_of(r) == "mmap"}, key=_sort_key):
+        t = paired(answers, key, "mmap", lambda r: r.get("throughput_gbps"))
+        c = paired(answers, key, "mmap", cpu_ns_per_kib)
+        if not t:
+            continue
+        st, sc = stats.spread(t), stats.spread(c)
+        tv, cv = passes.verdict(t), passes.verdict([1 / x for x in c if x]) if c else None
+        where = f"behind {key[1]} at {format_size(key[2])} over {key[0]}"
+        text = {"ahead": "wins on throughput", "behind": "loses on throughput",
+                "undecided": "is undecided on throughput"}[tv]
+        cpu = ""
+        if sc:
+            cpu = (f"; the receiver's CPU per byte {sc['median']:.2f}× copy's "
+                   f"({sc['min']:.2f}–{sc['max']:.2f}, "
+                   + {"ahead": "less", "behind": "more", "undecided": "undecided"}[cv] + ")")
+        out.append(f"mmap {text} {where}: {st['median']:.2f}× copy's throughput "
+                   f"({st['min']:.2f}–{st['max']:.2f} over {st['n']} rounds){cpu}.")
+    return out
+
+
+def cycles_rows(traced):
+    """Cycles per byte of the receive categories, mmap's and copy's traced runs pooled by
+    median."""
+    rows = []
+    sub = [r for r in traced if receive_of(r) in ("copy", "mmap", "splice") and r.get("attribution")]
+    for key in sorted({_key(r) + (receive_of(r),) for r in sub}, key=_sort_key):
+        rs = [r for r in sub if _key(r) + (receive_of(r),) == key]
+        cells = []
+        for c in RECEIVE_CATS:
+            s = stats.spread((r["attribution"].get("cycles_per_byte") or {}).get(c) for r in rs)
+            cells.append(f"{s['median']:.3f}" if s else "–")
+        rows.append([key[0], key[1], format_size(key[2]), key[3]] + cells)
+    return rows
+
+
+def plot(answers, out_dir):
+    """plots/receive_throughput.png: throughput by receive strategy, per sender and transport;
+    its file name, or None."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from report.colors import CAT_COLORS
+    colours = {"copy": CAT_COLORS["kernel_rx_copy"], "discard": CAT_COLORS["other"],
+               "mmap": CAT_COLORS["page_mapping"], "splice": CAT_COLORS["splice"]}
+    panels = sorted({(r["transport"], r["strategy"]) for r in answers})
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    for ax, (tr, st) in zip(axes[0], panels):
+        sub = [r for r in answers if (r["transport"], r["strategy"]) == (tr, st)]
+        sizes = sorted({r["msg_size"] for r in sub})
+        recs = _order((receive_of(r) for r in sub), RECEIVES)
+        width = 0.8 / max(1, len(recs))
+        for i, rec in enumerate(recs):
+            vals = [(stats.spread(r.get("throughput_gbps") for r in sub
+                                  if r["msg_size"] == z and receive_of(r) == rec) or
+                     {"median": 0})["median"] for z in sizes]
+            ax.bar([j + i * width for j in range(len(sizes))], vals, width,
+                   color=colours.get(rec, "#888888"), label=rec)
+        ax.set_xticks([j + width * (len(recs) - 1) / 2 for j in range(len(sizes))])
+        ax.set_xticklabels([format_size(z) for z in sizes])
+        ax.set_title(f"{st} → {tr}", fontsize=10)
+        ax.set_ylabel("Gbit/s")
+    axes[0][0].legend(title="receive", fontsize=8)
+    fig.tight_layout()
+    os.makedirs(os.path.join(out_dir, "plots"), exist_ok=True)
+    name = "receive_throughput.png"
+    fig.savefig(os.path.join(out_dir, "plots", name), dpi=110)
+    plt.close(fig)
+    return name
+
+
+def section(d, c):
+    """The "Receive" section of the report (report/build.py's SECTIONS), where the sweep has a
+    receive strategy besides copy."""
+    runs = receive_runs(c.all_runs)
+    if not runs:
+        return
+    answers, traced, answers_traced = passes.split(runs)
+    d.h(1, "Receive: where receive zero-copy wins, and why it falls back")
+    d.p("Each receive strategy against copy (recv() into a 64 KiB buffer) behind the same "
+        "sender, size and transport, paired within rounds: ▲ better in every round (faster; "
+        "for CPU, cheaper), ▼ worse in every round, ≈ undecided. CPU is the receiver's own (getrusage), "
+        "ns per KiB received" + (" (measured with the tracer attached: the sweep has no "
+        "untraced run)" if answers_traced else "") + ".")
+    for text in wins(answers):
+        d.p(text, "answer")
+    d.table(["transport", "sender", "size", "receive", "Gbit/s (min–max)", "vs copy",
+             "CPU ns/KiB", "vs copy", "mapped"], comparison_rows(answers), left=4)
+    rows = mapped_rows(answers)
+    if rows:
+        d.h(2, "Why mmap falls back: the mapped share against the sender and the MSS")
+        d.table(["transport", "sender", "size", "MSS received", "mapped", "why"], rows,
+                left=6)
+    name = plot(answers, c.out_dir)
+    if name:
+        d.image(os.path.join(c.out_dir, "plots", name), f"plots/{name}",
+                "Throughput by receive strategy, per sender and transport")
+    rows = cycles_rows(traced)
+    if rows:
+        d.h(2, "Where the receive's cycles go (traced runs, cycles per byte)")
+        d.table(["transport", "sender", "size", "receive"] + list(RECEIVE_CATS), rows, left=4)
