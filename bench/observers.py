@@ -288,11 +288,13 @@ def tracer_memory(pid):
 SYSCALL_HOOKS = "sc_enter,sc_exit,sc_enter_raw,sc_exit_raw"
 SOCKET_EVENTS = "tp_send_length,tp_recv_length"
 SKB_EVENTS = "tp_xmit,tp_sock_state,tp_netif_receive,tp_tcp_probe,tp_kfree_skb"
+# the receive kinds' own programs (mapped: getsockopt; spliced: tcp_rcv_space_adjust)
+RECEIVE_KINDS = "cg_zc_receive,tp_rcv_space_adjust"
 
 # Issue 4 asks what sampling at 999 Hz keeps of untraced throughput. The tracer refuses to run
 # with no probe point, so "sampling alone" keeps its cheapest one: rx_copy on
 # skb_copy_datagram_iovec (a per-skb count on the receiver, which is not the bottleneck).
-SAMPLING_ALONE_SKIP = ",".join((SYSCALL_HOOKS, SOCKET_EVENTS, SKB_EVENTS))
+SAMPLING_ALONE_SKIP = ",".join((SYSCALL_HOOKS, SOCKET_EVENTS, SKB_EVENTS, RECEIVE_KINDS))
 SAMPLING_ALONE_ATTACHED = {"rx_copy", "stacks"}
 
 
@@ -326,11 +328,12 @@ def counting_only():
 def counting_level():
     """The counting level's tracer."""
     return OurTracer(list(COUNTING_ARGS), label="counting",
-                     expect_attached={"tx_bytes", "rx_copy", "pinning", "fallback_copy"})
+                     expect_attached={"tx_bytes", "rx_copy", "pinning", "fallback_copy",
+                                      "rx_mapped", "rx_discarded", "rx_spliced"})
 
 
 def programs_on_skbs_only():
     """The per-skb programs only (xmit, receive, and rx_copy on skb_copy_datagram_iovec once
     sock_recv_length is left out): neither syscall hooks nor socket-layer events."""
-    return _programs("xmit-receive", (SYSCALL_HOOKS, SOCKET_EVENTS),
+    return _programs("xmit-receive", (SYSCALL_HOOKS, SOCKET_EVENTS, RECEIVE_KINDS),
                      {"rx_copy", "pinning", "fallback_copy"})
