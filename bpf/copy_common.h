@@ -197,23 +197,6 @@ struct {
 	__type(value, struct udp_recv);
 } udp_recving SEC(".maps");
 
-/* len bytes copied to the user by process tgid from socket sk (NULL: not known) */
-static __always_inline void count_rx(u32 tgid, long len, struct sock *sk)
-{
-	struct proc_stats *ps = proc_get(tgid);
-	struct sock_stats *r;
-	s32 slot;
-
-	if (!ps)
-		return;
-	COUNT_ADD(ps->rx_copy_bytes, len);
-	COUNT_ADD(ps->rx_calls, 1);
-	slot = sock_slot_read(sk, tgid);
-	r = slot >= 0 ? sock_rec(slot) : NULL;
-	if (r)
-		sock_count_recv(r, len);
-}
-
 /* udp_recvmsg(sk, msg, len, [noblock,] flags, addr_len) entered by a followed thread */
 static __always_inline void on_udp_recv_enter(struct sock *sk, u64 len, u64 flags)
 {

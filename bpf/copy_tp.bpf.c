@@ -38,6 +38,7 @@
 #include <bpf/bpf_endian.h>
 #include "thread.h"
 #include "receive.h"
+#include "exit_wanted.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -401,23 +402,6 @@ int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
  * TCP_ZEROCOPY_RECEIVE never passes: the bytes its copy buffer took are added here instead. */
 u32 rx_copybuf_uncounted = 0;
 
-/* The copy buffer's bytes of a TCP_ZEROCOPY_RECEIVE, as rx_copy. */
-static __always_inline void count_copybuf(u32 tgid, long len, struct sock *sk)
-{
-	struct proc_stats *ps = proc_get(tgid);
-	struct sock_stats *r;
-	s32 slot;
-
-	if (!ps || len <= 0)
-		return;
-	COUNT_ADD(ps->rx_copy_bytes, len);
-	COUNT_ADD(ps->rx_calls, 1);
-	slot = sock_slot_read(sk, tgid);
-	r = slot >= 0 ? sock_rec(slot) : NULL;
-	if (r)
-		sock_count_recv(r, len);
-}
-
 /* rx_mapped: getsockopt(TCP_ZEROCOPY_RECEIVE) as the kernel answered it (do_tcp_getsockopt runs
  * the cgroup programs on its own copy of the struct, optval a kernel address): length bytes
  * mapped, copybuf_len copied. Attached to the root cgroup; every other getsockopt leaves at the
@@ -449,7 +433,7 @@ int cg_zc_receive(struct bpf_sockopt *ctx)
 	if ((void *)((char *)zc + 36) <= ctx->optval_end)
 		copied = zc->copybuf_len;
 	if (rx_copybuf_uncounted && copied > 0)
-		count_copybuf(tgid, copied, sk);
+		count_rx(tgid, copied, sk);
 	return 1;
 }
 
@@ -485,14 +469,6 @@ static __always_inline void count_splice(struct task_state *st, struct thread_co
 	}
 }
 
-/* syscalls.bpf.c's array, shared by name (the first object loaded makes it): [EXIT_SPLICE] = 1
- * once a followed thread entered splice(2) (netio.h) */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, EXIT_NR);
-	__type(key, u32);
-	__type(value, u32);
-} exit_wanted SEC(".maps");
 
 /* rx_spliced: tcp_read_sock (under tcp_splice_read) moved copied_seq, then calls
  * tcp_rcv_space_adjust; only a followed thread inside splice(2) counts. Every TCP receive of

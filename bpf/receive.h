@@ -12,6 +12,23 @@
 
 enum rx_kind { RX_MAPPED, RX_DISCARDED, RX_SPLICED };
 
+/* len bytes copied to the user by process tgid from socket sk (NULL: not known) */
+static __always_inline void count_rx(u32 tgid, long len, struct sock *sk)
+{
+	struct proc_stats *ps = proc_get(tgid);
+	struct sock_stats *r;
+	s32 slot;
+
+	if (!ps)
+		return;
+	COUNT_ADD(ps->rx_copy_bytes, len);
+	COUNT_ADD(ps->rx_calls, 1);
+	slot = sock_slot_read(sk, tgid);
+	r = slot >= 0 ? sock_rec(slot) : NULL;
+	if (r)
+		sock_count_recv(r, len);
+}
+
 /* len bytes of kind k on socket record r (NULL: none); atomic, threads may share a socket */
 static __always_inline void sock_count_rx_kind(struct sock_stats *r, enum rx_kind k, long len)
 {

@@ -14,6 +14,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "thread.h"
+#include "exit_wanted.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -52,18 +53,6 @@ static __always_inline int sc_class(long id)
 	}
 }
 
-/* enum netio_exit_state. [EXIT_WANTED] = 1 once a followed thread entered a call that ends
- * at sys_exit: the tracer then attaches sc_exit if it left it out (until then such calls are
- * counted, not timed), and detaches it again at `reset`. [EXIT_SOCKET_END] = 1 (set by the
- * tracer) when send and receive calls end at the socket layer: sys_exit then leaves them
- * alone (one that did not reach a socket, a write to a file, is not a socket call). */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, EXIT_NR);
-	__type(key, u32);
-	__type(value, u32);
-} exit_wanted SEC(".maps");
 
 /* [0]: time 1 traced call in N per thread (--latency-sample N; 0 or 1: every call). */
 struct {
