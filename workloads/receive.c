@@ -175,6 +175,10 @@ static long zc_receive_once(struct wl_receiver *r)
 		n = recv_copy(r, r->bufsize);	/* 0 at the end of the stream */
 		return n == 0 ? -2 : n;
 	}
+	/* an older kernel knows a shorter struct (5.10: no copy buffer) and says so in zl: the
+	 * fields it did not write are not answers */
+	if (zl < sizeof(zc))
+		memset((char *)&zc + zl, 0, sizeof(zc) - zl);
 	if (zc.err) {
 		errno = zc.err < 0 ? -zc.err : zc.err;
 		return -1;
