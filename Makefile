@@ -7,6 +7,8 @@ CC        ?= gcc
 CFLAGS    ?= -O2 -g
 CFLAGS    += -Wall -Wextra -std=gnu11 -D_GNU_SOURCE
 PYTHON    := .venv/bin/python
+# BPF_DEFS: extra -D flags for the BPF objects (bench/shortfall_soak.py's debug build)
+BPF_DEFS  ?=
 ARCH      := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
@@ -81,10 +83,10 @@ $(BUILD)/include/vmlinux.h: | $(BUILD)/include
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/include/vmlinux.h | $(BUILD)/bpf
-	$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD)/include -Ibpf -c $< -o $@
+	$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) $(BPF_DEFS) -I$(BUILD)/include -Ibpf -c $< -o $@
 
 $(BUILD)/bpf/%.compat.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/include/vmlinux.h | $(BUILD)/bpf
-	$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -DNETIO_COMPAT -I$(BUILD)/include -Ibpf -c $< -o $@
+	$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) $(BPF_DEFS) -DNETIO_COMPAT -I$(BUILD)/include -Ibpf -c $< -o $@
 
 $(BUILD)/include/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@

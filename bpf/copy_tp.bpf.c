@@ -31,7 +31,6 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "thread.h"
-#include "shortfall_debug.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -76,6 +75,7 @@ struct {
  * tracer loads the one the kernel allows (user/attach.c, rows with .kfunc). Weak: before 6.2
  * the kfunc is absent and only the *_pre62 programs are loaded. */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+#include "shortfall_debug.h"
 
 /* Before 5.12 the zerocopy mark was SKBTX_DEV_ZEROCOPY in the shared info's tx_flags. */
 struct skb_shared_info___pre512 {
@@ -408,10 +408,10 @@ int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 }
 
 /* The bytes of a zerocopy TCP skb not counted before: a retransmit is not new zerocopy data. */
-static __always_inline u32 tcp_fresh_bytes(void *ctx, struct sk_info *si, struct sk_buff *skb,
-					   u32 data_len, const bool cast)
+static __always_inline u32 tcp_fresh_bytes(struct sk_info *si, struct sk_buff *skb, u32 data_len,
+					   const bool cast)
 {
-	u32 seq, end, max_end = si->max_end_seq, fresh;
+	u32 seq, end;
 
 	if (tcp_seq(skb, cast, &seq))
 		return data_len;
@@ -421,19 +421,11 @@ static __always_inline u32 tcp_fresh_bytes(void *ctx, struct sk_info *si, struct
 		si->max_end_seq = end;
 		return data_len;
 	}
-	if ((s32)(end - si->max_end_seq) <= 0) {
-		fresh = 0;
-	} else {
-		fresh = (s32)(seq - si->max_end_seq) < 0 ? end - si->max_end_seq : data_len;
-		si->max_end_seq = end;
-	}
-#ifdef NETIO_SHORTFALL_DEBUG
-	if (fresh < data_len)
-		dbg_log_ev(ctx, DBG_XMIT_OLD, skb, (u64)skb->sk, seq, max_end, fresh, true, 0);
-	else if (seq != max_end)
-		dbg_log_ev(ctx, DBG_XMIT_JUMP, skb, (u64)skb->sk, seq, max_end, fresh, true, 0);
-#endif
-	return fresh;
+	if ((s32)(end - si->max_end_seq) <= 0)
+		return 0;
+	data_len = (s32)(seq - si->max_end_seq) < 0 ? end - si->max_end_seq : data_len;
+	si->max_end_seq = end;
+	return data_len;
 }
 
 /* A UDP socket's entry outlives it (inet_sock_set_state, which forgets a closed socket's, is
@@ -455,31 +447,6 @@ static __always_inline void udp_socket_renewed(struct sk_info *si, struct sock *
 	si->ino = ino;
 }
 
-#ifdef NETIO_SHORTFALL_DEBUG
-/* every TCP skb with payload at a per-skb program's entry: seq, zerocopy mark, device netns */
-static __always_inline void dbg_raw(void *ctx, u32 kind, struct sk_buff *skb,
-				    struct net_device *dev, const bool cast)
-{
-	unsigned char *head = skb->head;
-	u32 seq = 0, thoff, doff;
-	u8 *b;
-
-	if (!cast)
-		return;
-	b = bpf_rdonly_cast(head + skb->network_header, 0);
-	if ((b[0] >> 4) != 4 || b[9] != NETIO_IPPROTO_TCP)
-		return;
-	b = bpf_rdonly_cast(head + skb->transport_header, 0);
-	doff = (b[12] >> 4) * 4;
-	thoff = skb->transport_header - (u32)(skb->data - head);
-	if (skb->len <= thoff + doff)
-		return;
-	tcp_seq(skb, cast, &seq);
-	dbg_log_ev(ctx, kind, skb, (u64)skb->sk, seq, dev->nd_net.net->ns.inum,
-		   skb->len - thoff - doff, false, skb_zc(skb, cast));
-}
-#endif
-
 /* A zerocopy skb leaves a device: count its user pages, for the device's netns and, for a TCP
  * or UDP socket (the sockets tx_bytes counts), for the socket's owner; before the owner is
  * known (the first send of a socket has not returned yet), as pending on the socket. TCP's
@@ -494,12 +461,10 @@ static __always_inline int on_xmit(void *ctx, struct sk_buff *skb, struct net_de
 	u16 proto = 0;
 	u64 key;
 
-#ifdef NETIO_SHORTFALL_DEBUG
-	dbg_ours_saw(skb, skb_zc(skb, cast));
-	dbg_raw(ctx, DBG_XMIT_RAW, skb, dev, cast);
-#endif
-	if (!skb_zc(skb, cast))
+	if (!skb_zc(skb, cast)) {
+		SFD_XMIT(ctx, skb, dev, cast, false, 0);
 		return 0;
+	}
 	data_len = skb->data_len;
 	fresh = data_len;
 	ns = netns_stats_of(dev->nd_net.net);
@@ -519,7 +484,7 @@ static __always_inline int on_xmit(void *ctx, struct sk_buff *skb, struct net_de
 	}
 	if (si) {
 		if (proto == NETIO_IPPROTO_TCP)
-			fresh = tcp_fresh_bytes(ctx, si, skb, data_len, cast);
+			fresh = tcp_fresh_bytes(si, skb, data_len, cast);
 		else
 			udp_socket_renewed(si, sk);
 		if (fresh < data_len && ns)
@@ -533,6 +498,7 @@ static __always_inline int on_xmit(void *ctx, struct sk_buff *skb, struct net_de
 		ns->zc_tx_bytes += fresh;
 		ns->zc_tx_skbs++;
 	}
+	SFD_XMIT(ctx, skb, dev, cast, true, fresh);
 	return 0;
 }
 
@@ -549,15 +515,13 @@ static __always_inline int on_netif_receive(void *ctx, struct sk_buff *skb, cons
 	struct netns_stats *ns;
 	u32 zero = 0, *seen;
 
-#ifdef NETIO_SHORTFALL_DEBUG
-	dbg_raw(ctx, DBG_RX_RAW, skb, skb->dev, cast);
-#endif
 	if (!skb_zc(skb, cast))
 		return 0;
 	sock_zc_rx(skb, cast, false);
 	ns = netns_stats_of(skb->dev->nd_net.net);
 	if (!ns)
 		return 0;
+	SFD_RX(ctx, skb, cast);
 	seen = bpf_map_lookup_elem(&zc_state, &zero);
 	if (seen && !*seen)
 		*seen = 1;
@@ -592,6 +556,7 @@ static __always_inline int on_tcp_probe(struct sock *sk, struct sk_buff *skb, co
 {
 	struct netns_stats *ns;
 
+	SFD_TCP_PROBE();
 	if (!skb_zc(skb, cast))
 		return 0;
 	ns = netns_stats_of(sk->__sk_common.skc_net.net);

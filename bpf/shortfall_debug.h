@@ -1,146 +1,256 @@
-/* HUNT ONLY (not for merge): a log of the skbs of followed zerocopy sockets at xmit and of
- * zerocopy skbs received, with kernel stacks of the odd ones, in maps pinned by name so that
- * they outlive the tracer of a failed test. Built with -DNETIO_SHORTFALL_DEBUG only. */
+/* HUNT ONLY (bench/shortfall_soak.py): per TCP connection (its 4-tuple from the headers, so
+ * that the receiver's skb finds the sender's entry), what xmit saw of its payload skbs (the
+ * last SFD_RING of them) and counted as zerocopy, and what netif_receive_skb then received
+ * flagged; a received range xmit never counted, or a counted range that jumps ahead, is logged
+ * with its kernel stack and the connection's ring. Maps pinned by name: they outlive a
+ * one-shot tracer. Built with -DNETIO_SHORTFALL_DEBUG only (make BPF_DEFS=...). */
 #ifndef NETIO_SHORTFALL_DEBUG_H
 #define NETIO_SHORTFALL_DEBUG_H
 
 #ifdef NETIO_SHORTFALL_DEBUG
-#define DBG_LOG_N 262144
-#define DBG_STACKS_N 256
-#define DBG_DEPTH 40
+#define SFD_RING 16
+#define SFD_EVENTS 64
+#define SFD_DEPTH 32
 
-enum dbg_kind {
-	DBG_XMIT_ZC = 1,	/* zerocopy skb at xmit, fresh counted */
-	DBG_XMIT_PLAIN,		/* data skb without the zerocopy mark, of a zerocopy socket */
-	DBG_RX_ZC,		/* zerocopy skb at netif_receive_skb */
-	DBG_XMIT_JUMP,		/* zerocopy skb whose seq jumped ahead of max_end_seq */
-	DBG_XMIT_OLD,		/* zerocopy skb called old (fresh < data_len) */
-	DBG_XMIT_RAW = 12,	/* any TCP skb over 100 bytes at tp_xmit's entry */
-	DBG_RX_RAW = 13,	/* any skb over 100 bytes at tp_netif_receive's entry */
+enum sfd_kind {
+	SFD_RX_UNSEEN = 1,	/* a zerocopy skb received past the end xmit counted */
+	SFD_XMIT_JUMP,		/* a counted zerocopy skb starting past the end counted before */
+	SFD_RX_NOCONN,		/* a zerocopy skb received of a connection xmit never saw */
 };
 
-struct dbg_ev {
+struct sfd_key {
+	u32 saddr, daddr;
+	u16 sport, dport;
+};
+
+struct sfd_xmit {
 	u64 ts;
-	u64 sk;
-	u32 kind;
-	u32 cpu;
-	u32 seq;
-	u32 len;
-	u32 data_len;
-	u32 max_end;		/* before this skb */
-	u32 fresh;
-	u32 pid;
-	u32 stack;		/* +1 index into dbg_stacks, 0 none */
-	u32 shflags;
-	u64 skb;
+	u32 seq, payload, data_len, fresh;
+	u8 shflags, nr_frags, zc, cpu;
+	u32 skb_lo;
 };
 
-struct dbg_stack {
-	u64 ips[DBG_DEPTH];
+struct sfd_conn {
+	u32 zc_end;		/* the highest end of the zerocopy bytes xmit counted */
+	u32 any_end;		/* the highest end of any payload xmit saw */
+	u32 valid, ring_i;
+	u64 xmit_skbs, xmit_zc_skbs, xmit_zc_bytes, xmit_plain_paged, xmit_jumps, xmit_again;
+	u64 rx_zc_skbs, rx_zc_bytes, rx_unseen;
+	struct sfd_xmit ring[SFD_RING];
+};
+
+struct sfd_event {
+	u32 kind, cpu;
+	u64 ts;
+	u64 pid_tgid;
+	u32 seq, payload, data_len, shflags;
+	struct sfd_key key;
+	struct sfd_conn conn;
+	u64 stack[SFD_DEPTH];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, DBG_LOG_N);
-	__type(key, u32);
-	__type(value, struct dbg_ev);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct sfd_key);
+	__type(value, struct sfd_conn);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} dbg_log SEC(".maps");
+} sfd_conns SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, DBG_STACKS_N);
+	__uint(max_entries, SFD_EVENTS);
 	__type(key, u32);
-	__type(value, struct dbg_stack);
+	__type(value, struct sfd_event);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} dbg_stacks SEC(".maps");
+} sfd_events SEC(".maps");
 
-/* [0] events logged, [1] stacks taken */
+/* an empty connection, to make entries from (too big for the stack) */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct sfd_conn);
+} sfd_zero SEC(".maps");
+
+/* [0] events logged, [1] last tcp_probe run (ns), [2] rx without a connection */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4);
 	__type(key, u32);
 	__type(value, u64);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} dbg_idx SEC(".maps");
+} sfd_misc SEC(".maps");
 
-/* what tp_xmit saw last on this CPU, before any check (the hunt's netif_rx compares) */
-struct dbg_ours {
-	u64 skb;
-	u64 sk;
-	u32 data_len;
-	u32 len;
-	u32 zc;
-	u32 pad;
-	u64 ts;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct dbg_ours);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} dbg_ours SEC(".maps");
-
-static __always_inline void dbg_ours_saw(struct sk_buff *skb, bool zc)
+/* The 4-tuple, sequence number and payload length of a TCP/IPv4 skb whose IP header is at ip
+ * (l3off bytes past skb->data); false for anything else or no payload. */
+static __always_inline bool sfd_parse(struct sk_buff *skb, unsigned char *ip, u32 l3off,
+				      struct sfd_key *k, u32 *seq, u32 *payload)
 {
-	u32 zero = 0;
-	struct dbg_ours *o = bpf_map_lookup_elem(&dbg_ours, &zero);
+	u8 *b = bpf_rdonly_cast(ip, 0), *th;
+	u32 ihl, doff;
 
-	if (!o)
-		return;
-	o->skb = (u64)skb;
-	o->sk = (u64)skb->sk;
-	o->data_len = skb->data_len;
-	o->len = skb->len;
-	o->zc = zc;
-	o->ts = bpf_ktime_get_ns();
+	if ((b[0] >> 4) != 4 || b[9] != 6)
+		return false;
+	ihl = (b[0] & 15) * 4;
+	k->saddr = *(u32 *)(b + 12);
+	k->daddr = *(u32 *)(b + 16);
+	th = bpf_rdonly_cast(ip + ihl, 0);
+	k->sport = *(u16 *)th;
+	k->dport = *(u16 *)(th + 2);
+	*seq = bpf_ntohl(*(u32 *)(th + 4));
+	doff = (th[12] >> 4) * 4;
+	if (skb->len <= l3off + ihl + doff)
+		return false;
+	*payload = skb->len - l3off - ihl - doff;
+	return true;
 }
 
-static __always_inline u32 dbg_take_stack(void *ctx)
+static __always_inline u8 sfd_shflags(struct sk_buff *skb, u8 *nr_frags)
 {
-	u32 one = 1, slot;
-	u64 *n = bpf_map_lookup_elem(&dbg_idx, &one);
-	struct dbg_stack *st;
+	struct skb_shared_info *sh = bpf_rdonly_cast(skb->head + skb->end,
+						     bpf_core_type_id_kernel(struct skb_shared_info));
 
-	if (!n)
-		return 0;
-	slot = __sync_fetch_and_add(n, 1) % DBG_STACKS_N;
-	st = bpf_map_lookup_elem(&dbg_stacks, &slot);
-	if (!st)
-		return 0;
-	bpf_get_stack(ctx, st->ips, sizeof(st->ips), 0);
-	return slot + 1;
+	*nr_frags = sh->nr_frags;
+	return sh->flags;
 }
 
-static __always_inline void dbg_log_ev(void *ctx, u32 kind, struct sk_buff *skb, u64 sk, u32 seq,
-				       u32 max_end, u32 fresh, bool stack, u32 shflags)
+static __always_inline void sfd_log(void *ctx, u32 kind, struct sk_buff *skb, struct sfd_key *k,
+				    u32 seq, u32 payload, struct sfd_conn *c)
 {
 	u32 zero = 0, slot;
-	u64 *n = bpf_map_lookup_elem(&dbg_idx, &zero);
-	struct dbg_ev *e;
+	u64 *n = bpf_map_lookup_elem(&sfd_misc, &zero);
+	struct sfd_event *e;
+	u8 nr;
 
 	if (!n)
 		return;
-	slot = __sync_fetch_and_add(n, 1) % DBG_LOG_N;
-	e = bpf_map_lookup_elem(&dbg_log, &slot);
+	slot = __sync_fetch_and_add(n, 1);
+	if (slot >= SFD_EVENTS)
+		return;		/* the first ones are the ones to read */
+	e = bpf_map_lookup_elem(&sfd_events, &slot);
 	if (!e)
 		return;
-	e->ts = bpf_ktime_get_ns();
-	e->sk = sk;
 	e->kind = kind;
 	e->cpu = bpf_get_smp_processor_id();
+	e->ts = bpf_ktime_get_ns();
+	e->pid_tgid = bpf_get_current_pid_tgid();
 	e->seq = seq;
-	e->len = skb->len;
+	e->payload = payload;
 	e->data_len = skb->data_len;
-	e->max_end = max_end;
-	e->fresh = fresh;
-	e->pid = bpf_get_current_pid_tgid();
-	e->shflags = shflags;
-	e->skb = (u64)skb;
-	e->stack = stack ? dbg_take_stack(ctx) : 0;
+	e->shflags = sfd_shflags(skb, &nr);
+	e->key = *k;
+	if (c)
+		__builtin_memcpy(&e->conn, c, sizeof(*c));
+	bpf_get_stack(ctx, e->stack, sizeof(e->stack), 0);
 }
+
+/* Every payload skb of a TCP connection at xmit in a followed netns (zc: flagged; fresh: the
+ * bytes on_xmit counted). */
+static __always_inline void sfd_xmit(void *ctx, struct sk_buff *skb, struct net_device *dev,
+				     const bool cast, bool zc, u32 fresh)
+{
+	struct sfd_key k = {};
+	struct sfd_conn *c, *n;
+	struct sfd_xmit *x;
+	u32 seq, payload, end, i, zero = 0;
+	u8 nr;
+
+	if (!cast || !netns_stats_of(dev->nd_net.net) ||
+	    !sfd_parse(skb, skb->head + skb->network_header,
+		       skb->network_header - (u32)(skb->data - skb->head), &k, &seq, &payload))
+		return;
+	c = bpf_map_lookup_elem(&sfd_conns, &k);
+	if (!c) {
+		n = bpf_map_lookup_elem(&sfd_zero, &zero);
+		if (!n)
+			return;
+		bpf_map_update_elem(&sfd_conns, &k, n, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&sfd_conns, &k);
+		if (!c)
+			return;
+	}
+	end = seq + payload;
+	i = c->ring_i++ % SFD_RING;
+	x = &c->ring[i & (SFD_RING - 1)];
+	x->ts = bpf_ktime_get_ns();
+	x->seq = seq;
+	x->payload = payload;
+	x->data_len = skb->data_len;
+	x->fresh = fresh;
+	x->shflags = sfd_shflags(skb, &nr);
+	x->nr_frags = nr;
+	x->zc = zc;
+	x->cpu = bpf_get_smp_processor_id();
+	x->skb_lo = (u32)(u64)skb;
+	c->xmit_skbs++;
+	if (!c->valid || (s32)(end - c->any_end) > 0)
+		c->any_end = end;
+	if (!zc) {
+		if (skb->data_len)
+			c->xmit_plain_paged++;
+		if (!c->valid)
+			c->valid = 2;	/* any_end only */
+		return;
+	}
+	c->xmit_zc_skbs++;
+	c->xmit_zc_bytes += fresh;
+	if (fresh < skb->data_len)
+		c->xmit_again++;
+	if (!fresh)
+		return;
+	if (c->valid == 1 && (s32)(seq - c->zc_end) > 0) {
+		c->xmit_jumps++;
+		sfd_log(ctx, SFD_XMIT_JUMP, skb, &k, seq, payload, c);
+	}
+	if (c->valid != 1 || (s32)(end - c->zc_end) > 0)
+		c->zc_end = end;
+	c->valid = 1;
+}
+
+/* A zerocopy skb at netif_receive_skb (its IP header at skb->data). */
+static __always_inline void sfd_rx(void *ctx, struct sk_buff *skb, const bool cast)
+{
+	struct sfd_key k = {};
+	struct sfd_conn *c;
+	u32 seq, payload, end, two = 2;
+	u64 *m;
+
+	if (!cast || !sfd_parse(skb, skb->data, 0, &k, &seq, &payload))
+		return;
+	end = seq + payload;
+	c = bpf_map_lookup_elem(&sfd_conns, &k);
+	if (!c) {
+		m = bpf_map_lookup_elem(&sfd_misc, &two);
+		if (m)
+			__sync_fetch_and_add(m, 1);
+		sfd_log(ctx, SFD_RX_NOCONN, skb, &k, seq, payload, NULL);
+		return;
+	}
+	c->rx_zc_skbs++;
+	c->rx_zc_bytes += skb->data_len;
+	if (c->valid != 1 || (s32)(end - c->zc_end) > 0) {
+		c->rx_unseen++;
+		sfd_log(ctx, SFD_RX_UNSEEN, skb, &k, seq, payload, c);
+	}
+}
+
+static __always_inline void sfd_tcp_probe(void)
+{
+	u32 one = 1;
+	u64 *m = bpf_map_lookup_elem(&sfd_misc, &one);
+
+	if (m)
+		*m = bpf_ktime_get_ns();
+}
+
+#define SFD_XMIT(ctx, skb, dev, cast, zc, fresh) sfd_xmit(ctx, skb, dev, cast, zc, fresh)
+#define SFD_RX(ctx, skb, cast) sfd_rx(ctx, skb, cast)
+#define SFD_TCP_PROBE() sfd_tcp_probe()
+#else
+#define SFD_XMIT(ctx, skb, dev, cast, zc, fresh) do { } while (0)
+#define SFD_RX(ctx, skb, cast) do { } while (0)
+#define SFD_TCP_PROBE() do { } while (0)
 #endif
 
 #endif
