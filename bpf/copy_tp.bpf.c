@@ -462,7 +462,7 @@ static __always_inline int on_xmit(void *ctx, struct sk_buff *skb, struct net_de
 	u64 key;
 
 	if (!skb_zc(skb, cast)) {
-		SFD_XMIT(ctx, skb, dev, cast, false, 0);
+		SFD_XMIT(ctx, skb, cast, false, 0, netns_stats_of(dev->nd_net.net), false);
 		return 0;
 	}
 	data_len = skb->data_len;
@@ -498,7 +498,7 @@ static __always_inline int on_xmit(void *ctx, struct sk_buff *skb, struct net_de
 		ns->zc_tx_bytes += fresh;
 		ns->zc_tx_skbs++;
 	}
-	SFD_XMIT(ctx, skb, dev, cast, true, fresh);
+	SFD_XMIT(ctx, skb, cast, true, fresh, ns, si);
 	return 0;
 }
 
@@ -577,6 +577,15 @@ int BPF_PROG(tp_xmit_pre62, struct sk_buff *skb, struct net_device *dev)
 {
 	return on_xmit(ctx, skb, dev, false);
 }
+
+#ifdef NETIO_SHORTFALL_DEBUG
+SEC("tp_btf/net_dev_queue")
+int BPF_PROG(tp_dbg_queue, struct sk_buff *skb)
+{
+	sfd_queue(skb);
+	return 0;
+}
+#endif
 
 SEC("tp_btf/netif_receive_skb")
 int BPF_PROG(tp_netif_receive, struct sk_buff *skb)

@@ -16,6 +16,7 @@ enum sfd_kind {
 	SFD_RX_UNSEEN = 1,	/* a zerocopy skb received past the end xmit counted */
 	SFD_XMIT_JUMP,		/* a counted zerocopy skb starting past the end counted before */
 	SFD_RX_NOCONN,		/* a zerocopy skb received of a connection xmit never saw */
+	SFD_XMIT_NONS,		/* a payload skb of a known connection, its netns not found */
 };
 
 struct sfd_key {
@@ -27,16 +28,26 @@ struct sfd_xmit {
 	u64 ts;
 	u32 seq, payload, data_len, fresh;
 	u8 shflags, nr_frags, zc, cpu;
-	u32 skb_lo;
+	u8 ns, si, pad[2];
 };
+
+struct sfd_q {
+	u64 ts;
+	u32 seq, payload;
+	u8 zc, cpu, pad[6];
+};
+
+#define SFD_QRING 8
 
 struct sfd_conn {
 	u32 zc_end;		/* the highest end of the zerocopy bytes xmit counted */
 	u32 any_end;		/* the highest end of any payload xmit saw */
 	u32 valid, ring_i;
 	u64 xmit_skbs, xmit_zc_skbs, xmit_zc_bytes, xmit_plain_paged, xmit_jumps, xmit_again;
-	u64 rx_zc_skbs, rx_zc_bytes, rx_unseen;
+	u64 rx_zc_skbs, rx_zc_bytes, rx_unseen, xmit_nons;
 	struct sfd_xmit ring[SFD_RING];
+	u32 q_i, q_zc_end;	/* net_dev_queue: the next slot, the highest zerocopy end */
+	struct sfd_q qring[SFD_QRING];
 };
 
 struct sfd_event {
@@ -145,10 +156,11 @@ static __always_inline void sfd_log(void *ctx, u32 kind, struct sk_buff *skb, st
 	bpf_get_stack(ctx, e->stack, sizeof(e->stack), 0);
 }
 
-/* Every payload skb of a TCP connection at xmit in a followed netns (zc: flagged; fresh: the
- * bytes on_xmit counted). */
-static __always_inline void sfd_xmit(void *ctx, struct sk_buff *skb, struct net_device *dev,
-				     const bool cast, bool zc, u32 fresh)
+/* Every payload skb of a TCP connection at xmit (zc: flagged; fresh: the bytes on_xmit
+ * counted; ns: its device's netns statistics, found or not; si: its socket's entry found): a
+ * connection is known from its first skb in a followed netns on. */
+static __always_inline void sfd_xmit(void *ctx, struct sk_buff *skb, const bool cast, bool zc,
+				     u32 fresh, struct netns_stats *ns, bool si)
 {
 	struct sfd_key k = {};
 	struct sfd_conn *c, *n;
@@ -156,12 +168,13 @@ static __always_inline void sfd_xmit(void *ctx, struct sk_buff *skb, struct net_
 	u32 seq, payload, end, i, zero = 0;
 	u8 nr;
 
-	if (!cast || !netns_stats_of(dev->nd_net.net) ||
-	    !sfd_parse(skb, skb->head + skb->network_header,
+	if (!cast || !sfd_parse(skb, skb->head + skb->network_header,
 		       skb->network_header - (u32)(skb->data - skb->head), &k, &seq, &payload))
 		return;
 	c = bpf_map_lookup_elem(&sfd_conns, &k);
 	if (!c) {
+		if (!ns)
+			return;
 		n = bpf_map_lookup_elem(&sfd_zero, &zero);
 		if (!n)
 			return;
@@ -182,8 +195,13 @@ static __always_inline void sfd_xmit(void *ctx, struct sk_buff *skb, struct net_
 	x->nr_frags = nr;
 	x->zc = zc;
 	x->cpu = bpf_get_smp_processor_id();
-	x->skb_lo = (u32)(u64)skb;
+	x->ns = !!ns;
+	x->si = si;
 	c->xmit_skbs++;
+	if (!ns) {
+		c->xmit_nons++;
+		sfd_log(ctx, SFD_XMIT_NONS, skb, &k, seq, payload, c);
+	}
 	if (!c->valid || (s32)(end - c->any_end) > 0)
 		c->any_end = end;
 	if (!zc) {
@@ -235,6 +253,33 @@ static __always_inline void sfd_rx(void *ctx, struct sk_buff *skb, const bool ca
 	}
 }
 
+/* An skb entering __dev_queue_xmit (net_dev_queue), before net_dev_start_xmit: a second
+ * witness of the xmit path, in a program of its own. */
+static __always_inline void sfd_queue(struct sk_buff *skb)
+{
+	struct sfd_key k = {};
+	struct sfd_conn *c;
+	struct sfd_q *q;
+	u32 seq, payload, i;
+	u8 nr;
+
+	if (!sfd_parse(skb, skb->head + skb->network_header,
+		       skb->network_header - (u32)(skb->data - skb->head), &k, &seq, &payload))
+		return;
+	c = bpf_map_lookup_elem(&sfd_conns, &k);
+	if (!c)
+		return;
+	i = c->q_i++ % SFD_QRING;
+	q = &c->qring[i & (SFD_QRING - 1)];
+	q->ts = bpf_ktime_get_ns();
+	q->seq = seq;
+	q->payload = payload;
+	q->zc = skb->data_len && (sfd_shflags(skb, &nr) & 1);
+	q->cpu = bpf_get_smp_processor_id();
+	if (q->zc && (s32)(seq + payload - c->q_zc_end) > 0)
+		c->q_zc_end = seq + payload;
+}
+
 static __always_inline void sfd_tcp_probe(void)
 {
 	u32 one = 1;
@@ -244,11 +289,11 @@ static __always_inline void sfd_tcp_probe(void)
 		*m = bpf_ktime_get_ns();
 }
 
-#define SFD_XMIT(ctx, skb, dev, cast, zc, fresh) sfd_xmit(ctx, skb, dev, cast, zc, fresh)
+#define SFD_XMIT(ctx, skb, cast, zc, fresh, ns, si) sfd_xmit(ctx, skb, cast, zc, fresh, ns, si)
 #define SFD_RX(ctx, skb, cast) sfd_rx(ctx, skb, cast)
 #define SFD_TCP_PROBE() sfd_tcp_probe()
 #else
-#define SFD_XMIT(ctx, skb, dev, cast, zc, fresh) do { } while (0)
+#define SFD_XMIT(ctx, skb, cast, zc, fresh, ns, si) do { } while (0)
 #define SFD_RX(ctx, skb, cast) do { } while (0)
 #define SFD_TCP_PROBE() do { } while (0)
 #endif
