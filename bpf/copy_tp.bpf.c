@@ -585,6 +585,13 @@ int BPF_PROG(tp_dbg_queue, struct sk_buff *skb)
 	sfd_queue(skb);
 	return 0;
 }
+
+SEC("tp_btf/netif_rx")
+int BPF_PROG(tp_dbg_netif_rx, struct sk_buff *skb)
+{
+	sfd_netif_rx(ctx, skb);
+	return 0;
+}
 #endif
 
 SEC("tp_btf/netif_receive_skb")

@@ -17,6 +17,8 @@ enum sfd_kind {
 	SFD_XMIT_JUMP,		/* a counted zerocopy skb starting past the end counted before */
 	SFD_RX_NOCONN,		/* a zerocopy skb received of a connection xmit never saw */
 	SFD_XMIT_NONS,		/* a payload skb of a known connection, its netns not found */
+	SFD_NETIF_RX_UNSEEN,	/* a zerocopy skb entering a backlog (netif_rx) past the end
+				 * xmit counted: the stack says how it got there */
 };
 
 struct sfd_key {
@@ -278,6 +280,23 @@ static __always_inline void sfd_queue(struct sk_buff *skb)
 	q->cpu = bpf_get_smp_processor_id();
 	if (q->zc && (s32)(seq + payload - c->q_zc_end) > 0)
 		c->q_zc_end = seq + payload;
+}
+
+/* An skb entering a CPU's backlog (netif_rx: loopback's and veth's xmit), its IP header at
+ * skb->data. */
+static __always_inline void sfd_netif_rx(void *ctx, struct sk_buff *skb)
+{
+	struct sfd_key k = {};
+	struct sfd_conn *c;
+	u32 seq, payload;
+	u8 nr;
+
+	if (!skb->data_len || !(sfd_shflags(skb, &nr) & 1) ||
+	    !sfd_parse(skb, skb->data, 0, &k, &seq, &payload))
+		return;
+	c = bpf_map_lookup_elem(&sfd_conns, &k);
+	if (c && (c->valid != 1 || (s32)(seq + payload - c->zc_end) > 0))
+		sfd_log(ctx, SFD_NETIF_RX_UNSEEN, skb, &k, seq, payload, c);
 }
 
 static __always_inline void sfd_tcp_probe(void)
