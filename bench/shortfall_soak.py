@@ -121,6 +121,7 @@ def one_run(tracer, topo, size, tmp, build):
         tracer.netns_add(ns)
     tracer.pid_add(srv.pid)
     tracer.reset()
+    t_reset = time.monotonic_ns()       # bpf_ktime_get_ns's clock: the debug events' ts
     srv.release()
     cli = None
     try:
@@ -139,7 +140,9 @@ def one_run(tracer, topo, size, tmp, build):
         if cli:
             cli.kill()
     snap = tracer.snapshot(os.path.join(tmp, "snap.json"))
-    return check(snap, srv.pid, srv_out, port)
+    why, info = check(snap, srv.pid, srv_out, port)
+    info["t_reset_ns"] = t_reset
+    return why, info
 
 
 def check(snap, spid, srv_out, port):

@@ -81,6 +81,8 @@ struct sk_info {
 	u32 max_end_seq;
 	u32 seq_valid;
 	u32 slot1;		/* the owner's record of this socket (sockets.h), its slot + 1 */
+	u32 gap_start;		/* TCP: the range the last jump of max_end_seq passed over, which */
+	u32 gap_end;		/* xmit never saw (copy_tp.bpf.c, tcp_unseen_bytes) */
 	u64 pending;		/* bytes counted, not yet claimed */
 	u64 ino;		/* a UDP socket's inode number (copy_tp.bpf.c, udp_socket_renewed) */
 	u64 rx_pending;		/* its zerocopy bytes seen received, and freed uncopied, before */
@@ -125,17 +127,23 @@ static __always_inline void zc_owners_changed(void)
  * notification), whose owner names the record (note_zc_owner); until then (its first skbs
  * are received inside its first send) they wait on the socket. io_uring's notifications are
  * not in an skb: what this reads for them matches no socket. */
+/* The socket whose MSG_ZEROCOPY notification skb holds ubuf_info uarg in its cb[], or 0. */
+static __always_inline u64 zc_uarg_sock(void *uarg)
+{
+	struct sk_buff *nskb;
+
+	if (!uarg)
+		return 0;
+	nskb = (struct sk_buff *)((char *)uarg - bpf_core_field_offset(struct sk_buff, cb));
+	return (u64)BPF_CORE_READ(nskb, sk);
+}
+
 static __always_inline void sock_zc_seen(void *uarg, u64 bytes, bool kept)
 {
 	struct sock_stats *r = NULL;
-	struct sk_buff *nskb;
 	struct sk_info *si;
-	u64 sk;
+	u64 sk = zc_uarg_sock(uarg);
 
-	if (!uarg)
-		return;
-	nskb = (struct sk_buff *)((char *)uarg - bpf_core_field_offset(struct sk_buff, cb));
-	sk = (u64)BPF_CORE_READ(nskb, sk);
 	si = sk ? bpf_map_lookup_elem(&sk_owner, &sk) : NULL;
 	if (!si && sk) {
 		/* its first skbs, received before the first send returned (the exact rungs make
