@@ -178,7 +178,7 @@ def soak(a, log):
         if os.path.exists(f"{PIN}/{m}"):
             os.unlink(f"{PIN}/{m}")
     failed, start = 0, time.monotonic()
-    runs = 0
+    runs = unseen_runs = unseen_skbs = dropped = 0
     with tempfile.TemporaryDirectory(prefix="shortfall-") as tmp, \
             Topology("loopback") as lo, Topology("veth") as veth:
         topos = {"loopback": lo, "veth": veth}
@@ -196,8 +196,14 @@ def soak(a, log):
                 dbg = debug_events(syms)
                 line = {"run": runs, "case": f"{transport}:{size}",
                         "s": round(time.monotonic() - t0, 3), "load": os.getloadavg()[0]}
+                unseen = info.get("zerocopy", {}).get("zc_skbs_unseen_at_xmit", 0)
+                if unseen:      # counted at their receive (bpf/copy_tp.bpf.c, tcp_zc_unseen)
+                    unseen_runs += 1
+                    unseen_skbs += unseen
+                    line.update(unseen_skbs=unseen, info=info)
                 if why:
                     failed += 1
+                    dropped += why.startswith("drops")
                     line.update(failure=why, info=info)
                 if dbg and dbg["count"]:
                     line["debug"] = dbg
@@ -209,7 +215,9 @@ def soak(a, log):
             if tracer:
                 tracer.close()
     secs = time.monotonic() - start
-    summary = f"{runs} runs, {failed} failed, {secs:.0f} s"
+    summary = (f"{runs} runs, {failed} failed ({failed - dropped} short, {dropped} on drops), "
+               f"{unseen_runs} runs with {unseen_skbs} skbs counted at their receive "
+               f"(unseen at xmit), {secs:.0f} s")
     log.write(json.dumps({"end": summary}) + "\n")
     return failed, summary
 
@@ -218,7 +226,10 @@ def main(argv=None):
     a = parse_args(argv)
     with open(a.log, "a") as log:
         log.write(json.dumps({"start": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": a.runs,
-                              "build": a.build, "cases": a.cases}) + "\n")
+                              "build": a.build, "cases": a.cases,
+                              "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                                       capture_output=True, text=True).stdout.strip(),
+                              "loadavg": os.getloadavg()}) + "\n")
         try:
             failed, summary = soak(a, log)
         except (TracerError, OSError, subprocess.CalledProcessError, TimeoutError) as e:
