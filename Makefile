@@ -115,6 +115,9 @@ $(BUILD)/tests/test_symbolize: tests/unit/test_symbolize.c $(SYMBOLIZE_OBJS) $(B
 $(BUILD)/tests/test_irqframes: tests/unit/test_irqframes.c $(BUILD)/user/irqframes.o | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Iuser $^ -o $@
 
+$(BUILD)/tests/test_zc_seq: tests/unit/test_zc_seq.c bpf/zc_seq.h | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Ibpf -Itests/unit $< -o $@
+
 $(BUILD)/tests/%: tests/unit/%.c $(WL_LIB_OBJS) $(COMMON_OBJS) | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Iworkloads -Iuser -Icommon $^ -o $@ -lpthread -luring
 

@@ -407,63 +407,16 @@ int BPF_PROG(tp_rx_copy, const struct sk_buff *skb, int len)
 	return 0;
 }
 
-/* The bytes of a zerocopy TCP skb not counted before: a retransmit is not new zerocopy data.
- * A skb that starts past the highest end counted leaves a gap: bytes that reached the device
- * without passing this tracepoint's program (bench/NOTES.md, the end of "Drops"), which
- * tcp_unseen_bytes counts when they are received. */
+/* The bytes of a zerocopy TCP skb not counted before (zc_seq.h): a retransmit is not new
+ * zerocopy data. */
 static __always_inline u32 tcp_fresh_bytes(struct sk_info *si, struct sk_buff *skb, u32 data_len,
 					   const bool cast)
 {
-	u32 seq, end;
+	u32 seq;
 
 	if (tcp_seq(skb, cast, &seq))
 		return data_len;
-	end = seq + data_len;
-	if (!si->seq_valid) {
-		si->seq_valid = 1;
-		si->max_end_seq = end;
-		return data_len;
-	}
-	if ((s32)(end - si->max_end_seq) <= 0)
-		return 0;
-	if ((s32)(seq - si->max_end_seq) > 0) {
-		si->gap_start = si->max_end_seq;
-		si->gap_end = seq;
-	}
-	data_len = (s32)(seq - si->max_end_seq) < 0 ? end - si->max_end_seq : data_len;
-	si->max_end_seq = end;
-	return data_len;
-}
-
-/* The bytes of received zerocopy TCP skb [seq, seq + len) that xmit never counted: past the
- * highest end it counted, or in the gap its last jump left; they are counted now, once (the
- * gap shrinks, the highest end moves). A skb is received after it was transmitted, so one
- * xmit counted is never past that end. Only the last gap is kept: a second one before the
- * first arrives (never seen) replaces it. */
-static __always_inline u32 tcp_unseen_bytes(struct sk_info *si, u32 seq, u32 len)
-{
-	u32 end = seq + len, lo, hi;
-
-	if (!si->seq_valid)
-		return 0;	/* xmit counted nothing of it: nothing to compare with */
-	if ((s32)(end - si->max_end_seq) > 0) {
-		lo = (s32)(seq - si->max_end_seq) > 0 ? seq : si->max_end_seq;
-		if (lo != si->max_end_seq) {
-			si->gap_start = si->max_end_seq;
-			si->gap_end = lo;
-		}
-		si->max_end_seq = end;
-		return end - lo;
-	}
-	lo = (s32)(seq - si->gap_start) > 0 ? seq : si->gap_start;
-	hi = (s32)(end - si->gap_end) < 0 ? end : si->gap_end;
-	if ((s32)(hi - lo) <= 0)
-		return 0;
-	if (lo == si->gap_start)
-		si->gap_start = hi;
-	else
-		si->gap_end = lo;	/* from its middle: the rest of its tail is given up */
-	return hi - lo;
+	return zc_seq_fresh(&si->seq, seq, data_len);
 }
 
 /* A UDP socket's entry outlives it (inet_sock_set_state, which forgets a closed socket's, is
@@ -532,7 +485,7 @@ static __always_inline int on_xmit(void *ctx, struct sk_buff *skb, struct net_de
 	}
 	if (si) {
 		if (proto == NETIO_IPPROTO_TCP) {
-			if (si->seq_valid && test_xmit_miss())
+			if (si->seq.valid && test_xmit_miss())
 				return 0;
 			fresh = tcp_fresh_bytes(si, skb, data_len, cast);
 		} else
@@ -552,7 +505,7 @@ static __always_inline int on_xmit(void *ctx, struct sk_buff *skb, struct net_de
 	return 0;
 }
 
-/* A received zerocopy TCP skb with bytes xmit never counted (tcp_unseen_bytes): they count
+/* A received zerocopy TCP skb with bytes xmit never counted (zc_seq_unseen): they count
  * now, as on_xmit would have, for the sending socket (found by the skb's ubuf_info,
  * zc_uarg_sock) and its namespace. Its TCP header is where xmit put it (loopback and veth
  * hand the same skb over). */
@@ -568,7 +521,7 @@ static __always_inline void tcp_zc_unseen(struct sk_buff *skb, const bool cast)
 	si = bpf_map_lookup_elem(&sk_owner, &sk);
 	if (!si || BPF_CORE_READ((struct sock *)sk, sk_protocol) != NETIO_IPPROTO_TCP)
 		return;
-	unseen = tcp_unseen_bytes(si, seq, skb->data_len);
+	unseen = zc_seq_unseen(&si->seq, seq, skb->data_len);
 	if (!unseen)
 		return;
 #ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.h, claim_zc_bytes */

@@ -66,6 +66,8 @@ struct {
 	__type(value, struct send_scope);
 } in_send SEC(".maps");
 
+#include "zc_seq.h"
+
 /* Zerocopy sockets: who owns them (skbs leave the host in softirq context where current is
  * anybody), the highest sequence counted (retransmits of a zerocopy skb are not new zerocopy
  * bytes), and the zerocopy bytes counted on the socket and not yet given to its owner. xmit
@@ -78,11 +80,8 @@ struct {
  * given another owner (zc_owner_gen). */
 struct sk_info {
 	u32 tgid;		/* 0: not known yet */
-	u32 max_end_seq;
-	u32 seq_valid;
 	u32 slot1;		/* the owner's record of this socket (sockets.h), its slot + 1 */
-	u32 gap_start;		/* TCP: the range the last jump of max_end_seq passed over, which */
-	u32 gap_end;		/* xmit never saw (copy_tp.bpf.c, tcp_unseen_bytes) */
+	struct zc_seq seq;	/* TCP: the bytes counted, by sequence number (zc_seq.h) */
 	u64 pending;		/* bytes counted, not yet claimed */
 	u64 ino;		/* a UDP socket's inode number (copy_tp.bpf.c, udp_socket_renewed) */
 	u64 rx_pending;		/* its zerocopy bytes seen received, and freed uncopied, before */
