@@ -31,6 +31,11 @@ CASES = ("loopback:1024", "loopback:65536", "veth:1024", "veth:65536")
 COUNTS = {1024: 10000, 65536: 1000}     # the test's (tests/integration/test_tracer.py)
 PIN = "/sys/fs/bpf"
 SFD_MAPS = ("sfd_conns", "sfd_events", "sfd_misc")
+FTRACE = "/sys/kernel/tracing/instances/netio-shortfall"
+# a witness that is not BPF (--ftrace): the kernel's own trace events of the xmit path, in a
+# tracefs instance of ours, on the clock bpf_ktime_get_ns reads
+FTRACE_EVENTS = ("net/net_dev_queue", "net/net_dev_start_xmit", "net/netif_rx",
+                 "net/netif_receive_skb")
 TIMEOUT = 60
 
 
@@ -41,6 +46,9 @@ def parse_args(argv):
     p.add_argument("--log", default="bench/shortfall-soak.log")
     p.add_argument("--cases", default=",".join(CASES))
     p.add_argument("--keep-going", action="store_true", help="count a failure and go on")
+    p.add_argument("--ftrace", action="store_true",
+                   help="also record the xmit path's trace events in a tracefs instance; its "
+                        "buffer is saved beside the log after a run with debug events")
     p.add_argument("--restart-every", type=int, default=200,
                    help="start a new tracer after this many runs (as pytest rounds do)")
     a = p.parse_args(argv)
@@ -106,6 +114,37 @@ def debug_events(syms):
         subprocess.run(["bpftool", "map", "update", "pinned", f"{PIN}/sfd_misc", "key",
                         *key_words(0), "value", *["0"] * 8], check=True)
     return {"count": count, "events": events}
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def ftrace_start():
+    """Our tracefs instance, its events of the xmit path on (len > 100: data skbs only)."""
+    os.makedirs(FTRACE, exist_ok=True)
+    write(f"{FTRACE}/trace_clock", "mono")
+    write(f"{FTRACE}/buffer_size_kb", "16384")
+    if os.path.exists(f"{FTRACE}/options/hash-ptr"):
+        write(f"{FTRACE}/options/hash-ptr", "0")
+    for ev in FTRACE_EVENTS:
+        write(f"{FTRACE}/events/{ev}/filter", "len > 100")
+        write(f"{FTRACE}/events/{ev}/enable", "1")
+
+
+def ftrace_stop():
+    if not os.path.isdir(FTRACE):
+        return
+    for ev in FTRACE_EVENTS:
+        write(f"{FTRACE}/events/{ev}/enable", "0")
+    os.rmdir(FTRACE)
+
+
+def ftrace_save(path):
+    with open(f"{FTRACE}/trace") as src, open(path, "w") as dst:
+        dst.write(src.read())
+    write(f"{FTRACE}/trace", "")
 
 
 def one_run(tracer, topo, size, tmp, build):
@@ -183,6 +222,8 @@ def soak(a, log):
             Topology("loopback") as lo, Topology("veth") as veth:
         topos = {"loopback": lo, "veth": veth}
         tracer = None
+        if a.ftrace:
+            ftrace_start()
         try:
             while runs < a.runs:
                 if tracer is None or runs % a.restart_every == 0:
@@ -207,6 +248,11 @@ def soak(a, log):
                     line.update(failure=why, info=info)
                 if dbg and dbg["count"]:
                     line["debug"] = dbg
+                    if a.ftrace:
+                        line["ftrace"] = f"{a.log}.run{runs}.ftrace"
+                        ftrace_save(line["ftrace"])
+                elif a.ftrace and runs % 20 == 0:
+                    write(f"{FTRACE}/trace", "")
                 log.write(json.dumps(line) + "\n")
                 log.flush()
                 if why and not a.keep_going:
@@ -214,6 +260,8 @@ def soak(a, log):
         finally:
             if tracer:
                 tracer.close()
+            if a.ftrace:
+                ftrace_stop()
     secs = time.monotonic() - start
     summary = (f"{runs} runs, {failed} failed ({failed - dropped} short, {dropped} on drops), "
                f"{unseen_runs} runs with {unseen_skbs} skbs counted at their receive "

@@ -56,6 +56,7 @@ struct sfd_event {
 	u32 kind, cpu;
 	u64 ts;
 	u64 pid_tgid;
+	u64 skb;
 	u32 seq, payload, data_len, shflags;
 	struct sfd_key key;
 	struct sfd_conn conn;
@@ -148,6 +149,7 @@ static __always_inline void sfd_log(void *ctx, u32 kind, struct sk_buff *skb, st
 	e->cpu = bpf_get_smp_processor_id();
 	e->ts = bpf_ktime_get_ns();
 	e->pid_tgid = bpf_get_current_pid_tgid();
+	e->skb = (u64)skb;
 	e->seq = seq;
 	e->payload = payload;
 	e->data_len = skb->data_len;
