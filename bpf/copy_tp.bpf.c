@@ -75,7 +75,6 @@ struct {
  * tracer loads the one the kernel allows (user/attach.c, rows with .kfunc). Weak: before 6.2
  * the kfunc is absent and only the *_pre62 programs are loaded. */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
-#include "shortfall_debug.h"
 
 /* Before 5.12 the zerocopy mark was SKBTX_DEV_ZEROCOPY in the shared info's tx_flags. */
 struct skb_shared_info___pre512 {
@@ -452,8 +451,7 @@ static __always_inline bool test_xmit_miss(void)
  * or UDP socket (the sockets tx_bytes counts), for the socket's owner; before the owner is
  * known (the first send of a socket has not returned yet), as pending on the socket. TCP's
  * once per sequence range; a UDP datagram is never sent twice. */
-static __always_inline int on_xmit(void *ctx, struct sk_buff *skb, struct net_device *dev,
-				   const bool cast)
+static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, const bool cast)
 {
 	struct netns_stats *ns;
 	struct sk_info *si = NULL;
@@ -462,10 +460,8 @@ static __always_inline int on_xmit(void *ctx, struct sk_buff *skb, struct net_de
 	u16 proto = 0;
 	u64 key;
 
-	if (!skb_zc(skb, cast)) {
-		SFD_XMIT(ctx, skb, cast, false, 0, netns_stats_of(dev->nd_net.net), false);
+	if (!skb_zc(skb, cast))
 		return 0;
-	}
 	data_len = skb->data_len;
 	fresh = data_len;
 	ns = netns_stats_of(dev->nd_net.net);
@@ -501,7 +497,6 @@ static __always_inline int on_xmit(void *ctx, struct sk_buff *skb, struct net_de
 		ns->zc_tx_bytes += fresh;
 		ns->zc_tx_skbs++;
 	}
-	SFD_XMIT(ctx, skb, cast, true, fresh, ns, si);
 	return 0;
 }
 
@@ -544,7 +539,7 @@ static __always_inline void sock_zc_rx(struct sk_buff *skb, const bool cast, boo
 		sock_zc_seen(zc_skb_uarg(skb, cast), skb->data_len, kept);
 }
 
-static __always_inline int on_netif_receive(void *ctx, struct sk_buff *skb, const bool cast)
+static __always_inline int on_netif_receive(struct sk_buff *skb, const bool cast)
 {
 	struct netns_stats *ns;
 	u32 zero = 0, *seen;
@@ -556,7 +551,6 @@ static __always_inline int on_netif_receive(void *ctx, struct sk_buff *skb, cons
 	ns = netns_stats_of(skb->dev->nd_net.net);
 	if (!ns)
 		return 0;
-	SFD_RX(ctx, skb, cast);
 	seen = bpf_map_lookup_elem(&zc_state, &zero);
 	if (seen && !*seen)
 		*seen = 1;
@@ -591,7 +585,6 @@ static __always_inline int on_tcp_probe(struct sock *sk, struct sk_buff *skb, co
 {
 	struct netns_stats *ns;
 
-	SFD_TCP_PROBE();
 	if (!skb_zc(skb, cast))
 		return 0;
 	ns = netns_stats_of(sk->__sk_common.skc_net.net);
@@ -604,41 +597,25 @@ static __always_inline int on_tcp_probe(struct sock *sk, struct sk_buff *skb, co
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(tp_xmit, struct sk_buff *skb, struct net_device *dev)
 {
-	return on_xmit(ctx, skb, dev, true);
+	return on_xmit(skb, dev, true);
 }
 
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(tp_xmit_pre62, struct sk_buff *skb, struct net_device *dev)
 {
-	return on_xmit(ctx, skb, dev, false);
+	return on_xmit(skb, dev, false);
 }
-
-#ifdef NETIO_SHORTFALL_DEBUG
-SEC("tp_btf/net_dev_queue")
-int BPF_PROG(tp_dbg_queue, struct sk_buff *skb)
-{
-	sfd_queue(skb);
-	return 0;
-}
-
-SEC("tp_btf/netif_rx")
-int BPF_PROG(tp_dbg_netif_rx, struct sk_buff *skb)
-{
-	sfd_netif_rx(ctx, skb);
-	return 0;
-}
-#endif
 
 SEC("tp_btf/netif_receive_skb")
 int BPF_PROG(tp_netif_receive, struct sk_buff *skb)
 {
-	return on_netif_receive(ctx, skb, true);
+	return on_netif_receive(skb, true);
 }
 
 SEC("tp_btf/netif_receive_skb")
 int BPF_PROG(tp_netif_receive_pre62, struct sk_buff *skb)
 {
-	return on_netif_receive(ctx, skb, false);
+	return on_netif_receive(skb, false);
 }
 
 SEC("tp_btf/kfree_skb")

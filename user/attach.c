@@ -123,10 +123,6 @@ static const struct row rows[] = {
 	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_xmit, H_TP_BTF, "net_dev_start_xmit"), .group = 1, .kfunc = CAST },
 	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_xmit_pre62, H_TP_BTF, "net_dev_start_xmit"), .group = 1, .fallback = true },
 	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_sock_state, H_TP_BTF, "inet_sock_set_state") },
-#ifdef NETIO_SHORTFALL_DEBUG	/* bpf/shortfall_debug.h: the skbs __dev_queue_xmit saw */
-	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_dbg_queue, H_TP_BTF, "net_dev_queue"), .kfunc = CAST },
-	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_dbg_netif_rx, H_TP_BTF, "netif_rx"), .kfunc = CAST },
-#endif
 	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_netif_receive, H_TP_BTF, "netif_receive_skb"), .group = 1, .kfunc = CAST },
 	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_netif_receive_pre62, H_TP_BTF, "netif_receive_skb"), .group = 1, .fallback = true },
 	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_tcp_probe, H_TP_BTF, "tcp_probe"), .group = 2, .lazy = true, .kfunc = CAST },
