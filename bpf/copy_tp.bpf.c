@@ -500,25 +500,24 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 	return 0;
 }
 
-/* A received zerocopy TCP skb with bytes xmit never counted (zc_seq_unseen): they count
- * now, as on_xmit would have, for the sending socket (found by the skb's ubuf_info,
- * zc_uarg_sock) and its namespace. Its TCP header is where xmit put it (loopback and veth
- * hand the same skb over). */
-static __always_inline void tcp_zc_unseen(struct sk_buff *skb, const bool cast)
+/* A received zerocopy skb of the socket whose entry is si, with bytes xmit never counted
+ * (zc_seq_unseen; a UDP socket's entry has no sequence numbers): they count now, as on_xmit
+ * would have, for the socket and its namespace. Its TCP header is where xmit put it (loopback
+ * and veth hand the same skb over). */
+static __always_inline void tcp_zc_unseen(struct sk_buff *skb, struct sk_info *si,
+					  const bool cast)
 {
-	u64 sk = zc_uarg_sock(zc_skb_uarg(skb, cast));
 	struct netns_stats *ns;
-	struct sk_info *si;
 	u32 seq, unseen;
+	u64 sk;
 
-	if (!sk || skb->transport_header == (u16)~0U || tcp_seq(skb, cast, &seq))
-		return;
-	si = bpf_map_lookup_elem(&sk_owner, &sk);
-	if (!si || BPF_CORE_READ((struct sock *)sk, sk_protocol) != NETIO_IPPROTO_TCP)
+	if (!si || !si->seq.valid || skb->transport_header == (u16)~0U ||
+	    tcp_seq(skb, cast, &seq))
 		return;
 	unseen = zc_seq_unseen(&si->seq, seq, skb->data_len);
 	if (!unseen)
 		return;
+	sk = zc_uarg_sock(zc_skb_uarg(skb, cast));
 #ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.h, claim_zc_bytes */
 	__sync_fetch_and_add(&si->pending, unseen);
 #endif
@@ -531,12 +530,17 @@ static __always_inline void tcp_zc_unseen(struct sk_buff *skb, const bool cast)
 	}
 }
 
-/* A zerocopy skb's bytes seen received (kept: freed still zerocopy after its receive) for the
- * record of the socket that sent it, whatever namespace received it. */
-static __always_inline void sock_zc_rx(struct sk_buff *skb, const bool cast, bool kept)
+/* A zerocopy skb's bytes seen received, for the record of the socket that sent it, whatever
+ * namespace received it; returns that socket's entry (sk_owner), or NULL. */
+static __always_inline struct sk_info *sock_zc_rx(struct sk_buff *skb, const bool cast)
 {
+	void *uarg = zc_skb_uarg(skb, cast);
+	u64 sk;
+
 	if (!socks_off())
-		sock_zc_seen(zc_skb_uarg(skb, cast), skb->data_len, kept);
+		return sock_zc_seen(uarg, skb->data_len, false);
+	sk = zc_uarg_sock(uarg);
+	return sk ? bpf_map_lookup_elem(&sk_owner, &sk) : NULL;
 }
 
 static __always_inline int on_netif_receive(struct sk_buff *skb, const bool cast)
@@ -546,8 +550,7 @@ static __always_inline int on_netif_receive(struct sk_buff *skb, const bool cast
 
 	if (!skb_zc(skb, cast))
 		return 0;
-	sock_zc_rx(skb, cast, false);
-	tcp_zc_unseen(skb, cast);
+	tcp_zc_unseen(skb, sock_zc_rx(skb, cast), cast);
 	ns = netns_stats_of(skb->dev->nd_net.net);
 	if (!ns)
 		return 0;
@@ -569,7 +572,8 @@ static __always_inline int on_kfree_skb(struct sk_buff *skb, const bool cast)
 
 	if (!skb->skb_iif || !skb_zc(skb, cast))
 		return 0;
-	sock_zc_rx(skb, cast, true);
+	if (!socks_off())
+		sock_zc_seen(zc_skb_uarg(skb, cast), skb->data_len, true);
 	dev = skb->dev;
 	if (!dev)
 		return 0;

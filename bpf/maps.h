@@ -122,7 +122,8 @@ static __always_inline void zc_owners_changed(void)
 
 /* Bytes of the zerocopy skbs of a socket seen received (kept: freed uncopied after their
  * receive), for the record of the socket whose zerocopy pages uarg (the skb's destructor_arg)
- * tracks: MSG_ZEROCOPY keeps its ubuf_info in the cb[] of an skb of the sending socket (its
+ * tracks; returns that socket's entry (sk_owner), NULL where there is none or it was just
+ * made: MSG_ZEROCOPY keeps its ubuf_info in the cb[] of an skb of the sending socket (its
  * notification), whose owner names the record (note_zc_owner); until then (its first skbs
  * are received inside its first send) they wait on the socket. io_uring's notifications are
  * not in an skb: what this reads for them matches no socket. */
@@ -137,7 +138,7 @@ static __always_inline u64 zc_uarg_sock(void *uarg)
 	return (u64)BPF_CORE_READ(nskb, sk);
 }
 
-static __always_inline void sock_zc_seen(void *uarg, u64 bytes, bool kept)
+static __always_inline struct sk_info *sock_zc_seen(void *uarg, u64 bytes, bool kept)
 {
 	struct sock_stats *r = NULL;
 	struct sk_info *si;
@@ -151,25 +152,26 @@ static __always_inline void sock_zc_seen(void *uarg, u64 bytes, bool kept)
 		u16 proto = BPF_CORE_READ((struct sock *)sk, sk_protocol);
 
 		if (proto != 6 && proto != 17)
-			return;
+			return NULL;
 		if (kept)
 			n.kept_pending = bytes;
 		else
 			n.rx_pending = bytes;
 		if (!bpf_map_update_elem(&sk_owner, &sk, &n, BPF_NOEXIST)) {
 			zc_owners_changed();
-			return;
+			return NULL;
 		}
 		si = bpf_map_lookup_elem(&sk_owner, &sk);
 	}
 	if (!si)
-		return;
+		return NULL;
 	if (si->slot1)
 		r = sock_rec(si->slot1 - 1);
 	if (r)
 		__sync_fetch_and_add(kept ? &r->zc_kept_bytes : &r->zc_rx_bytes, bytes);
 	else
 		__sync_fetch_and_add(kept ? &si->kept_pending : &si->rx_pending, bytes);
+	return si;
 }
 
 /* What waited on socket si for its record (sock_zc_seen) goes to it; an atomic add of the
