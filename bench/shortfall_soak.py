@@ -125,7 +125,7 @@ def ftrace_start():
     """Our tracefs instance, its events of the xmit path on (len > 100: data skbs only)."""
     os.makedirs(FTRACE, exist_ok=True)
     write(f"{FTRACE}/trace_clock", "mono")
-    write(f"{FTRACE}/buffer_size_kb", "16384")
+    write(f"{FTRACE}/buffer_size_kb", "65536")
     if os.path.exists(f"{FTRACE}/options/hash-ptr"):
         write(f"{FTRACE}/options/hash-ptr", "0")
     for ev in FTRACE_EVENTS:
@@ -251,8 +251,8 @@ def soak(a, log):
                     if a.ftrace:
                         line["ftrace"] = f"{a.log}.run{runs}.ftrace"
                         ftrace_save(line["ftrace"])
-                elif a.ftrace and runs % 20 == 0:
-                    write(f"{FTRACE}/trace", "")
+                elif a.ftrace:
+                    write(f"{FTRACE}/trace", "")   # each run's events from its start
                 log.write(json.dumps(line) + "\n")
                 log.flush()
                 if why and not a.keep_going:
