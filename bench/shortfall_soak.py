@@ -18,6 +18,7 @@ import argparse
 import bisect
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -272,6 +273,8 @@ def soak(a, log):
 
 def main(argv=None):
     a = parse_args(argv)
+    # SIGTERM ends the soak as ^C does: namespaces, tracer and tracefs instance cleaned up
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with open(a.log, "a") as log:
         log.write(json.dumps({"start": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": a.runs,
                               "build": a.build, "cases": a.cases,
