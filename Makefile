@@ -7,6 +7,8 @@ CC        ?= gcc
 CFLAGS    ?= -O2 -g
 CFLAGS    += -Wall -Wextra -std=gnu11 -D_GNU_SOURCE
 PYTHON    := .venv/bin/python
+# BPF_DEFS: extra -D flags for the BPF objects (bench/shortfall_soak.py's debug build)
+BPF_DEFS  ?=
 ARCH      := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
@@ -81,10 +83,10 @@ $(BUILD)/include/vmlinux.h: | $(BUILD)/include
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/include/vmlinux.h | $(BUILD)/bpf
-	$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD)/include -Ibpf -c $< -o $@
+	$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) $(BPF_DEFS) -I$(BUILD)/include -Ibpf -c $< -o $@
 
 $(BUILD)/bpf/%.compat.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/include/vmlinux.h | $(BUILD)/bpf
-	$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -DNETIO_COMPAT -I$(BUILD)/include -Ibpf -c $< -o $@
+	$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) $(BPF_DEFS) -DNETIO_COMPAT -I$(BUILD)/include -Ibpf -c $< -o $@
 
 $(BUILD)/include/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
@@ -112,6 +114,9 @@ $(BUILD)/tests/test_symbolize: tests/unit/test_symbolize.c $(SYMBOLIZE_OBJS) $(B
 
 $(BUILD)/tests/test_irqframes: tests/unit/test_irqframes.c $(BUILD)/user/irqframes.o | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Iuser $^ -o $@
+
+$(BUILD)/tests/test_zc_seq: tests/unit/test_zc_seq.c bpf/zc_seq.h | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Ibpf -Itests/unit $< -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(WL_LIB_OBJS) $(COMMON_OBJS) | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Iworkloads -Iuser -Icommon $^ -o $@ -lpthread -luring

@@ -29,10 +29,11 @@ struct {
  * followed_netns changes, so that a thread's cached "followed" (task_state in maps.h) and a
  * CPU's cached namespace slots (netns_slot) are checked again. [1]: tests only
  * (NETIO_TEST_NO_THREAD_STORAGE): 1 makes every thread's storage fail (maps.h,
- * adopt_thread). */
+ * adopt_thread). [2]: tests only (NETIO_TEST_XMIT_MISS): N > 0 makes the tracepoint rung's
+ * xmit pass over about one zerocopy TCP skb in N (copy_tp.bpf.c, test_xmit_miss). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 3);
 	__type(key, u32);
 	__type(value, u32);
 } filter_gen SEC(".maps");

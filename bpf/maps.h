@@ -67,6 +67,8 @@ struct {
 	__type(value, struct send_scope);
 } in_send SEC(".maps");
 
+#include "zc_seq.h"
+
 /* Zerocopy sockets: who owns them (skbs leave the host in softirq context where current is
  * anybody), the highest sequence counted (retransmits of a zerocopy skb are not new zerocopy
  * bytes), and the zerocopy bytes counted on the socket and not yet given to its owner. xmit
@@ -79,9 +81,8 @@ struct {
  * given another owner (zc_owner_gen). */
 struct sk_info {
 	u32 tgid;		/* 0: not known yet */
-	u32 max_end_seq;
-	u32 seq_valid;
 	u32 slot1;		/* the owner's record of this socket (sockets.h), its slot + 1 */
+	struct zc_seq seq;	/* TCP: the bytes counted, by sequence number (zc_seq.h) */
 	u64 pending;		/* bytes counted, not yet claimed */
 	u64 ino;		/* a UDP socket's inode number (copy_tp.bpf.c, udp_socket_renewed) */
 	u64 rx_pending;		/* its zerocopy bytes seen received, and freed uncopied, before */
@@ -122,21 +123,28 @@ static __always_inline void zc_owners_changed(void)
 
 /* Bytes of the zerocopy skbs of a socket seen received (kept: freed uncopied after their
  * receive), for the record of the socket whose zerocopy pages uarg (the skb's destructor_arg)
- * tracks: MSG_ZEROCOPY keeps its ubuf_info in the cb[] of an skb of the sending socket (its
+ * tracks; returns that socket's entry (sk_owner), NULL where there is none or it was just
+ * made: MSG_ZEROCOPY keeps its ubuf_info in the cb[] of an skb of the sending socket (its
  * notification), whose owner names the record (note_zc_owner); until then (its first skbs
  * are received inside its first send) they wait on the socket. io_uring's notifications are
  * not in an skb: what this reads for them matches no socket. */
-static __always_inline void sock_zc_seen(void *uarg, u64 bytes, bool kept)
+/* The socket whose MSG_ZEROCOPY notification skb holds ubuf_info uarg in its cb[], or 0. */
+static __always_inline u64 zc_uarg_sock(void *uarg)
 {
-	struct sock_stats *r = NULL;
 	struct sk_buff *nskb;
-	struct sk_info *si;
-	u64 sk;
 
 	if (!uarg)
-		return;
+		return 0;
 	nskb = (struct sk_buff *)((char *)uarg - bpf_core_field_offset(struct sk_buff, cb));
-	sk = (u64)BPF_CORE_READ(nskb, sk);
+	return (u64)BPF_CORE_READ(nskb, sk);
+}
+
+static __always_inline struct sk_info *sock_zc_seen(void *uarg, u64 bytes, bool kept)
+{
+	struct sock_stats *r = NULL;
+	struct sk_info *si;
+	u64 sk = zc_uarg_sock(uarg);
+
 	si = sk ? bpf_map_lookup_elem(&sk_owner, &sk) : NULL;
 	if (!si && sk) {
 		/* its first skbs, received before the first send returned (the exact rungs make
@@ -145,25 +153,26 @@ static __always_inline void sock_zc_seen(void *uarg, u64 bytes, bool kept)
 		u16 proto = BPF_CORE_READ((struct sock *)sk, sk_protocol);
 
 		if (proto != 6 && proto != 17)
-			return;
+			return NULL;
 		if (kept)
 			n.kept_pending = bytes;
 		else
 			n.rx_pending = bytes;
 		if (!bpf_map_update_elem(&sk_owner, &sk, &n, BPF_NOEXIST)) {
 			zc_owners_changed();
-			return;
+			return NULL;
 		}
 		si = bpf_map_lookup_elem(&sk_owner, &sk);
 	}
 	if (!si)
-		return;
+		return NULL;
 	if (si->slot1)
 		r = sock_rec(si->slot1 - 1);
 	if (r)
 		__sync_fetch_and_add(kept ? &r->zc_kept_bytes : &r->zc_rx_bytes, bytes);
 	else
 		__sync_fetch_and_add(kept ? &si->kept_pending : &si->rx_pending, bytes);
+	return si;
 }
 
 /* What waited on socket si for its record (sock_zc_seen) goes to it; an atomic add of the

@@ -94,6 +94,10 @@ struct netns_stats {
 	u64 zc_rx_kept_skbs;
 	u64 zc_skbs_again;	/* TCP zerocopy skbs leaving with bytes that had left before
 				 * (retransmits): those bytes are counted once */
+	u64 zc_skbs_unseen_at_xmit;	/* of zc_tx_skbs: TCP zerocopy skbs of a socket of this
+					 * netns received with bytes net_dev_start_xmit never
+					 * showed, counted at their receive (bench/NOTES.md, Drops) */
+	u64 zc_bytes_unseen_at_xmit;	/* of zc_tx_bytes: their bytes */
 };
 
 /* One class of syscalls of one process. count: calls (send and receive classes: counted when

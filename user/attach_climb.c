@@ -209,6 +209,17 @@ static void refuse_thread_storage_for_tests(struct tracer_bpf *t)
 		bpf_map_update_elem(t->filter_gen, &key, &on, BPF_ANY);
 }
 
+/* Tests: NETIO_TEST_XMIT_MISS=N makes the tracepoint rung's xmit program pass over about one
+ * zerocopy TCP skb in N (filter_gen[2], bpf/filter.h), for their receive to count them. */
+static void miss_xmits_for_tests(struct tracer_bpf *t)
+{
+	uint32_t key = 2, n;
+	const char *v = getenv("NETIO_TEST_XMIT_MISS");
+
+	if (v && sscanf(v, "%u", &n) == 1 && t->filter_gen >= 0)
+		bpf_map_update_elem(t->filter_gen, &key, &n, BPF_ANY);
+}
+
 /* The ladder from fentry down (or the forced rung only), then what the rungs taken allow. */
 static int climb(struct ladder *l, enum attach_mode mode, bool no_latency, char *err,
 		 size_t errlen)
@@ -268,5 +279,6 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 	defer_sys_exit(t);
 	mark_splices_without_sys_enter(t);
 	refuse_thread_storage_for_tests(t);
+	miss_xmits_for_tests(t);
 	return 0;
 }

@@ -276,6 +276,31 @@ def test_threads_without_storage_lose_no_byte(topologies, tmp_path, monkeypatch,
         assert t.close() == 0
 
 
+@pytest.mark.parametrize("transport,size", (("loopback", 65536), ("veth", 1024)))
+def test_zc_skbs_xmit_never_saw_count_at_receive(topologies, tmp_path, monkeypatch, transport,
+                                                 size):
+    """A zero-copy TCP skb can reach its receiver without the tracepoint rung's xmit program
+    seeing it (bench/NOTES.md, the end of "Drops"): its receive counts it. With that program
+    passing over about one zero-copy skb in 50 (NETIO_TEST_XMIT_MISS), the bytes stay exact,
+    and the snapshot tells how many skbs were counted at their receive."""
+    monkeypatch.setenv("NETIO_TEST_XMIT_MISS", "50")
+    t = Tracer(log=str(tmp_path / "tracer.log"))
+    monkeypatch.delenv("NETIO_TEST_XMIT_MISS")
+    try:
+        if t.attach["pinning"] != "tp_btf":
+            pytest.skip(f"zero-copy bytes are counted at xmit on the tracepoint rung only "
+                        f"(pinning: {t.attach['pinning']})")
+        s, c, snap, spid, cpid = run_workload(t, topologies[transport], tmp_path, "zero-copy",
+                                              size, COUNTS[size])
+        check_exact(s, c, snap, spid, cpid, "zero-copy")
+        zc = snap["zerocopy"]
+        assert snap["zc_tx_bytes"] == s["bytes"], (snap["zc_tx_bytes"], s["bytes"], zc)
+        assert zc["zc_skbs_unseen_at_xmit"] > 0, zc
+        assert 0 < zc["zc_bytes_unseen_at_xmit"] < s["bytes"], zc
+    finally:
+        assert t.close() == 0
+
+
 @host_only
 def test_ready_line_names_every_probe_point(tracer):
     assert set(tracer.attach) == {"tx_bytes", "tx_copy", "pinning", "fallback_copy",
