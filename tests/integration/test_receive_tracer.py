@@ -31,7 +31,9 @@ def check_kinds(snap, c, cpid):
             assert p[field] is None and field in snap["unavailable"], (field, snap["unavailable"])
             continue
         assert p[field] == want, (field, p[field], want)
-        assert sock is not None and sock[field] == want, (field, sock)
+        # no record at all where nothing countable happened on it (a discarding or splicing
+        # client whose only kinds are unavailable: the compat build on a kernel without kprobes)
+        assert (sock[field] if sock is not None else 0) == want, (field, sock)
 
 
 @pytest.mark.parametrize("transport", ("loopback", "veth"))
@@ -74,5 +76,7 @@ def test_splice_without_socket_records_is_unknown(topologies, tmp_path):  # noqa
     if snap["attach"]["rx_spliced"] == "tp_btf":
         assert p["rx_spliced_bytes"] is None and snap["rx_spliced_bytes"] is None
         assert "per-socket record" in snap["unavailable"]["rx_spliced_bytes"]
+    elif snap["attach"]["rx_spliced"] == "unavailable":     # no rung at all: said so
+        assert p["rx_spliced_bytes"] is None and "rx_spliced_bytes" in snap["unavailable"]
     else:                               # the exact rungs size it from tcp_splice_read
         assert p["rx_spliced_bytes"] == c["received"]["spliced"]
