@@ -51,6 +51,7 @@ def probe_zerocopy_socket():
 
 TCP_ZEROCOPY_RECEIVE = 35       # linux/tcp.h
 ZEROCOPY_RECEIVE_LEN = 64       # struct tcp_zerocopy_receive (6.x); older kernels take less
+COPYBUF_LEN_END = 36            # offsetofend(struct tcp_zerocopy_receive, copybuf_len): 5.11
 
 
 def probe_zerocopy_receive():
@@ -65,10 +66,13 @@ def probe_zerocopy_receive():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         r = libc.getsockopt(s.fileno(), socket.IPPROTO_TCP, TCP_ZEROCOPY_RECEIVE, buf,
                             ctypes.byref(size))
-    if r == 0:
-        return None
-    return (f"this kernel has no TCP_ZEROCOPY_RECEIVE ({os.strerror(ctypes.get_errno())}; "
-            f"Linux 4.18+)")
+    if r != 0:
+        return (f"this kernel has no TCP_ZEROCOPY_RECEIVE ({os.strerror(ctypes.get_errno())}; "
+                f"Linux 4.18+)")
+    if size.value < COPYBUF_LEN_END:
+        return ("this kernel's TCP_ZEROCOPY_RECEIVE has no copy buffer (Linux 5.11+), which "
+                "netio-client's mmap receive needs")
+    return None
 
 
 def packet_sockets():

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -46,10 +47,17 @@ int wl_zerocopy_receive_supported(char *why, size_t len)
 	r = getsockopt(fd, IPPROTO_TCP, TCP_ZEROCOPY_RECEIVE, &zc, &zl);
 	e = errno;
 	close(fd);
-	if (r == 0)
-		return 1;
-	snprintf(why, len, "TCP_ZEROCOPY_RECEIVE: %s (Linux 4.18+)", strerror(e));
-	return 0;
+	if (r != 0) {
+		snprintf(why, len, "TCP_ZEROCOPY_RECEIVE: %s (Linux 4.18+)", strerror(e));
+		return 0;
+	}
+	/* the kernel answers with the struct it knows: before 5.11 without the copy buffer,
+	 * where data under a page is left for recv_skip_hint alone */
+	if (zl < offsetof(struct tcp_zerocopy_receive, copybuf_len) + sizeof(zc.copybuf_len)) {
+		snprintf(why, len, "TCP_ZEROCOPY_RECEIVE has no copy buffer here (Linux 5.11+)");
+		return 0;
+	}
+	return 1;
 }
 
 int wl_receiver_init(struct wl_receiver *r, enum wl_receive how, size_t bufsize,
