@@ -192,7 +192,10 @@ def where_mmap_wins(answers):
         cv = passes.verdict([1 / x for x in c if x]) if c else "undecided"
         if "ahead" not in (tv, cv):
             continue
-        parts = [f"throughput {_range(t)}" + ("" if tv == "ahead" else f", {tv}"),
+        share = stats.spread(mapped_share(r) for r in answers
+                             if _key(r) == key and receive_of(r) == "mmap")
+        parts = [f"{100 * share['median']:.1f}% mapped" if share else "mapped unknown",
+                 f"throughput {_range(t)}" + ("" if tv == "ahead" else f", {tv}"),
                  (f"CPU per byte {_range(c)}" + ("" if cv == "ahead" else f", {cv}")
                   if c else "CPU per byte unknown")]
         won.append(f"{_where(key)} ({', '.join(parts)})")
@@ -200,7 +203,7 @@ def where_mmap_wins(answers):
         return ("Where mmap wins: nowhere the rounds decide; in every configuration copy was "
                 "as fast or faster, or the rounds did not decide (below).")
     return ("Where mmap wins against copy, in every round (ratios mmap / copy, median and "
-            "range): " + "; ".join(won) + ".")
+            "range; a win at a low mapped share is not the mapping's): " + "; ".join(won) + ".")
 
 
 def wins(answers):
