@@ -28,6 +28,13 @@ RECEIVE_HELP = {
             "copied (recv_skip_hint)",
     "splice": "splice(2) socket -> pipe -> /dev/null: nothing copied to user memory",
 }
+# Where the sender's heap fields start (netio-server --align, issue 30): none is malloc's
+# placement, what every run before the option had; page starts each field on a page. A run
+# sets it on the zero-copy strategies only, the ones whose pages the kernel keeps and a
+# receiver may map; a copying sender's fields are copied whatever their placement.
+ALIGNS = ("none", "page")
+DEFAULT_ALIGN = "none"
+ALIGN_STRATEGIES = ZEROCOPY_STRATEGIES
 # TCP_MAXSEG's range (the kernel's TCP_MIN_MSS .. MAX_TCP_WINDOW)
 MSS_MIN, MSS_MAX = 88, 32767
 
@@ -73,16 +80,37 @@ def receive_runnable(receive, transport):
     return None
 
 
+def rx_xdp_runnable(transports):
+    """None if --rx-xdp can run on every transport, else why not (one clause)."""
+    other = [t for t in transports if t != "veth"]
+    if other:
+        return (f"--rx-xdp attaches to the receiving veth: {other[0]} has none; give "
+                f"--transport veth")
+    return None
+
+
+def align_of(run):
+    """A run record's sender field placement (records from before the field: none)."""
+    return run.get("align") or DEFAULT_ALIGN
+
+
+def sender_of(run):
+    """The sender a report names: the strategy, and "@page" where its fields were aligned."""
+    return run["strategy"] + ("" if align_of(run) == DEFAULT_ALIGN else f"@{align_of(run)}")
+
+
 def receive_of(run):
     """A run record's receive strategy (records from before the field: copy)."""
     return run.get("receive") or DEFAULT_RECEIVE
 
 
 def run_key(strategy, msg_size, threads, transport, repeat, traced=True,
-            receive=DEFAULT_RECEIVE):
+            receive=DEFAULT_RECEIVE, align=DEFAULT_ALIGN):
     """A run's name in its sweep; an untraced run's ends in /untraced (a traced run keeps the
-    name runs had before the untraced pass existed), and a receive other than copy follows
-    the strategy after a "+" (copy's runs keep the names they had before it existed)."""
-    who = strategy if receive == DEFAULT_RECEIVE else f"{strategy}+{receive}"
+    name runs had before the untraced pass existed), a receive other than copy follows the
+    strategy after a "+" (copy's runs keep the names they had before it existed), and an
+    alignment other than none after an "@"."""
+    who = strategy if align == DEFAULT_ALIGN else f"{strategy}@{align}"
+    who = who if receive == DEFAULT_RECEIVE else f"{who}+{receive}"
     return (f"{who}/{int(msg_size)}/{int(threads)}/{transport}/{int(repeat)}"
             + ("" if traced else "/untraced"))

@@ -6,7 +6,7 @@ untraced runs; copy bytes, attribution, histograms and flame graphs from the tra
 sweep with no untraced run (--trace-only) answers from its traced runs, and says so.
 """
 from analysis import results, stats
-from analysis.contract import DEFAULT_RECEIVE, receive_of
+from analysis.contract import DEFAULT_ALIGN, DEFAULT_RECEIVE, align_of, receive_of
 
 CONFIG = ("strategy", "msg_size", "threads", "transport")
 
@@ -44,15 +44,19 @@ def _config(r):
 
 
 def _pair_key(r):
-    """A run's configuration with its receive strategy: what pairs a traced run with its
-    untraced twin."""
-    return _config(r) + (receive_of(r), r["repeat"])
+    """A run's configuration with its receive strategy and field placement: what pairs a
+    traced run with its untraced twin."""
+    return _config(r) + (receive_of(r), align_of(r), r["repeat"])
 
 
 def copy_receive(runs):
     """The runs whose receiver copies (recv()): every run before issue 30, and what the report's
-    sections other than "Receive" compare strategies on."""
-    return [r for r in runs if receive_of(r) == DEFAULT_RECEIVE]
+    sections other than "Receive" compare strategies on. A strategy that also ran with its
+    fields page-aligned (--align) is compared there as it runs by default (the Receive section
+    shows the aligned one); one that ran aligned only is compared as it ran."""
+    copy = [r for r in runs if receive_of(r) == DEFAULT_RECEIVE]
+    unaligned = {r["strategy"] for r in copy if align_of(r) == DEFAULT_ALIGN}
+    return [r for r in copy if align_of(r) == DEFAULT_ALIGN or r["strategy"] not in unaligned]
 
 
 def kept_by_run(runs):

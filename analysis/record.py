@@ -1,7 +1,7 @@
 """One run's object (docs/DESIGN.md's per-run fields) from what the workloads and the tracer wrote,
 and the on-the-spot consistency checks."""
 
-from analysis.contract import DEFAULT_RECEIVE, ZEROCOPY_STRATEGIES
+from analysis.contract import DEFAULT_ALIGN, DEFAULT_RECEIVE, ZEROCOPY_STRATEGIES
 
 # The receive side's kinds (issue 30): the client's own name for each, and the tracer's field.
 RX_KINDS = (("copied", "rx_copy_bytes"), ("mapped", "rx_mapped_bytes"),
@@ -99,19 +99,26 @@ def tcp_object(server):
     return out
 
 
-def base_run(cfg, repeat, mss=None):
-    """The fields naming a run's configuration; `mss` only where the sweep set one."""
+def base_run(cfg, repeat, mss=None, rx_xdp=False):
+    """The fields naming a run's configuration; `mss` only where the sweep set one, `align`
+    where the sender's fields were not malloc's, `rx_xdp` where an XDP program was on the
+    receiving veth (a record without them had neither)."""
     run = {"strategy": cfg.strategy, "msg_size": cfg.msg_size, "threads": cfg.threads,
            "transport": cfg.transport, "repeat": repeat,
            "receive": getattr(cfg, "receive", DEFAULT_RECEIVE)}
     if mss is not None:
         run["mss"] = mss
+    align = getattr(cfg, "align", DEFAULT_ALIGN)
+    if align != DEFAULT_ALIGN:
+        run["align"] = align
+    if rx_xdp:
+        run["rx_xdp"] = True
     return run
 
 
-def failed_run(cfg, repeat, duration, error, mss=None):
+def failed_run(cfg, repeat, duration, error, mss=None, rx_xdp=False):
     """The record of a run that could not start (its tracer could not attach)."""
-    return dict(base_run(cfg, repeat, mss), duration_requested_s=duration, status="failed",
+    return dict(base_run(cfg, repeat, mss, rx_xdp), duration_requested_s=duration, status="failed",
                 error=error, wall_s=0.0)
 
 
@@ -143,9 +150,9 @@ def steady_throughput(server):
 
 
 def build_run(cfg, repeat, duration, server, client, snapshot=None, server_pid=None,
-              client_pid=None, attribution=None, mss=None):
+              client_pid=None, attribution=None, mss=None, rx_xdp=False):
     """The run object from the parsed server and client JSON and the tracer snapshot."""
-    run = base_run(cfg, repeat, mss)
+    run = base_run(cfg, repeat, mss, rx_xdp)
     seconds = _num(server.get("seconds"))
     messages = _num(server.get("messages"))
     bytes_sent = _num(server.get("bytes"))

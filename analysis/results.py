@@ -4,7 +4,7 @@ import json
 import os
 
 from analysis import attribution, files
-from analysis.contract import receive_of, run_key
+from analysis.contract import align_of, receive_of, run_key
 
 RUNS = "runs.jsonl"
 CSV = "results.csv"
@@ -40,6 +40,8 @@ CSV_COLUMNS += [f"share_{c}" for c in RECEIVE_CATEGORIES] + [f"cpb_{c}" for c in
 RX_KINDS = ("copied", "mapped", "discarded", "spliced")
 CSV_COLUMNS += (["receive", "mss", "rcv_mss"] + [f"rx_{k}" for k in RX_KINDS]
                 + ["rx_mapped_bytes", "rx_discarded_bytes", "rx_spliced_bytes"])
+# the sender's field placement (--align) and an XDP program on the receiving veth (--rx-xdp)
+CSV_COLUMNS += ["align", "rx_xdp"]
 
 # perf event names as the tracer writes them (issue 4), and the aliases we accept.
 PERF_ALIASES = {
@@ -69,7 +71,7 @@ def perf_value(perf, name):
 
 def key_of(run):
     return run_key(run["strategy"], run["msg_size"], run["threads"], run["transport"],
-                   run["repeat"], traced(run), receive_of(run))
+                   run["repeat"], traced(run), receive_of(run), align_of(run))
 
 
 def traced(run):
@@ -216,7 +218,8 @@ def csv_row(run):
     received = run.get("received") or {}
     rcv_mss = received.get("rcv_mss")
     row.update(receive=receive_of(run), mss=run.get("mss"),
-               rcv_mss=rcv_mss if not isinstance(rcv_mss, list) else None)
+               rcv_mss=rcv_mss if not isinstance(rcv_mss, list) else None,
+               align=align_of(run), rx_xdp=bool(run.get("rx_xdp")))
     for k in RX_KINDS:
         row[f"rx_{k}"] = _num(received.get(k))
     for f in ("rx_mapped_bytes", "rx_discarded_bytes", "rx_spliced_bytes"):
@@ -262,7 +265,8 @@ def sort_runs(runs):
     from analysis.contract import RECEIVES
     ro = {s: i for i, s in enumerate(RECEIVES)}
     return sorted(runs, key=lambda r: (to.get(r["transport"], 9), r["threads"], r["msg_size"],
-                                       so.get(r["strategy"], 9), ro.get(receive_of(r), 9),
+                                       so.get(r["strategy"], 9), align_of(r),
+                                       ro.get(receive_of(r), 9),
                                        r["repeat"], traced(r)))
 
 

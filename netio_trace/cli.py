@@ -80,6 +80,13 @@ def _receive_flags(r):
     r.add_argument("--mss", metavar="BYTES",
                    help=f"TCP_MAXSEG on both ends ({P.MSS_MIN} to {P.MSS_MAX}; 4108 gives "
                    "4096-byte segments where the MTU allows; default the kernel's)")
+    r.add_argument("--align", metavar="LIST",
+                   help=f"where the zero-copy senders' 8 heap fields start, comma list of "
+                   f"{','.join(P.ALIGNS)} (default none: where malloc puts them; page: each "
+                   "on a page of its own, which a receiver's mmap can map whole)")
+    r.add_argument("--rx-xdp", action="store_true", default=None,
+                   help="attach an XDP program that passes every packet (generic mode) to the "
+                   "receiving veth; veth only")
 
 
 def build_parser():
@@ -226,9 +233,12 @@ def sweep_params(a):
                        else "auto"),
         receives=(P.parse_receives(a.receive) if a.receive is not None
                   else tuple(base.get("receives", (P.DEFAULT_RECEIVE,)))),
-        mss=P.parse_mss(a.mss) if a.mss is not None else base.get("mss"))
+        mss=P.parse_mss(a.mss) if a.mss is not None else base.get("mss"),
+        aligns=(P.parse_aligns(a.align) if a.align is not None
+                else tuple(base.get("aligns", (P.DEFAULT_ALIGN,)))),
+        rx_xdp=bool(a.rx_xdp))
     P.check_combinations(params.strategies, params.sizes, params.transports, params.receives,
-                         params.mss)
+                         params.mss, params.rx_xdp)
     return params
 
 
@@ -237,14 +247,14 @@ def _given(a):
     names = {"strategies": a.strategies, "sizes": a.sizes, "threads": a.threads,
              "transports": a.transport, "duration": a.duration, "repeat": a.repeat,
              "attach": a.attach, "freq": a.freq, "sample_source": a.sample_source,
-             "receives": a.receive, "mss": a.mss}
+             "receives": a.receive, "mss": a.mss, "aligns": a.align, "rx_xdp": a.rx_xdp}
     out = {k for k, v in names.items() if v is not None}
     if a.no_trace or a.trace_only:
         out.add("passes")
     if a.quick or a.preset is not None:
         out |= {"strategies", "sizes", "threads", "transports", "duration", "repeat"}
     if a.preset is not None:
-        out |= {"receives", "mss"}
+        out |= {"receives", "mss", "aligns"}
     return out
 
 

@@ -5,16 +5,20 @@ transport, in the same round (paired ratios, as the strategies are): throughput 
 answer runs, and the receiver's CPU per byte (the client's own getrusage, so untraced runs
 answer it too). The mapped share of `mmap` is set against what decides it: the sender (only
 MSG_ZEROCOPY's pages can be mapped) and the MSS the connection received with (a segment that
-splits pages leaves them to be copied). The receive categories of the traced runs say where
-mmap's cycles go.
+splits pages leaves them to be copied) and what the receiving device runs (an XDP program).
+A sender is its strategy, with "@page" where its fields were page-aligned (--align page); a
+transport is followed by "+ XDP" where an XDP program was on the receiving veth (--rx-xdp).
+The receive categories of the traced runs say where mmap's cycles go.
 """
 import os
 
 from analysis import passes, results, stats
-from analysis.contract import DEFAULT_RECEIVE, RECEIVES, STRATEGIES, TRANSPORTS, receive_of
+from analysis.contract import DEFAULT_RECEIVE, RECEIVES, STRATEGIES, TRANSPORTS
+from analysis.contract import receive_of, sender_of
 from analysis.sizes import format_size
 
 PAGE = 4096
+XDP = " + XDP"
 # the attribution categories that tell a receive's cost apart, in the table's order
 RECEIVE_CATS = ("kernel_rx_copy", "copy_buffer", "page_mapping", "zc_receive", "splice")
 
@@ -47,14 +51,22 @@ def mapped_share(run):
     return mapped / got if mapped is not None and got else None
 
 
+def _transport(r):
+    """The transport, and "+ XDP" where an XDP program was on the receiving device."""
+    return r["transport"] + (XDP if r.get("rx_xdp") else "")
+
+
 def _key(r):
-    return (r["transport"], r["strategy"], r["msg_size"])
+    return (_transport(r), sender_of(r), r["msg_size"])
 
 
 def _sort_key(k):
-    """(transport, sender, size) in the contract's order."""
-    return (TRANSPORTS.index(k[0]) if k[0] in TRANSPORTS else 9,
-            STRATEGIES.index(k[1]) if k[1] in STRATEGIES else 9, k[2]) + tuple(k[3:])
+    """(transport, sender, size) in the contract's order: XDP after its transport, an
+    aligned sender after its strategy."""
+    tr, xdp = k[0].removesuffix(XDP), k[0].endswith(XDP)
+    st, _, align = k[1].partition("@")
+    return (TRANSPORTS.index(tr) if tr in TRANSPORTS else 9, xdp,
+            STRATEGIES.index(st) if st in STRATEGIES else 9, align, k[2]) + tuple(k[3:])
 
 
 def paired(runs, key, receive, value):
@@ -109,9 +121,15 @@ def _mss_of(runs):
     return ms[0] if len(ms) == 1 and isinstance(ms[0], int) else None
 
 
-def why_mapped(sender, mss, share):
-    """Why mmap mapped what it did: the sender, then the MSS."""
-    if sender != "zero-copy":
+def why_mapped(sender, mss, share, xdp=False):
+    """Why mmap mapped what it did: an XDP program on the receiving device, the sender, then
+    the MSS and the sender's field placement."""
+    if xdp:
+        return ("an XDP program on the receiving device: generic XDP hands the program a "
+                "private, linear copy of each packet, so none of the sender's pages reaches "
+                "the socket to be mapped")
+    strategy, _, align = sender.partition("@")
+    if strategy != "zero-copy":
         return ("the sender's pages are not its own: an ordinary send copies into the "
                 "kernel's compound pages, which TCP_ZEROCOPY_RECEIVE cannot map, so every "
                 "byte is copied (recv_skip_hint)")
@@ -120,11 +138,15 @@ def why_mapped(sender, mss, share):
     if mss % PAGE:
         return (f"MSS {mss} is no multiple of {PAGE}: a segment boundary inside a page leaves "
                 f"that page to be copied")
-    if share is not None and share < 0.99:
+    if share is not None and share < 0.99 and align != "page":
         return (f"MSS {mss} keeps pages whole; what is copied is what the sender's buffers "
                 f"put across page boundaries (its fields are not page-aligned) and the tail "
                 f"of each call under a page")
-    return f"MSS {mss} keeps pages whole: every page maps"
+    if share is not None and share < 0.99:
+        return (f"MSS {mss} keeps pages whole and the sender's fields start on pages; what is "
+                f"copied is the tail of each call under a page")
+    return (f"MSS {mss} keeps pages whole" + (" and the sender's fields start on pages"
+                                              if align == "page" else "") + ": every page maps")
 
 
 def mapped_rows(answers):
@@ -137,21 +159,59 @@ def mapped_rows(answers):
         mss = _mss_of(rs)
         rows.append([key[0], key[1], format_size(key[2]), str(mss) if mss else "–",
                      f"{100 * share['median']:.1f}%" if share else "–",
-                     why_mapped(key[1], mss, share["median"] if share else None)])
+                     why_mapped(key[1], mss, share["median"] if share else None,
+                                key[0].endswith(XDP))])
     return rows
 
 
-def wins(answers):
-    """Sentences: where mmap (and the other receives) win over copy, by how much."""
+def _mmap_pairs(answers):
+    """[(key, throughput ratios, CPU-per-byte ratios)] of mmap against copy, key by key."""
     out = []
     for key in sorted({_key(r) for r in answers if receive_of(r) == "mmap"}, key=_sort_key):
         t = paired(answers, key, "mmap", lambda r: r.get("throughput_gbps"))
-        c = paired(answers, key, "mmap", cpu_ns_per_kib)
-        if not t:
+        if t:
+            out.append((key, t, paired(answers, key, "mmap", cpu_ns_per_kib)))
+    return out
+
+
+def _where(key):
+    return f"behind {key[1]} at {format_size(key[2])} over {key[0]}"
+
+
+def _range(ratios):
+    s = stats.spread(ratios)
+    return f"{s['median']:.2f}× ({s['min']:.2f}–{s['max']:.2f})"
+
+
+def where_mmap_wins(answers):
+    """One sentence: where mmap beats copy in every round, on throughput or on the receiver's
+    CPU per byte, and by how much; or that the rounds decide no win."""
+    won = []
+    for key, t, c in _mmap_pairs(answers):
+        tv = passes.verdict(t)
+        cv = passes.verdict([1 / x for x in c if x]) if c else "undecided"
+        if "ahead" not in (tv, cv):
             continue
+        share = stats.spread(mapped_share(r) for r in answers
+                             if _key(r) == key and receive_of(r) == "mmap")
+        parts = [f"{100 * share['median']:.1f}% mapped" if share else "mapped unknown",
+                 f"throughput {_range(t)}" + ("" if tv == "ahead" else f", {tv}"),
+                 (f"CPU per byte {_range(c)}" + ("" if cv == "ahead" else f", {cv}")
+                  if c else "CPU per byte unknown")]
+        won.append(f"{_where(key)} ({', '.join(parts)})")
+    if not won:
+        return ("Where mmap wins: nowhere the rounds decide; in every configuration copy was "
+                "as fast or faster, or the rounds did not decide (below).")
+    return ("Where mmap wins against copy, in every round (ratios mmap / copy, median and "
+            "range; a win at a low mapped share is not the mapping's): " + "; ".join(won) + ".")
+
+
+def wins(answers):
+    """Sentences: mmap against copy at each configuration, by how much."""
+    out = []
+    for key, t, c in _mmap_pairs(answers):
         st, sc = stats.spread(t), stats.spread(c)
         tv, cv = passes.verdict(t), passes.verdict([1 / x for x in c if x]) if c else None
-        where = f"behind {key[1]} at {format_size(key[2])} over {key[0]}"
         text = {"ahead": "wins on throughput", "behind": "loses on throughput",
                 "undecided": "is undecided on throughput"}[tv]
         cpu = ""
@@ -159,7 +219,7 @@ def wins(answers):
             cpu = (f"; the receiver's CPU per byte {sc['median']:.2f}× copy's "
                    f"({sc['min']:.2f}–{sc['max']:.2f}, "
                    + {"ahead": "less", "behind": "more", "undecided": "undecided"}[cv] + ")")
-        out.append(f"mmap {text} {where}: {st['median']:.2f}× copy's throughput "
+        out.append(f"mmap {text} {_where(key)}: {st['median']:.2f}× copy's throughput "
                    f"({st['min']:.2f}–{st['max']:.2f} over {st['n']} rounds){cpu}.")
     return out
 
@@ -188,12 +248,13 @@ def plot(answers, out_dir):
     from report.colors import CAT_COLORS
     colours = {"copy": CAT_COLORS["kernel_rx_copy"], "discard": CAT_COLORS["other"],
                "mmap": CAT_COLORS["page_mapping"], "splice": CAT_COLORS["splice"]}
-    panels = sorted({(r["transport"], r["strategy"]) for r in answers})
+    panels = sorted({(_transport(r), sender_of(r)) for r in answers},
+                    key=lambda k: _sort_key(k + (0,)))
     if not panels:
         return None
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
     for ax, (tr, st) in zip(axes[0], panels):
-        sub = [r for r in answers if (r["transport"], r["strategy"]) == (tr, st)]
+        sub = [r for r in answers if (_transport(r), sender_of(r)) == (tr, st)]
         sizes = sorted({r["msg_size"] for r in sub})
         recs = _order((receive_of(r) for r in sub), RECEIVES)
         width = 0.8 / max(1, len(recs))
@@ -228,14 +289,18 @@ def section(d, c):
         "sender, size and transport, paired within rounds: ▲ better in every round (faster; "
         "for CPU, cheaper), ▼ worse in every round, ≈ undecided. CPU is the receiver's own (getrusage), "
         "ns per KiB received" + (" (measured with the tracer attached: the sweep has no "
-        "untraced run)" if answers_traced else "") + ".")
+        "untraced run)" if answers_traced else "") + ". A sender with \"@page\" has its fields "
+        "page-aligned (--align page); \"+ XDP\": an XDP program on the receiving veth.")
+    if any(receive_of(r) == "mmap" for r in answers):
+        d.p(where_mmap_wins(answers), "answer")
     for text in wins(answers):
         d.p(text, "answer")
     d.table(["transport", "sender", "size", "receive", "Gbit/s (min–max)", "vs copy",
              "CPU ns/KiB", "vs copy", "mapped"], comparison_rows(answers), left=4)
     rows = mapped_rows(answers)
     if rows:
-        d.h(2, "Why mmap falls back: the mapped share against the sender and the MSS")
+        d.h(2, "Why mmap falls back: the mapped share against the sender, the MSS and the "
+               "receiving device")
         d.table(["transport", "sender", "size", "MSS received", "mapped", "why"], rows,
                 left=6)
     name = plot(answers, c.out_dir)

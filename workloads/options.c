@@ -212,6 +212,16 @@ int wl_parse_mss(const char *s, int *out, char *err, size_t errlen)
 	return 0;
 }
 
+/* --align: none (malloc's placement, the default) or page (each field starts on a page). */
+int wl_parse_align(const char *s, int *page, char *err, size_t errlen)
+{
+	if (s && (strcmp(s, "none") == 0 || strcmp(s, "page") == 0)) {
+		*page = strcmp(s, "page") == 0;
+		return 0;
+	}
+	return fail(err, errlen, "--align '%s': unknown (choose none or page)", s ? s : "");
+}
+
 /* Congestion control names are short kernel identifiers (TCP_CA_NAME_MAX = 16). */
 int wl_parse_cc(const char *s, const char **out, char *err, size_t errlen)
 {
@@ -253,7 +263,7 @@ const char *wl_usage(enum wl_role role)
 		return "usage: netio-server --strategy STRATEGY --size BYTES --threads N\n"
 		       "                    --port P [--addr A] [--netns NAME] "
 		       "(--duration S | --count MSGS) [--verify] [--cc NAME] [--udp] [--check]\n"
-		       "                    [--ready-fd FD] [--mss BYTES]\n"
+		       "                    [--ready-fd FD] [--mss BYTES] [--align none|page]\n"
 		       "  BYTES: 8 .. 64MiB (suffixes K, KiB, M, MiB); N: 1 .. 256; P: 0 = any free port\n"
 		       "  STRATEGY, per message of 8 heap fields:\n"
 		       "    two-copy     serialize the fields into one buffer, send() it\n"
@@ -275,7 +285,9 @@ const char *wl_usage(enum wl_role role)
 		       "           enabled and new enough): exit 0, or 2 with one line\n"
 		       "  --ready-fd FD: once listening, the `listening <port>` line goes to the open\n"
 		       "                descriptor FD too, which is then closed (a driver's pipe)\n"
-		       "  --mss BYTES: TCP_MAXSEG on the listening socket (88 .. 32767)\n";
+		       "  --mss BYTES: TCP_MAXSEG on the listening socket (88 .. 32767)\n"
+		       "  --align page: each heap field starts on a page (none: where malloc puts it,\n"
+		       "                the default); not with sendfile, which sends no heap fields\n";
 	return "usage: netio-client --addr A --port P --threads N --size BYTES [--netns NAME] "
 	       "[--verify] [--cc NAME]\n"
 	       "                    [--receive copy|discard|mmap|splice] [--mss BYTES]\n"
@@ -290,7 +302,8 @@ const char *wl_usage(enum wl_role role)
 
 enum opt_id {
 	O_STRATEGY, O_SIZE, O_THREADS, O_PORT, O_ADDR, O_NETNS, O_DURATION, O_COUNT,
-	O_VERIFY, O_CC, O_UDP, O_CHECK, O_READY_FD, O_RECEIVE, O_MSS, O_HELP, O_NUM,
+	O_VERIFY, O_CC, O_UDP, O_CHECK, O_READY_FD, O_RECEIVE, O_MSS, O_ALIGN,
+	O_HELP, O_NUM,
 };
 
 /* getopt_long's val of option id: above every character, so never '?' or ':' */
@@ -318,6 +331,7 @@ static const struct {
 	[O_READY_FD] = { { "ready-fd", required_argument, NULL, OPT_VAL(O_READY_FD) }, SERVER },
 	[O_RECEIVE]  = { { "receive", required_argument, NULL, OPT_VAL(O_RECEIVE) }, CLIENT },
 	[O_MSS]      = { { "mss", required_argument, NULL, OPT_VAL(O_MSS) }, SERVER | CLIENT },
+	[O_ALIGN]    = { { "align", required_argument, NULL, OPT_VAL(O_ALIGN) }, SERVER },
 	[O_HELP]     = { { "help", no_argument, NULL, OPT_VAL(O_HELP) }, SERVER | CLIENT },
 };
 
@@ -404,6 +418,8 @@ static int set_option(enum wl_role role, int id, const char *val, struct wl_opti
 		return wl_parse_receive(val, &o->receive, err, errlen);
 	case O_MSS:
 		return wl_parse_mss(val, &o->mss, err, errlen);
+	case O_ALIGN:
+		return wl_parse_align(val, &o->align_page, err, errlen);
 	}
 	return 0;
 }
@@ -468,6 +484,8 @@ int wl_options_parse(enum wl_role role, int argc, char **argv, struct wl_options
 		return fail(err, errlen, "--mss is for TCP, not --udp");
 	if (o->udp && seen[O_READY_FD])
 		return fail(err, errlen, "--ready-fd is for TCP: over --udp nothing listens");
+	if (o->align_page && o->strategy == STRAT_SENDFILE)
+		return fail(err, errlen, "--align is for the heap fields: sendfile sends a file's pages");
 	if (o->udp && o->strategy == STRAT_SENDFILE)
 		return fail(err, errlen, "--strategy sendfile cannot run over --udp (sendfile has no "
 			    "datagram boundaries)");

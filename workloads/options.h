@@ -55,6 +55,7 @@ struct wl_options {
 	int ready_fd;           /* server: also say `listening <port>` there, then close it; -1 */
 	enum wl_receive receive;	/* client: --receive, RECV_COPY by default */
 	int mss;                /* --mss: TCP_MAXSEG before connect / listen; 0 = not given */
+	int align_page;         /* server: --align page, every field starts on a page; 0 = malloc's */
 };
 
 /* The parsers below return 0 on success, -1 with a one-line reason in err. */
@@ -68,6 +69,7 @@ int wl_parse_cc(const char *s, const char **out, char *err, size_t errlen);
 int wl_parse_ready_fd(const char *s, int *out, char *err, size_t errlen);
 int wl_parse_receive(const char *s, enum wl_receive *out, char *err, size_t errlen);
 int wl_parse_mss(const char *s, int *out, char *err, size_t errlen);
+int wl_parse_align(const char *s, int *page, char *err, size_t errlen);
 
 const char *wl_strategy_name(enum wl_strategy s);
 const char *wl_receive_name(enum wl_receive r);

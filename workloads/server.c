@@ -115,7 +115,7 @@ static int conn_setup_one(struct conn *c)
 {
 	const struct wl_options *o = c->o;
 
-	if (wl_message_init(&c->msg, o->size) < 0)
+	if (wl_message_init_aligned(&c->msg, o->size, o->align_page ? g_page_size : 0) < 0)
 		return conn_fail(c, "cannot allocate a %zu-byte message", o->size);
 	wl_message_fill(&c->msg, c->idx, 0);
 	wl_message_iov(&c->msg, c->iov);
@@ -153,7 +153,8 @@ static int conn_setup(struct conn *c)
 		return conn_fail(c, "cannot allocate the zero-copy ring");
 	for (i = 0; i < c->nring; i++) {
 		/* a zero-copy datagram's fields start on pages: see udp_frags_fit() */
-		if (wl_message_init_aligned(&c->ring[i], o->size, o->udp ? g_page_size : 0) < 0)
+		if (wl_message_init_aligned(&c->ring[i], o->size,
+					    o->udp || o->align_page ? g_page_size : 0) < 0)
 			return conn_fail(c, "cannot allocate %u messages of %zu bytes", c->nring, o->size);
 		wl_message_fill(&c->ring[i], c->idx, i);
 		wl_message_iov(&c->ring[i], c->ring_iov[i]);
@@ -737,6 +738,7 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	secs = t.t1 > t.t0 ? t.t1 - t.t0 : 0;
 	wl_json_open(&w, "server");
 	json_kv_string(&w, "strategy", wl_strategy_name(o->strategy));
+	json_kv_string(&w, "align", o->align_page ? "page" : "none");
 	json_kv_string(&w, "proto", o->udp ? "udp" : "tcp");
 	json_kv_uint(&w, "size", o->size);
 	json_kv_int(&w, "threads", o->threads);

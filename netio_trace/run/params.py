@@ -6,6 +6,7 @@ import json
 from analysis.contract import run_key, STRATEGIES, TRANSPORTS  # noqa: F401 (re-used by the CLI)
 from analysis.contract import FORWARD_MAX_SIZE, runnable
 from analysis.contract import DEFAULT_RECEIVE, MSS_MAX, MSS_MIN, RECEIVES, receive_runnable
+from analysis.contract import ALIGN_STRATEGIES, ALIGNS, DEFAULT_ALIGN, rx_xdp_runnable
 from analysis.sizes import format_size, parse_sizes
 
 MAX_THREADS = 256
@@ -49,11 +50,13 @@ PRESETS = {
                      duration=0.5,
                      repeat=3),
     # --preset receive (issue 30): where receive zero-copy wins. Every receive strategy behind
-    # a sender whose pages can be mapped (zero-copy) and one whose pages cannot (one-copy), at
-    # MSS 4108: 4096-byte segments over loopback, while veth's MTU of 1500 keeps them at 1448
-    # (the MSS that splits pages). 4 receives x 2 strategies x 3 sizes x 2 transports = 48
-    # configurations, both passes, 3 rounds: 288 runs, about 3.5 minutes.
+    # a sender whose pages can be mapped (zero-copy), the same with its fields page-aligned
+    # (pages it owns whole), and one whose pages cannot (one-copy), at MSS 4108: 4096-byte
+    # segments over loopback, while veth's MTU of 1500 keeps them at 1448 (the MSS that splits
+    # pages). 4 receives x 3 senders x 3 sizes x 2 transports = 72 configurations, both
+    # passes, 3 rounds: 432 runs, about 5 minutes.
     "receive": dict(strategies=("one-copy", "zero-copy"),
+                    aligns=("none", "page"),
                     receives=("copy", "discard", "mmap", "splice"),
                     sizes=(16384, 65536, 262144),
                     threads=(1,),
@@ -106,6 +109,10 @@ def parse_receives(text):
     return tuple(_choice(r, "receive strategy", RECEIVES) for r in _split(text, "receive"))
 
 
+def parse_aligns(text):
+    return tuple(_choice(a, "alignment", ALIGNS) for a in _split(text, "align"))
+
+
 def parse_mss(text):
     return _whole(text, "mss", MSS_MIN, MSS_MAX, " bytes")
 
@@ -153,9 +160,13 @@ def parse_sample_source(text):
     return _choice(text, "sample source", SAMPLE_SOURCES)
 
 
-def check_combinations(strategies, sizes, transports, receives=(DEFAULT_RECEIVE,), mss=None):
+def check_combinations(strategies, sizes, transports, receives=(DEFAULT_RECEIVE,), mss=None,
+                       rx_xdp=False):
     """UsageError for a strategy or receive strategy a transport cannot run, --mss on forward,
-    or a size forward cannot send in one unfragmented datagram."""
+    --rx-xdp anywhere but veth, or a size forward cannot send in one unfragmented datagram."""
+    why = rx_xdp_runnable(transports) if rx_xdp else None
+    if why:
+        raise UsageError(why)
     for t in transports:
         for r in receives:
             why = receive_runnable(r, t)
@@ -186,10 +197,12 @@ class Config:
     threads: int
     transport: str
     receive: str = DEFAULT_RECEIVE
+    align: str = DEFAULT_ALIGN
 
     def label(self):
         recv = "" if self.receive == DEFAULT_RECEIVE else f" → {self.receive}"
-        return (f"{self.strategy}{recv} {format_size(self.msg_size)} ×{self.threads} "
+        align = "" if self.align == DEFAULT_ALIGN else f"@{self.align}"
+        return (f"{self.strategy}{align}{recv} {format_size(self.msg_size)} ×{self.threads} "
                 f"{self.transport}")
 
 
@@ -206,7 +219,8 @@ class Slot:
 
     def key(self):
         return run_key(self.config.strategy, self.config.msg_size, self.config.threads,
-                       self.config.transport, self.repeat, self.traced, self.config.receive)
+                       self.config.transport, self.repeat, self.traced, self.config.receive,
+                       self.config.align)
 
 
 def passes_in_round(passes, repeat):
@@ -230,10 +244,13 @@ class SweepParams:
     sample_source: str = "auto"
     receives: tuple = (DEFAULT_RECEIVE,)
     mss: int = None         # TCP_MAXSEG on both ends; None: the kernel's
+    aligns: tuple = (DEFAULT_ALIGN,)    # the zero-copy senders' field placements
+    rx_xdp: bool = False    # an XDP program (XDP_PASS) on the receiving veth
 
     # What makes two sweeps the same sweep (what --resume compares).
     IDENTITY = ("strategies", "sizes", "threads", "transports", "duration", "repeat",
-                "passes", "attach", "freq", "sample_source", "receives", "mss")
+                "passes", "attach", "freq", "sample_source", "receives", "mss", "aligns",
+                "rx_xdp")
 
     @property
     def trace(self):
@@ -243,9 +260,17 @@ class SweepParams:
     def configs(self):
         """Every configuration, receive strategy then strategy innermost, so that the
         strategies being compared run next to each other in time."""
-        return [Config(s, size, t, tr, r)
+        return [Config(s, size, t, tr, r, a)
                 for tr in self.transports for t in self.threads
-                for size in self.sizes for s in self.strategies for r in self.receives]
+                for size in self.sizes for s in self.strategies for a in self.aligns_of(s)
+                for r in self.receives]
+
+    def aligns_of(self, strategy):
+        """The field placements a strategy runs with: --align's on the zero-copy strategies,
+        the default on the others (their fields are copied wherever they lie)."""
+        if strategy in ALIGN_STRATEGIES:
+            return self.aligns
+        return (DEFAULT_ALIGN,)
 
     def groups(self):
         """Configurations that differ only by strategy (the ones a report compares), in order."""
@@ -273,7 +298,8 @@ class SweepParams:
                 "duration": self.duration, "repeat": self.repeat, "trace": self.trace,
                 "passes": list(self.passes),
                 "attach": self.attach, "freq": self.freq, "sample_source": self.sample_source,
-                "receives": list(self.receives), "mss": self.mss}
+                "receives": list(self.receives), "mss": self.mss,
+                "aligns": list(self.aligns), "rx_xdp": self.rx_xdp}
 
     @classmethod
     def from_dict(cls, d):
@@ -290,7 +316,10 @@ class SweepParams:
                        sample_source=d.get("sample_source", "auto"),
                        # and before --receive and --mss, received by copy at the kernel's MSS
                        receives=tuple(d.get("receives") or (DEFAULT_RECEIVE,)),
-                       mss=None if d.get("mss") is None else int(d["mss"]))
+                       mss=None if d.get("mss") is None else int(d["mss"]),
+                       # and before --align and --rx-xdp, malloc's fields and no XDP
+                       aligns=tuple(d.get("aligns") or (DEFAULT_ALIGN,)),
+                       rx_xdp=bool(d.get("rx_xdp", False)))
         except (KeyError, TypeError, ValueError) as e:
             raise UsageError(f"sweep description is incomplete or damaged ({e})") from None
 
@@ -307,6 +336,10 @@ class SweepParams:
         recv = ("" if self.receives == (DEFAULT_RECEIVE,)
                 else f"receive {_fmt('receives', self.receives)}; ")
         mss = "" if self.mss is None else f"MSS {self.mss}; "
+        if self.aligns != (DEFAULT_ALIGN,):
+            mss += f"zero-copy fields aligned {_fmt('aligns', self.aligns)}; "
+        if self.rx_xdp:
+            mss += "XDP_PASS on the receiving veth (generic); "
         return (f"strategies {_fmt('strategies', self.strategies)}; {recv}{mss}"
                 f"sizes {_fmt('sizes', self.sizes)}; "
                 f"threads {_fmt('threads', self.threads)}; transport {_fmt('transports', self.transports)}; "

@@ -28,6 +28,7 @@ class RunFailed(Exception):
 
 def run_dirname(index, cfg, repeat):
     recv = "" if cfg.receive == "copy" else f"-{cfg.receive}"
+    recv = recv if cfg.align == "none" else f"-{cfg.align}{recv}"
     return (f"{index:04d}-{cfg.strategy}{recv}-{format_size(cfg.msg_size)}-t{cfg.threads}-"
             f"{cfg.transport}-r{repeat}")
 
@@ -196,7 +197,8 @@ def _mss_args(mss):
 
 
 def _server_argv(cfg, duration, port, topo, mss=None):
-    return [paths.binary("netio-server"), "--strategy", cfg.strategy,
+    align = [] if cfg.align == "none" else ["--align", cfg.align]
+    return [paths.binary("netio-server"), "--strategy", cfg.strategy, *align,
             "--size", str(cfg.msg_size), "--threads", str(cfg.threads),
             "--port", str(port), "--addr", topo.server_addr, "--netns", topo.sender_ns,
             "--duration", f"{duration:g}"] + (["--cc", "cubic", *READY_ARGS, *_mss_args(mss)]
@@ -247,15 +249,15 @@ def _end(procs, topo):
 
 
 def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, port=PORT,
-            cgroup=None, mss=None):
+            cgroup=None, mss=None, rx_xdp=False):
     """Run one configuration once. Returns the run object (status ok/failed/inconsistent).
-    mss: the sweep's --mss (TCP_MAXSEG on both ends), or None.
+    mss: the sweep's --mss (TCP_MAXSEG on both ends), or None; rx_xdp: the sweep's --rx-xdp.
     tracer: the sweep's tracer, attached (a traced run), or None (an untraced run).
     cgroup: the sweep's WorkloadCgroup (netio_trace.system.cgroup) the workloads start in, or None.
     Interruptions (KeyboardInterrupt and what the sweep raises on SIGTERM) pass through after
     cleaning up."""
     f = _Files(out_dir, run_dirname(index, cfg, repeat))
-    run = dict(record.base_run(cfg, repeat, mss), duration_requested_s=duration,
+    run = dict(record.base_run(cfg, repeat, mss, rx_xdp), duration_requested_s=duration,
                files={"raw": f.raw_rel})
     server = client = topo = None
     outputs = (None, None)
@@ -264,7 +266,7 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
     try:
         # named before they exist: whatever interrupts from here on, the finally below
         # removes them (a signal deferred by critical() lands when _open_topology returns)
-        topo = netns.Topology(cfg.transport)
+        topo = netns.Topology(cfg.transport, rx_xdp)
         _open_topology(topo)
         if tracer is not None:
             _follow_topology(tracer, topo)
@@ -292,7 +294,7 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
             run["workload_output"] = {"server": outputs[0], "client": outputs[1]}
         return run
     return _record(cfg, repeat, duration, run, outputs, snapshot, (server, client), f,
-                   attribute, mss)
+                   attribute, mss, rx_xdp)
 
 
 def _attribution(attribute, snapshot, f, server_json):
@@ -305,13 +307,15 @@ def _attribution(attribute, snapshot, f, server_json):
         return None, f"attribution failed: {e}"
 
 
-def _record(cfg, repeat, duration, run, outputs, snapshot, procs, f, attribute, mss=None):
+def _record(cfg, repeat, duration, run, outputs, snapshot, procs, f, attribute, mss=None,
+            rx_xdp=False):
     """The run object of a run whose workloads both wrote their JSON, with its checks."""
     server_json, client_json = outputs
     server, client = procs
     attribution, attribution_error = _attribution(attribute, snapshot, f, server_json)
     built = record.build_run(cfg, repeat, duration, server_json, client_json, snapshot,
-                             server.pid, client.pid if client else None, attribution, mss)
+                             server.pid, client.pid if client else None, attribution, mss,
+                             rx_xdp)
     built["files"] = run["files"]
     built["wall_s"] = run["wall_s"]
     checks, reasons = record.check(built, server_json, client_json)

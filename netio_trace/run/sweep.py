@@ -117,11 +117,13 @@ class _Sweep:
         try:
             tracer = self.instrument.for_run(slot.traced)
         except TracerError as e:
-            run = record.failed_run(cfg, rep, self.params.duration, str(e), self.params.mss)
+            run = record.failed_run(cfg, rep, self.params.duration, str(e), self.params.mss,
+                                    self.params.rx_xdp)
         else:
             run = run_one(cfg, rep, self.params.duration, self.out_dir, self.index,
                           tracer=tracer, attribute=_attribute if tracer else None,
-                          cgroup=self.instrument.cgroup, mss=self.params.mss)
+                          cgroup=self.instrument.cgroup, mss=self.params.mss,
+                          rx_xdp=self.params.rx_xdp)
         self.index += 1
         run.update(round=rep, key=slot.key(), traced=slot.traced, machine=self.machine,
                    finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))

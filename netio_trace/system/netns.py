@@ -12,6 +12,7 @@ import re
 import subprocess
 
 from analysis.contract import FORWARD_MTU
+from netio_trace.system import paths
 
 PREFIX = "netio-"
 NETNS_DIR = "/var/run/netns"
@@ -28,6 +29,11 @@ FORWARD_HOP_ADDR = "10.77.1.2"
 FORWARD_LINK = "10.77.1.0/24"
 FORWARD_BLACKHOLE = f"{FORWARD_DEST_ADDR}/32"
 TRANSPORTS = ("veth", "loopback", "forward")
+# --rx-xdp: the program (bpf/xdp_pass.bpf.c, XDP_PASS) and its section, attached in generic
+# mode to the receiving veth. It goes with the device: deleting the run's namespaces deletes
+# the veth pair, so nothing stays attached after a run, a failure or Ctrl-C.
+XDP_OBJECT = "bpf/xdp_pass.bpf.o"
+XDP_SECTION = "xdp"
 
 _seq = itertools.count()
 _NAME_RE = re.compile(r"^netio-(\d+)-\d+-(snd|rcv|lo|fwd|dst)$")
@@ -44,12 +50,16 @@ class Topology:
     server_addr: the address the receiver connects to; on forward, where the sender's datagrams
     go: an address of dest_ns (None on the other transports), which receiver_ns forwards to a
     blackhole instead (has_receiver is False, no client runs).
+    rx_xdp: attach XDP_OBJECT's XDP_PASS program to the receiving veth (veth only).
     """
 
-    def __init__(self, transport):
+    def __init__(self, transport, rx_xdp=False):
         if transport not in TRANSPORTS:
             raise ValueError(f"unknown transport {transport!r} (choose from {', '.join(TRANSPORTS)})")
+        if rx_xdp and transport != "veth":
+            raise ValueError(f"an XDP program needs the receiving veth: {transport} has none")
         self.transport = transport
+        self.rx_xdp = rx_xdp
         base = f"{PREFIX}{os.getpid()}-{next(_seq)}"
         self.has_receiver = transport != "forward"
         self.dest_ns = None
@@ -86,10 +96,24 @@ class Topology:
                 self._veth_pair((self.receiver_ns, "nio-f", f"{FORWARD_HOP_ADDR}/{prefix}"),
                                 (self.dest_ns, "nio-d", f"{FORWARD_DEST_ADDR}/{prefix}"))
                 self._forward_to_blackhole()
+            if self.rx_xdp:
+                _ip("-n", self.receiver_ns, "link", "set", "dev", "nio-r", "xdpgeneric", "obj",
+                    os.path.join(paths.build_dir(), XDP_OBJECT), "sec", XDP_SECTION)
         except subprocess.CalledProcessError as e:
             self.remove()
             raise RuntimeError(f"cannot create {self.transport} namespaces: {e.stderr.strip()}") from e
         return self
+
+    def xdp_attached(self):
+        """The XDP program id on the receiving veth (veth only), or None: what --rx-xdp put
+        there, read back from the device."""
+        if self.transport != "veth":
+            return None
+        r = _ip("-n", self.receiver_ns, "-j", "link", "show", "dev", "nio-r", check=False)
+        try:
+            return json.loads(r.stdout)[0]["xdp"]["prog"]["id"]
+        except (ValueError, LookupError, TypeError):
+            return None
 
     def _veth_pair(self, a, b):
         """A veth pair between two namespaces; a and b: (namespace, device, address/prefix)."""

@@ -43,3 +43,37 @@ def test_receive_sweep(tmp_path):
     with open(out / "results.csv") as f:
         header = f.readline().strip().split(",")
     assert {"receive", "mss", "rx_mapped", "rx_mapped_bytes", "share_page_mapping"} <= set(header)
+
+
+def test_rx_xdp_and_align_sweep(tmp_path):
+    """run --rx-xdp --align page: every record says both (`rx_xdp`, `align`), the key names the
+    aligned sender, mmap maps nothing behind the XDP program, and the report gives that as the
+    reason, with the mapped share."""
+    out = tmp_path / "out"
+    cp = run_cli("run", "--strategies", "zero-copy", "--align", "page", "--receive", "copy,mmap",
+                 "--mss", "4108", "--sizes", "64K", "--threads", "1", "--transport", "veth",
+                 "--rx-xdp", "--no-trace", "--duration", "0.3", "--repeat", "2",
+                 "--out", str(out))
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    with open(out / "runs.jsonl") as f:
+        runs = [json.loads(line) for line in f if line.strip()]
+    assert len(runs) == 4 and all(r["status"] == "ok" for r in runs), [
+        (r["key"], r.get("error")) for r in runs]
+    for r in runs:
+        assert r["rx_xdp"] is True and r["align"] == "page"
+        assert r["key"].startswith("zero-copy@page" + ("+mmap/" if r["receive"] == "mmap"
+                                                       else "/"))
+        assert r["received"]["mapped"] == 0 and r["bytes_received"] > 0
+    with open(out / "report.md") as f:
+        md = f.read()
+    assert ("| veth + XDP | zero-copy@page | 64K | 1448 | 0.0% | an XDP program on the "
+            "receiving device") in md
+    with open(out / "sweep.json") as f:
+        sweep = json.load(f)
+    assert sweep["rx_xdp"] is True and sweep["aligns"] == ["page"]
+
+
+def test_rx_xdp_needs_veth(tmp_path):
+    cp = run_cli("run", "--rx-xdp", "--transport", "loopback", "--out", str(tmp_path / "o"))
+    assert cp.returncode == 2 and cp.stderr.count("\n") == 1, cp.stderr
+    assert "--rx-xdp attaches to the receiving veth: loopback has none" in cp.stderr

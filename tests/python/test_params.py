@@ -126,18 +126,23 @@ def test_zerocopy_preset_runs_where_zerocopy_can_win():
 
 def test_receive_preset():
     """--preset receive (issue 30): every receive strategy behind a sender whose pages can be
-    mapped and one whose cannot, at MSS 4108, over loopback and veth; each run names its
-    receive, copy's runs keep the names they had."""
+    mapped, the same with its fields page-aligned, and one whose cannot, at MSS 4108, over
+    loopback and veth; each run names its receive and alignment, copy's runs keep the names
+    they had."""
     r = P.SweepParams(**P.PRESETS["receive"])
     assert set(r.receives) == {"copy", "discard", "mmap", "splice"} and r.mss == 4108
     assert set(r.strategies) == {"one-copy", "zero-copy"}
     assert set(r.transports) == {"loopback", "veth"} and r.sizes == (16384, 65536, 262144)
     P.check_combinations(r.strategies, r.sizes, r.transports, r.receives, r.mss)
     slots = r.schedule()
-    assert len(slots) == 4 * 2 * 3 * 2 * 2 * 3
+    # 4 receives x 3 senders (one-copy; zero-copy unaligned and page-aligned) x 3 sizes x
+    # 2 transports, both passes, 3 rounds: one-copy is not run aligned
+    assert len(slots) == 4 * 3 * 3 * 2 * 2 * 3
     keys = {s.key() for s in slots}
     assert len(keys) == len(slots)
     assert "zero-copy+mmap/65536/1/loopback/0" in keys and "one-copy/16384/1/veth/2" in keys
+    assert "zero-copy@page+mmap/65536/1/loopback/0" in keys
+    assert not any(k.startswith("one-copy@") for k in keys)
     # the receive strategies behind one sender run next to each other
     first = [s.config for s in slots[:4]]
     assert [c.receive for c in first] == ["copy", "discard", "mmap", "splice"]
@@ -145,10 +150,30 @@ def test_receive_preset():
     # sweep.json keeps both; one written before them received by copy at the kernel's MSS
     d = r.to_dict()
     assert P.SweepParams.from_dict(d) == r
-    del d["receives"], d["mss"]
+    del d["receives"], d["mss"], d["aligns"], d["rx_xdp"]
     old = P.SweepParams.from_dict(d)
     assert old.receives == ("copy",) and old.mss is None
-    assert r.differences(old) == ["receives copy,discard,mmap,splice vs copy", "mss 4108 vs None"]
+    assert old.aligns == ("none",) and old.rx_xdp is False
+    assert r.differences(old) == ["receives copy,discard,mmap,splice vs copy", "mss 4108 vs None",
+                                  "aligns none,page vs none"]
+
+
+def test_align_and_rx_xdp():
+    """--align page runs the zero-copy strategies aligned, the copying ones as they were;
+    --rx-xdp is veth's only (one line otherwise)."""
+    r = P.SweepParams(strategies=("one-copy", "zero-copy", "io-uring-zc"), sizes=(65536,),
+                      threads=(1,), transports=("veth",), duration=0.5, repeat=1,
+                      aligns=("page",), rx_xdp=True)
+    assert [(c.strategy, c.align) for c in r.configs()] == [
+        ("one-copy", "none"), ("zero-copy", "page"), ("io-uring-zc", "page")]
+    assert "XDP_PASS on the receiving veth" in r.describe()
+    assert P.parse_aligns("none,page") == ("none", "page")
+    with pytest.raises(P.UsageError, match="unknown alignment '4K'"):
+        P.parse_aligns("4K")
+    P.check_combinations(r.strategies, r.sizes, ("veth",), rx_xdp=True)
+    with pytest.raises(P.UsageError, match="--rx-xdp attaches to the receiving veth: "
+                       "loopback has none"):
+        P.check_combinations(r.strategies, r.sizes, ("veth", "loopback"), rx_xdp=True)
 
 
 @pytest.mark.parametrize("strategies,sizes,transports,needle", [

@@ -588,6 +588,19 @@ static void test_parse_argv(void)
 	CHECK(SRV("--strategy", "one-copy", "--size", "1K", "--threads", "1", "--port", "5",
 		  "--addr", "10.0.0.1", "--count", "1", "--udp", "--mss", "1000") == -1 &&
 	      strstr(err, "--mss is for TCP"), "--mss over --udp: %s", err);
+	/* --align (issue 30): page-aligned heap fields, off by default */
+	CHECK(SRV("--strategy", "zero-copy", "--size", "1K", "--threads", "1", "--port", "0",
+		  "--count", "1") == 0 && !o.align_page, "server --align default: %s", err);
+	CHECK(SRV("--strategy", "zero-copy", "--size", "1K", "--threads", "1", "--port", "0",
+		  "--count", "1", "--align", "page") == 0 && o.align_page, "--align page: %s", err);
+	CHECK(SRV("--strategy", "zero-copy", "--size", "1K", "--threads", "1", "--port", "0",
+		  "--count", "1", "--align", "64") == -1 && strstr(err, "--align '64': unknown"),
+	      "--align 64: %s", err);
+	CHECK(SRV("--strategy", "sendfile", "--size", "1K", "--threads", "1", "--port", "0",
+		  "--count", "1", "--align", "page") == -1 && strstr(err, "sendfile"),
+	      "--align page with sendfile: %s", err);
+	CHECK(CLI("--addr", "a", "--port", "1", "--threads", "1", "--size", "1K", "--align",
+		  "page") == -1, "client accepts --align");
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
