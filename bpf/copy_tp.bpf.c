@@ -469,7 +469,6 @@ static __always_inline void count_splice(struct task_state *st, struct thread_co
 	}
 }
 
-
 /* rx_spliced: tcp_read_sock (under tcp_splice_read) moved copied_seq, then calls
  * tcp_rcv_space_adjust; only a followed thread inside splice(2) counts. Every TCP receive of
  * the machine passes here: until some followed thread spliced, one array load and out. */
