@@ -10,8 +10,11 @@
  *                 be copied), one event per skb instead of one per call
  *   sock_send_length and sock_recv_length also end the traced send or receive call of the
  *   current thread (syscalls.bpf.c): its latency runs from sys_enter to there.
- *   zc_tx_bytes   net:net_dev_start_xmit, skbs flagged SKBFL_ZEROCOPY_ENABLE: data_len
- *                 (their user pages), per device netns and per owning socket
+ *   zc_tx_bytes   a TCP send with MSG_ZEROCOPY (flags from the thread's saved registers):
+ *                 sock_send_length's ret, per thread, socket and the socket's netns
+ *                 (zc_pinned_by_send); other zerocopy skbs (io_uring's, UDP's) at
+ *                 net:net_dev_start_xmit, flagged SKBFL_ZEROCOPY_ENABLE: data_len (their
+ *                 user pages), per device netns and per owning socket
  *   fallback copy net:netif_receive_skb, a flagged skb received in a followed netns, less those
  *                 skb:kfree_skb frees still flagged after they were received (forwarded to a
  *                 blackhole, dropped): since 6.17 only local delivery copies, before it every
@@ -24,9 +27,9 @@
  *   rx_spliced    tcp:tcp_rcv_space_adjust in a thread inside splice(2): what the socket's
  *                 reader consumed (bytes_received less what is queued) less what its record
  *                 counted of every other receive kind
- * The owner of a zerocopy TCP socket is named at every sock_send_length of a followed
- * process; the bytes of skbs that left before (inside the socket's first send) wait on the
- * socket (maps.h, sk_info) and are claimed then. Without sock_send_length (before 6.3) they
+ * The owner of a zerocopy socket whose skbs xmit counts is named at every sock_send_length
+ * of a followed process; the bytes of skbs that left before (inside the socket's first send)
+ * wait on the socket (maps.h, sk_info) and are claimed then. Without sock_send_length (before 6.3) they
  * are never claimed on this rung: zerocopy bytes are counted per netns only, as tx_bytes is
  * not counted at all.
  * Arguments are typed kernel pointers: fields are read directly (CO-RE relocated loads), a
@@ -51,15 +54,26 @@ char LICENSE[] SEC("license") = "GPL";
 #define NR_SENDFILE 40
 #define NR_SPLICE 275
 #define NR_IO_URING_ENTER 426
+#define NR_SENDTO 44
+#define NR_SENDMSG 46
+#define NR_SENDMMSG 307
 #elif defined(__TARGET_ARCH_arm64)
 #define NR_SENDFILE 71
 #define NR_SPLICE 76
 #define NR_IO_URING_ENTER 426
+#define NR_SENDTO 206
+#define NR_SENDMSG 211
+#define NR_SENDMMSG 269
 #else
 #define NR_SENDFILE -2
 #define NR_SPLICE -2
 #define NR_IO_URING_ENTER -2
+#define NR_SENDTO -2
+#define NR_SENDMSG -2
+#define NR_SENDMMSG -2
 #endif
+#define NETIO_MSG_ZEROCOPY 0x4000000
+#define NETIO_NETIF_F_SG 1	/* NETIF_F_SG_BIT is 0 on every kernel */
 
 static __always_inline bool counted_proto(u16 proto)
 {
@@ -329,6 +343,56 @@ static __always_inline u32 other_send(struct sock *sk, int ret, struct task_stat
 	return SEND_PLAIN;
 }
 
+/* 1 (set by the tracer where sock_send_length ends the sends, storage build) where a TCP
+ * socket's MSG_ZEROCOPY bytes count when its send returns (zc_pinned_by_send), as the exact
+ * rungs count them at skb_zerocopy_iter_stream, not as they leave a device: a skb can reach
+ * its receiver with no program of ours run for it, at its xmit or at its receive
+ * (bench/NOTES.md, the end of "Drops"). xmit then counts only the other zerocopy skbs
+ * (io_uring's, UDP's). */
+u32 zc_at_send = 0;
+
+/* The flags of the send syscall thread st is in (sendto, sendmsg, sendmmsg), from its saved
+ * user registers: sock_send_length's are 0. 0 in any other call. */
+static __always_inline long send_syscall_flags(struct task_state *st, struct task_struct *task)
+{
+	long nr = thread_syscall_nr(st, task);
+	struct pt_regs *regs = bpf_rdonly_cast((void *)st->regs,
+					       bpf_core_type_id_kernel(struct pt_regs));
+
+	if (nr == NR_SENDTO || nr == NR_SENDMMSG)
+		return PT_REGS_PARM4_SYSCALL(regs);
+	if (nr == NR_SENDMSG)
+		return PT_REGS_PARM3_SYSCALL(regs);
+	return 0;
+}
+
+/* Whether a send that returned on TCP socket sk (SOCK_ZEROCOPY set) attached all it sent as
+ * user pages: the thread's own send call with MSG_ZEROCOPY, on a route whose device takes
+ * pages (NETIF_F_SG: else tcp_sendmsg copies, and its skbs carry no user page). Its skbs are
+ * the ones whose ubuf_info is the socket's own (zc_counted_at_send). */
+static __always_inline bool zc_pinned_by_send(struct sock *sk, struct task_state *st,
+					      struct task_struct *task)
+{
+	if (!zc_at_send || sk->sk_protocol != NETIO_IPPROTO_TCP ||
+	    !(sk->sk_route_caps & NETIO_NETIF_F_SG))
+		return false;
+	return send_syscall_flags(st, task) & NETIO_MSG_ZEROCOPY;
+}
+
+/* ret bytes sent zero-copy on socket sk: for the thread, the socket's record and the
+ * socket's namespace (whose device its skbs leave by first). */
+static __always_inline void count_zc_send(struct sock *sk, struct thread_counts *c,
+					  struct sock_stats *r, int ret)
+{
+	struct netns_stats *ns = netns_stats_of(sk->__sk_common.skc_net.net);
+
+	COUNT_ADD(c->p.zc_tx_bytes, ret);
+	if (r)
+		__sync_fetch_and_add(&r->zc_tx_bytes, ret);
+	if (ns)
+		ns->zc_tx_bytes += ret;
+}
+
 /* A send returns at the socket layer: bytes and calls of the followed thread, counted in its
  * own storage, and the end of its traced send call. */
 SEC("tp_btf/sock_send_length")
@@ -351,8 +415,11 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 		r = sock_of_thread(st, sk);	/* first: the owner's record for a claim below */
 		if (!ends)
 			kind = other_send(sk, ret, st, c, task);
-		if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1)
+		if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1) {
 			note_zc_send(sk, st, c);
+			if (kind == SEND_PLAIN && zc_pinned_by_send(sk, st, task))
+				count_zc_send(sk, c, r, ret);
+		}
 		if (r)
 			sock_count_send(r, ret, kind);
 	}
@@ -554,12 +621,28 @@ static __always_inline void udp_socket_renewed(struct sk_info *si, struct sock *
 
 /* Tests (NETIO_TEST_XMIT_MISS=N, filter_gen[2]): about one zerocopy TCP skb in N leaves
  * unseen, as the shortfall's skbs did (bench/NOTES.md, the end of "Drops"), for their
- * receive to count (tcp_zc_unseen). */
+ * receive to count (tcp_zc_unseen); with NETIO_TEST_RX_MISS=1 (filter_gen[3]) their receive
+ * passes over them too, as in the shortfall's second kind. */
 static __always_inline bool test_xmit_miss(void)
 {
 	u32 key = 2, *n = bpf_map_lookup_elem(&filter_gen, &key);
 
 	return n && *n && bpf_get_prandom_u32() % *n == 0;
+}
+
+static __always_inline bool test_rx_miss(void)
+{
+	u32 key = 3, *on = bpf_map_lookup_elem(&filter_gen, &key);
+
+	return on && *on;
+}
+
+/* Whether a TCP zerocopy skb's bytes counted when its send returned (zc_pinned_by_send): a
+ * MSG_ZEROCOPY skb, whose ubuf_info is its socket's own (io_uring's is not). */
+static __always_inline bool zc_counted_at_send(struct sk_buff *skb, struct sock *sk,
+					       const bool cast)
+{
+	return zc_at_send && zc_uarg_sock(zc_skb_uarg(skb, cast)) == (u64)sk;
 }
 
 /* A zerocopy skb leaves a device: count its user pages, for the device's netns and, for a TCP
@@ -572,6 +655,7 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 	struct sk_info *si = NULL;
 	struct sock *sk;
 	u32 data_len, fresh;
+	bool at_send = false;
 	u16 proto = 0;
 	u64 key;
 
@@ -599,17 +683,19 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 			if (si->seq.valid && test_xmit_miss())
 				return 0;
 			fresh = tcp_fresh_bytes(si, skb, data_len, cast);
+			at_send = fresh && zc_counted_at_send(skb, sk, cast);
 		} else
 			udp_socket_renewed(si, sk);
 		if (fresh < data_len && ns)
 			ns->zc_skbs_again++;
 #ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.h, claim_zc_bytes */
-		if (fresh)
+		if (fresh && !at_send)
 			__sync_fetch_and_add(&si->pending, fresh);
 #endif
 	}
 	if (fresh && ns) {
-		ns->zc_tx_bytes += fresh;
+		if (!at_send)
+			ns->zc_tx_bytes += fresh;
 		ns->zc_tx_skbs++;
 	}
 	return 0;
@@ -617,7 +703,8 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 
 /* A received zerocopy skb of the socket whose entry is si, with bytes xmit never counted
  * (zc_seq_unseen; a UDP socket's entry has no sequence numbers): they count now, as on_xmit
- * would have, for the socket and its namespace. Its TCP header is where xmit put it (loopback
+ * would have, for the socket and its namespace; where zc_at_send they counted at their send,
+ * and are only told (zc_skbs_unseen_at_xmit). Its TCP header is where xmit put it (loopback
  * and veth hand the same skb over). */
 static __always_inline void tcp_zc_unseen(struct sk_buff *skb, struct sk_info *si,
 					  const bool cast)
@@ -627,18 +714,20 @@ static __always_inline void tcp_zc_unseen(struct sk_buff *skb, struct sk_info *s
 	u64 sk;
 
 	if (!si || !si->seq.valid || skb->transport_header == (u16)~0U ||
-	    tcp_seq(skb, cast, &seq))
+	    tcp_seq(skb, cast, &seq) || test_rx_miss())
 		return;
 	unseen = zc_seq_unseen(&si->seq, seq, skb->data_len);
 	if (!unseen)
 		return;
 	sk = zc_uarg_sock(zc_skb_uarg(skb, cast));
 #ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.h, claim_zc_bytes */
-	__sync_fetch_and_add(&si->pending, unseen);
+	if (!zc_at_send)	/* else counted at their send: here only told */
+		__sync_fetch_and_add(&si->pending, unseen);
 #endif
 	ns = netns_stats_of(BPF_CORE_READ((struct sock *)sk, __sk_common.skc_net.net));
 	if (ns) {
-		ns->zc_tx_bytes += unseen;
+		if (!zc_at_send)
+			ns->zc_tx_bytes += unseen;
 		ns->zc_tx_skbs++;
 		ns->zc_bytes_unseen_at_xmit += unseen;
 		ns->zc_skbs_unseen_at_xmit++;

@@ -95,6 +95,27 @@ static bool prog_attached(const struct tracer_bpf *t, const char *name)
 	return false;
 }
 
+/* The tracepoint rung's switches (bpf/copy_tp.bpf.c), set from what the climb attached.
+ * Through the map: the skeleton's view of .bss is not the map's where the ladder loads the
+ * object itself. */
+static void set_copy_tp_switches(struct tracer_bpf *t)
+{
+	struct copy_tp_bpf__bss v = {};
+	uint32_t zero = 0;
+
+	if (!t->copy_tp)
+		return;
+	/* the copy buffer of TCP_ZEROCOPY_RECEIVE never passes sock_recv_length: the cgroup
+	 * program adds it to rx_copy */
+	v.rx_copybuf_uncounted = t->rung[PP_RX_MAPPED] == RUNG_TP_BTF &&
+				 prog_attached(t, "tp_recv_length");
+	/* a TCP socket's MSG_ZEROCOPY bytes count where its send returns, with the thread's
+	 * own counts, which only the storage build keeps there */
+	v.zc_at_send = t->rung[PP_PINNING] == RUNG_TP_BTF && bpf_build() == BUILD_STORAGE &&
+		       prog_attached(t, "tp_send_length");
+	bpf_map_update_elem(bpf_map__fd(t->copy_tp->maps.bss), &zero, &v, BPF_ANY);
+}
+
 /* What cannot be measured is inferred where it can be. */
 static void infer(struct tracer_bpf *t)
 {
@@ -107,15 +128,7 @@ static void infer(struct tracer_bpf *t)
 	/* sock_recv_length's flags say MSG_TRUNC: tp_recv_length counts discards too */
 	if (t->rung[PP_RX_DISCARDED] == RUNG_UNAVAILABLE && prog_attached(t, "tp_recv_length"))
 		t->rung[PP_RX_DISCARDED] = RUNG_TP_BTF;
-	/* the copy buffer of TCP_ZEROCOPY_RECEIVE never passes sock_recv_length: the cgroup
-	 * program adds it to rx_copy (bpf/copy_tp.bpf.c). Through the map: the skeleton's view
-	 * of .bss is not the map's where the ladder loads the object itself */
-	if (t->copy_tp && t->rung[PP_RX_MAPPED] == RUNG_TP_BTF &&
-	    prog_attached(t, "tp_recv_length")) {
-		uint32_t zero = 0, one = 1;
-
-		bpf_map_update_elem(bpf_map__fd(t->copy_tp->maps.bss), &zero, &one, BPF_ANY);
-	}
+	set_copy_tp_switches(t);
 }
 
 /* The copy probe points not on the forced rung (zc_completion aside: the error queue tells),
@@ -210,12 +223,17 @@ static void refuse_thread_storage_for_tests(struct tracer_bpf *t)
 }
 
 /* Tests: NETIO_TEST_XMIT_MISS=N makes the tracepoint rung's xmit program pass over about one
- * zerocopy TCP skb in N (filter_gen[2], bpf/filter.h), for their receive to count them. */
+ * zerocopy TCP skb in N (filter_gen[2], bpf/filter.h), for their receive to count them;
+ * NETIO_TEST_RX_MISS=1 makes their receive pass over them too (filter_gen[3]). */
 static void miss_xmits_for_tests(struct tracer_bpf *t)
 {
 	uint32_t key = 2, n;
 	const char *v = getenv("NETIO_TEST_XMIT_MISS");
 
+	if (v && sscanf(v, "%u", &n) == 1 && t->filter_gen >= 0)
+		bpf_map_update_elem(t->filter_gen, &key, &n, BPF_ANY);
+	v = getenv("NETIO_TEST_RX_MISS");
+	key = 3;
 	if (v && sscanf(v, "%u", &n) == 1 && t->filter_gen >= 0)
 		bpf_map_update_elem(t->filter_gen, &key, &n, BPF_ANY);
 }
