@@ -1,7 +1,7 @@
 """The zero-copy shortfall soak (bench/NOTES.md, the end of "Drops"): the zero-copy cases of
 test_exact_bytes (loopback and veth, 1 KiB and 64 KiB) run over and over under one
 `netio-tracer --control`, as the test runs them, each checked for the bytes the test checks:
-the server's zero-copy bytes, the netns's, drops. Far cheaper than pytest rounds (no
+the server's zero-copy bytes, the snapshot's, the sum of the namespaces', drops. Far cheaper than pytest rounds (no
 collection, namespaces made once).
 
     .venv/bin/python -m bench.shortfall_soak [--runs N] [--build DIR] [--log FILE]
@@ -191,8 +191,10 @@ def check(snap, spid, srv_out, port):
         s = json.load(f)
     sent = s["bytes"]
     sp = snap["processes"].get(str(spid), {})
+    netns_zc = sum(n["zc_tx_bytes"] for n in snap["netns"].values())
     info = {"port": port, "sent": sent, "process_zc": sp.get("zc_tx_bytes"),
-            "netns_zc": snap["zc_tx_bytes"], "fallback": snap["fallback_copy_bytes"],
+            "zc": snap["zc_tx_bytes"], "netns_zc": netns_zc,
+            "fallback": snap["fallback_copy_bytes"],
             "zerocopy": snap["zerocopy"], "drops": snap["drops"], "tcp": s.get("tcp"),
             "server_zc": s.get("zerocopy"),
             "skipped": {k: v["skipped"] for k, v in snap["self"]["programs"].items()
@@ -202,7 +204,9 @@ def check(snap, spid, srv_out, port):
     if sp.get("zc_tx_bytes") != sent:
         return f"process zc_tx_bytes {sp.get('zc_tx_bytes')} != sent {sent}", info
     if snap["zc_tx_bytes"] != sent:
-        return f"netns zc_tx_bytes {snap['zc_tx_bytes']} != sent {sent}", info
+        return f"zc_tx_bytes {snap['zc_tx_bytes']} != sent {sent}", info
+    if netns_zc != sent:
+        return f"netns zc_tx_bytes {netns_zc} != sent {sent}", info
     return None, info
 
 
@@ -239,7 +243,7 @@ def soak(a, log):
                 line = {"run": runs, "case": f"{transport}:{size}",
                         "s": round(time.monotonic() - t0, 3), "load": os.getloadavg()[0]}
                 unseen = info.get("zerocopy", {}).get("zc_skbs_unseen_at_xmit", 0)
-                if unseen:      # counted at their receive (bpf/copy_tp.bpf.c, tcp_zc_unseen)
+                if unseen:      # seen at their receive (bpf/copy_tp.bpf.c, tcp_zc_unseen)
                     unseen_runs += 1
                     unseen_skbs += unseen
                     line.update(unseen_skbs=unseen, info=info)
@@ -265,8 +269,8 @@ def soak(a, log):
                 ftrace_stop()
     secs = time.monotonic() - start
     summary = (f"{runs} runs, {failed} failed ({failed - dropped} short, {dropped} on drops), "
-               f"{unseen_runs} runs with {unseen_skbs} skbs counted at their receive "
-               f"(unseen at xmit), {secs:.0f} s")
+               f"{unseen_runs} runs with {unseen_skbs} skbs unseen at xmit, seen at their "
+               f"receive, {secs:.0f} s")
     log.write(json.dumps({"end": summary}) + "\n")
     return failed, summary
 

@@ -184,14 +184,16 @@ static __always_inline int tcp_seq(struct sk_buff *skb, const bool cast, u32 *se
  * bpf_rdonly_cast exists (the rows of these programs require it: user/attach.c), and so does
  * everything else the storage build needs: the compat build has these programs only so that
  * both builds have the same, and the tracer never loads them from it. */
-static __always_inline long thread_syscall_nr(struct task_state *st, struct task_struct *task)
+static __always_inline struct pt_regs *thread_regs(struct task_state *st, struct task_struct *task)
 {
-	struct pt_regs *regs;
-
 	if (!st->regs)
 		st->regs = (u64)bpf_task_pt_regs(task);
-	regs = bpf_rdonly_cast((void *)st->regs, bpf_core_type_id_kernel(struct pt_regs));
-	return SYSCALL_NR(regs);
+	return bpf_rdonly_cast((void *)st->regs, bpf_core_type_id_kernel(struct pt_regs));
+}
+
+static __always_inline long thread_syscall_nr(struct task_state *st, struct task_struct *task)
+{
+	return SYSCALL_NR(thread_regs(st, task));
 }
 
 #if defined(__TARGET_ARCH_x86)
@@ -214,9 +216,8 @@ static __always_inline long thread_syscall_nr(struct task_state *st, struct task
  * another call (io_uring, recvmmsg) or a longer iovec. */
 static __always_inline long recv_buffer_len(struct task_state *st, struct task_struct *task)
 {
-	long nr = thread_syscall_nr(st, task), sum = 0;
-	struct pt_regs *regs = bpf_rdonly_cast((void *)st->regs,
-					       bpf_core_type_id_kernel(struct pt_regs));
+	struct pt_regs *regs = thread_regs(st, task);
+	long nr = SYSCALL_NR(regs), sum = 0;
 	struct user_msghdr m;
 	struct iovec iov;
 
@@ -351,46 +352,55 @@ static __always_inline u32 other_send(struct sock *sk, int ret, struct task_stat
  * (io_uring's, UDP's). */
 u32 zc_at_send = 0;
 
-/* The flags of the send syscall thread st is in (sendto, sendmsg, sendmmsg), from its saved
- * user registers: sock_send_length's are 0. 0 in any other call. */
-static __always_inline long send_syscall_flags(struct task_state *st, struct task_struct *task)
-{
-	long nr = thread_syscall_nr(st, task);
-	struct pt_regs *regs = bpf_rdonly_cast((void *)st->regs,
-					       bpf_core_type_id_kernel(struct pt_regs));
-
-	if (nr == NR_SENDTO || nr == NR_SENDMMSG)
-		return PT_REGS_PARM4_SYSCALL(regs);
-	if (nr == NR_SENDMSG)
-		return PT_REGS_PARM3_SYSCALL(regs);
-	return 0;
-}
-
 /* Whether a send that returned on TCP socket sk (SOCK_ZEROCOPY set) attached all it sent as
- * user pages: the thread's own send call with MSG_ZEROCOPY, on a route whose device takes
- * pages (NETIF_F_SG: else tcp_sendmsg copies, and its skbs carry no user page). Its skbs are
- * the ones whose ubuf_info is the socket's own (zc_counted_at_send). */
-static __always_inline bool zc_pinned_by_send(struct sock *sk, struct task_state *st,
-					      struct task_struct *task)
+ * user pages: the thread's own sendto, sendmsg or sendmmsg with MSG_ZEROCOPY (its flags from
+ * regs, the thread's saved user registers: sock_send_length's are 0), on a route whose device
+ * takes pages (NETIF_F_SG: else tcp_sendmsg copies, and its skbs carry no user page). Its
+ * skbs are the ones whose ubuf_info is the socket's own (zc_counted_at_send). */
+static __always_inline bool zc_pinned_by_send(struct sock *sk, struct pt_regs *regs)
 {
+	long nr, flags;
+
 	if (!zc_at_send || sk->sk_protocol != NETIO_IPPROTO_TCP ||
 	    !(sk->sk_route_caps & NETIO_NETIF_F_SG))
 		return false;
-	return send_syscall_flags(st, task) & NETIO_MSG_ZEROCOPY;
+	nr = SYSCALL_NR(regs);
+	if (nr == NR_SENDTO || nr == NR_SENDMMSG)
+		flags = PT_REGS_PARM4_SYSCALL(regs);
+	else if (nr == NR_SENDMSG)
+		flags = PT_REGS_PARM3_SYSCALL(regs);
+	else
+		return false;
+	return flags & NETIO_MSG_ZEROCOPY;
 }
 
-/* ret bytes sent zero-copy on socket sk: for the thread, the socket's record and the
- * socket's namespace (whose device its skbs leave by first). */
+/* ret bytes sent zero-copy on socket sk: for the thread (c, NULL: not followed), the
+ * socket's record and the socket's netns, whose device its skbs leave by first. */
 static __always_inline void count_zc_send(struct sock *sk, struct thread_counts *c,
 					  struct sock_stats *r, int ret)
 {
 	struct netns_stats *ns = netns_stats_of(sk->__sk_common.skc_net.net);
 
-	COUNT_ADD(c->p.zc_tx_bytes, ret);
+	if (c)
+		COUNT_ADD(c->p.zc_tx_bytes, ret);
 	if (r)
 		__sync_fetch_and_add(&r->zc_tx_bytes, ret);
 	if (ns)
 		ns->zc_tx_bytes += ret;
+}
+
+/* A send of a thread not followed: xmit does not count its MSG_ZEROCOPY skbs either, so its
+ * zero-copy bytes count here for a followed netns. Every other send leaves at the first test. */
+static __always_inline void unfollowed_send(struct sock *sk, int ret, struct task_struct *task)
+{
+	struct pt_regs *regs;
+
+	if (!((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1) || ret <= 0)
+		return;
+	regs = bpf_rdonly_cast((void *)bpf_task_pt_regs(task),
+			       bpf_core_type_id_kernel(struct pt_regs));
+	if (zc_pinned_by_send(sk, regs))
+		count_zc_send(sk, NULL, NULL, ret);
 }
 
 /* A send returns at the socket layer: bytes and calls of the followed thread, counted in its
@@ -405,8 +415,10 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 	u32 kind = SEND_PLAIN;
 	bool ends;
 
-	if (!st)
+	if (!st) {
+		unfollowed_send(sk, ret, task);
 		return 0;
+	}
 	ends = socket_call_ending(st, task, true);
 	c = thread_counts_of(st);
 	if (c && ret > 0 && counted_proto(sk->sk_protocol)) {
@@ -417,7 +429,7 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 			kind = other_send(sk, ret, st, c, task);
 		if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1) {
 			note_zc_send(sk, st, c);
-			if (kind == SEND_PLAIN && zc_pinned_by_send(sk, st, task))
+			if (kind == SEND_PLAIN && zc_pinned_by_send(sk, thread_regs(st, task)))
 				count_zc_send(sk, c, r, ret);
 		}
 		if (r)
