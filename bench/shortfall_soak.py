@@ -6,7 +6,7 @@ collection, namespaces made once).
 
     .venv/bin/python -m bench.shortfall_soak [--runs N] [--build DIR] [--log FILE]
                                              [--cases loopback:1024,veth:65536,...]
-                                             [--keep-going] [--restart-every N]
+                                             [--keep-going] [--restart-every N] [--small]
 
 A run's line in the log: its number, case, seconds, and on a failure what was short. With a
 debug build (make BUILD=build-dbg BPF_DEFS=-DNETIO_SHORTFALL_DEBUG, bpf/shortfall_debug.h)
@@ -30,6 +30,7 @@ from netio_trace.tracer import ControlTracer, TracerError
 
 CASES = ("loopback:1024", "loopback:65536", "veth:1024", "veth:65536")
 COUNTS = {1024: 10000, 65536: 1000}     # the test's (tests/integration/test_tracer.py)
+SMALL_COUNTS = {1024: 500, 65536: 150}  # its counts in the kernel matrix
 PIN = "/sys/fs/bpf"
 SFD_MAPS = ("sfd_conns", "sfd_events", "sfd_misc")
 FTRACE = "/sys/kernel/tracing/instances/netio-shortfall"
@@ -50,6 +51,9 @@ def parse_args(argv):
     p.add_argument("--ftrace", action="store_true",
                    help="also record the xmit path's trace events in a tracefs instance; its "
                         "buffer is saved beside the log after a run with debug events")
+    p.add_argument("--small", action="store_true",
+                   help="the kernel matrix's message counts (NETIO_VMTEST=1 in the test), for "
+                        "a guest under QEMU/TCG")
     p.add_argument("--restart-every", type=int, default=200,
                    help="start a new tracer after this many runs (as pytest rounds do)")
     a = p.parse_args(argv)
@@ -66,6 +70,7 @@ def parse_args(argv):
     if os.geteuid() != 0:
         p.error("needs root (BPF, namespaces)")
     a.case_list = cases
+    a.counts = SMALL_COUNTS if a.small else COUNTS
     return a
 
 
@@ -148,13 +153,13 @@ def ftrace_save(path):
     write(f"{FTRACE}/trace", "")
 
 
-def one_run(tracer, topo, size, tmp, build):
+def one_run(tracer, topo, size, count, tmp, build):
     """One zero-copy run as test_exact_bytes makes it; returns (failure text or None, info)."""
     srv_out, srv_err, cli_out, cli_err = (os.path.join(tmp, n) for n in
                                           ("s.json", "s.err", "c.json", "c.err"))
     srv = GatedProcess([os.path.join(build, "netio-server"), "--strategy", "zero-copy", "--size",
                         str(size), "--threads", "1", "--port", "0", "--addr", "0.0.0.0",
-                        "--netns", topo.sender_ns, "--count", str(COUNTS[size]), "--cc", "cubic",
+                        "--netns", topo.sender_ns, "--count", str(count), "--cc", "cubic",
                         *READY_ARGS], srv_out, srv_err, ready=True)
     tracer.clear()
     for ns in topo.namespaces:
@@ -205,7 +210,7 @@ def check(snap, spid, srv_out, port):
         return f"process zc_tx_bytes {sp.get('zc_tx_bytes')} != sent {sent}", info
     if snap["zc_tx_bytes"] != sent:
         return f"zc_tx_bytes {snap['zc_tx_bytes']} != sent {sent}", info
-    if netns_zc != sent:
+    if snap["attach"]["pinning"] == "tp_btf" and netns_zc != sent:   # else not per netns
         return f"netns zc_tx_bytes {netns_zc} != sent {sent}", info
     return None, info
 
@@ -237,7 +242,7 @@ def soak(a, log):
                     tracer = start_tracer(a.build, tmp)
                 transport, size = a.case_list[runs % len(a.case_list)]
                 t0 = time.monotonic()
-                why, info = one_run(tracer, topos[transport], size, tmp, a.build)
+                why, info = one_run(tracer, topos[transport], size, a.counts[size], tmp, a.build)
                 runs += 1
                 dbg = debug_events(syms)
                 line = {"run": runs, "case": f"{transport}:{size}",
