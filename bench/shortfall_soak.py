@@ -204,6 +204,10 @@ def check(snap, spid, srv_out, port):
             "server_zc": s.get("zerocopy"),
             "skipped": {k: v["skipped"] for k, v in snap["self"]["programs"].items()
                         if v["skipped"]}}
+    zc = snap["zerocopy"]
+    if snap["attach"]["pinning"] == "tp_btf":     # bytes no program of ours saw leave
+        info["missed_by_both"] = (sent - zc.get("zc_bytes_seen_at_xmit", sent)
+                                  - zc["zc_bytes_unseen_at_xmit"])
     if snap["drops"]:
         return f"drops {snap['drops_by_cause']}", info
     if sp.get("zc_tx_bytes") != sent:
@@ -227,7 +231,7 @@ def soak(a, log):
         if os.path.exists(f"{PIN}/{m}"):
             os.unlink(f"{PIN}/{m}")
     failed, start = 0, time.monotonic()
-    runs = unseen_runs = unseen_skbs = dropped = 0
+    runs = unseen_runs = unseen_skbs = dropped = both_runs = both_bytes = 0
     with tempfile.TemporaryDirectory(prefix="shortfall-") as tmp, \
             Topology("loopback") as lo, Topology("veth") as veth:
         topos = {"loopback": lo, "veth": veth}
@@ -252,6 +256,11 @@ def soak(a, log):
                     unseen_runs += 1
                     unseen_skbs += unseen
                     line.update(unseen_skbs=unseen, info=info)
+                both = info.get("missed_by_both", 0)
+                if both:        # the second kind: counted at the send all the same
+                    both_runs += 1
+                    both_bytes += both
+                    line.update(missed_by_both=both, info=info)
                 if why:
                     failed += 1
                     dropped += why.startswith("drops")
@@ -275,7 +284,7 @@ def soak(a, log):
     secs = time.monotonic() - start
     summary = (f"{runs} runs, {failed} failed ({failed - dropped} short, {dropped} on drops), "
                f"{unseen_runs} runs with {unseen_skbs} skbs unseen at xmit, seen at their "
-               f"receive, {secs:.0f} s")
+               f"receive; {both_runs} runs with {both_bytes} bytes neither saw; {secs:.0f} s")
     log.write(json.dumps({"end": summary}) + "\n")
     return failed, summary
 

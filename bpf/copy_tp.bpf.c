@@ -709,6 +709,7 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 		if (!at_send)
 			ns->zc_tx_bytes += fresh;
 		ns->zc_tx_skbs++;
+		ns->zc_bytes_seen_at_xmit += fresh;
 	}
 	return 0;
 }

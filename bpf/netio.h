@@ -81,8 +81,9 @@ struct proc_stats {
 
 /* Per network namespace (inode number), per CPU: softirq-side events. */
 struct netns_stats {
-	u64 zc_tx_bytes;	/* payload of zerocopy skbs leaving a device of this netns */
-	u64 zc_tx_skbs;
+	u64 zc_tx_bytes;	/* zerocopy bytes of this netns: a TCP MSG_ZEROCOPY send's when it
+				 * returns, others' as their skbs leave a device of it */
+	u64 zc_tx_skbs;		/* zerocopy skbs seen leaving (or unseen: below) */
 	u64 fallback_copy_bytes;	/* zerocopy payload copied on local delivery (skb_copy_ubufs) */
 	u64 fallback_copy_skbs;
 	u64 zc_skbs_at_tcp;	/* zerocopy skbs still flagged when TCP receives them (tcp_probe) */
@@ -97,7 +98,9 @@ struct netns_stats {
 	u64 zc_skbs_unseen_at_xmit;	/* of zc_tx_skbs: TCP zerocopy skbs of a socket of this
 					 * netns received with bytes net_dev_start_xmit never
 					 * showed, counted at their receive (bench/NOTES.md, Drops) */
-	u64 zc_bytes_unseen_at_xmit;	/* of zc_tx_bytes: their bytes */
+	u64 zc_bytes_unseen_at_xmit;	/* their bytes */
+	u64 zc_bytes_seen_at_xmit;	/* zerocopy bytes net_dev_start_xmit saw leave (once per
+					 * TCP sequence range), counted there or at their send */
 };
 
 /* One class of syscalls of one process. count: calls (send and receive classes: counted when

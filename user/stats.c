@@ -410,6 +410,7 @@ static unsigned long long total_netns(struct snapshot *s, struct netns_stats *n)
 	s->zc_skbs_again += n->zc_skbs_again;
 	s->zc_skbs_unseen_at_xmit += n->zc_skbs_unseen_at_xmit;
 	s->zc_bytes_unseen_at_xmit += n->zc_bytes_unseen_at_xmit;
+	s->zc_bytes_seen_at_xmit += n->zc_bytes_seen_at_xmit;
 	s->zc_completions += n->zc_completions;
 	s->zc_completed_sends += n->zc_completed_sends;
 	s->zc_copied_sends += n->zc_copied_sends;
@@ -720,6 +721,7 @@ static void write_zerocopy(const struct tracer_bpf *t, const struct snapshot *s,
 	json_kv_uint(j, "zc_skbs_again", s->zc_skbs_again);
 	json_kv_uint(j, "zc_skbs_unseen_at_xmit", s->zc_skbs_unseen_at_xmit);
 	json_kv_uint(j, "zc_bytes_unseen_at_xmit", s->zc_bytes_unseen_at_xmit);
+	json_kv_uint(j, "zc_bytes_seen_at_xmit", s->zc_bytes_seen_at_xmit);
 	kv_counted(j, "completions", completions, s->zc_completions);
 	kv_counted(j, "completed_sends", completions, s->zc_completed_sends);
 	kv_counted(j, "copied_sends", completions, s->zc_copied_sends);
@@ -787,6 +789,7 @@ static void write_netns(const struct netns_snap *ns, struct json *j)
 	json_kv_uint(j, "zc_skbs_again", n->zc_skbs_again);
 	json_kv_uint(j, "zc_skbs_unseen_at_xmit", n->zc_skbs_unseen_at_xmit);
 	json_kv_uint(j, "zc_bytes_unseen_at_xmit", n->zc_bytes_unseen_at_xmit);
+	json_kv_uint(j, "zc_bytes_seen_at_xmit", n->zc_bytes_seen_at_xmit);
 	json_kv_uint(j, "zc_completions", n->zc_completions);
 	json_kv_uint(j, "zc_completed_sends", n->zc_completed_sends);
 	json_kv_uint(j, "zc_copied_sends", n->zc_copied_sends);

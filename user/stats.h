@@ -54,7 +54,7 @@ struct snapshot {
 	struct kernel_counts k;	/* the kernel's per-thread counters, summed (perf_counters) */
 	unsigned long long zc_completions, zc_completed_sends, zc_copied_sends, zc_skbs_at_tcp,
 			   zc_skbs_again, fallback_copy_skbs, zc_tx_skbs, zc_skbs_unseen_at_xmit,
-			   zc_bytes_unseen_at_xmit;
+			   zc_bytes_unseen_at_xmit, zc_bytes_seen_at_xmit;
 	/* self cost since the last reset */
 	struct prog_snap progs[MAX_ATTACHED];
 	int nprogs;

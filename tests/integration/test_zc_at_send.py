@@ -49,11 +49,15 @@ def test_zc_skbs_no_program_saw_stay_exact(topologies, tmp_path, monkeypatch, tr
         zc = snap["zerocopy"]
         assert snap["zc_tx_bytes"] == s["bytes"], (snap["zc_tx_bytes"], s["bytes"], zc)
         assert netns_zc(snap) == [s["bytes"]], (netns_zc(snap), s["bytes"])
+        # what each program saw: the receive tells what xmit missed, unless it missed it too
+        seen = zc["zc_bytes_seen_at_xmit"] + zc["zc_bytes_unseen_at_xmit"]
         if rx_miss:
             assert zc["zc_skbs_unseen_at_xmit"] == 0, zc
+            assert 0 < seen < s["bytes"], zc
         else:
             assert zc["zc_skbs_unseen_at_xmit"] > 0, zc
             assert 0 < zc["zc_bytes_unseen_at_xmit"] < s["bytes"], zc
+            assert seen == s["bytes"], zc
     finally:
         assert t.close() == 0
 
