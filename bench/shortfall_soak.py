@@ -7,6 +7,7 @@ collection, namespaces made once).
     .venv/bin/python -m bench.shortfall_soak [--runs N] [--build DIR] [--log FILE]
                                              [--cases loopback:1024,veth:65536,...]
                                              [--keep-going] [--restart-every N] [--small]
+                                             [--seconds S]
 
 A run's line in the log: its number, case, seconds, and on a failure what was short. With a
 debug build (make BUILD=build-dbg BPF_DEFS=-DNETIO_SHORTFALL_DEBUG, bpf/shortfall_debug.h)
@@ -51,6 +52,8 @@ def parse_args(argv):
     p.add_argument("--ftrace", action="store_true",
                    help="also record the xmit path's trace events in a tracefs instance; its "
                         "buffer is saved beside the log after a run with debug events")
+    p.add_argument("--seconds", type=float, default=0,
+                   help="stop after the run that ends past this many seconds (0: after --runs)")
     p.add_argument("--small", action="store_true",
                    help="the kernel matrix's message counts (NETIO_VMTEST=1 in the test), for "
                         "a guest under QEMU/TCG")
@@ -239,7 +242,7 @@ def soak(a, log):
         if a.ftrace:
             ftrace_start()
         try:
-            while runs < a.runs:
+            while runs < a.runs and not (a.seconds and time.monotonic() - start > a.seconds):
                 if tracer is None or runs % a.restart_every == 0:
                     if tracer:
                         tracer.close()
