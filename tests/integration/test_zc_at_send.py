@@ -42,6 +42,11 @@ def test_zc_skbs_no_program_saw_stay_exact(topologies, tmp_path, monkeypatch, tr
     snapshot tells how many skbs xmit missed and their receive saw."""
     t = start_tracer(tmp_path, monkeypatch, NETIO_TEST_XMIT_MISS="50",
                      NETIO_TEST_RX_MISS="1" if rx_miss else "0")
+    if rx_miss and t.build == "compat":
+        assert t.close() == 0
+        pytest.skip("the compat build counts zero-copy bytes at xmit, per namespace, as on the "
+                    "kernels it is for, which have no sock_send_length (6.3): bytes neither "
+                    "program saw are missed there")
     try:
         s, c, snap, spid, cpid = run_workload(t, topologies[transport], tmp_path, "zero-copy",
                                               size, COUNTS[size])
