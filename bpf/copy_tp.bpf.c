@@ -654,7 +654,18 @@ static __always_inline bool test_rx_miss(void)
 static __always_inline bool zc_counted_at_send(struct sk_buff *skb, struct sock *sk,
 					       const bool cast)
 {
-	return zc_at_send && zc_uarg_sock(zc_skb_uarg(skb, cast)) == (u64)sk;
+	void *uarg;
+	struct sk_buff *nskb;
+
+	if (!zc_at_send)
+		return false;
+	uarg = zc_skb_uarg(skb, cast);
+	if (!cast || !uarg)
+		return zc_uarg_sock(uarg) == (u64)sk;
+	/* zc_uarg_sock with a load for its probe read */
+	nskb = bpf_rdonly_cast((char *)uarg - bpf_core_field_offset(struct sk_buff, cb),
+			       bpf_core_type_id_kernel(struct sk_buff));
+	return nskb->sk == sk;
 }
 
 /* A zerocopy skb leaves a device: count its user pages, for the device's netns and, for a TCP
