@@ -352,26 +352,46 @@ static __always_inline u32 other_send(struct sock *sk, int ret, struct task_stat
  * (io_uring's, UDP's). */
 u32 zc_at_send = 0;
 
-/* Whether a send that returned on TCP socket sk (SOCK_ZEROCOPY set) attached all it sent as
- * user pages: the thread's own sendto, sendmsg or sendmmsg with MSG_ZEROCOPY (its flags from
- * regs, the thread's saved user registers: sock_send_length's are 0), on a route whose device
- * takes pages (NETIF_F_SG: else tcp_sendmsg copies, and its skbs carry no user page). Its
- * skbs are the ones whose ubuf_info is the socket's own (zc_counted_at_send). */
-static __always_inline bool zc_pinned_by_send(struct sock *sk, struct pt_regs *regs)
+/* The flags of the thread's own send call (sendto, sendmsg, sendmmsg) from regs, its saved
+ * user registers (sock_send_length's are 0); 0 in any other call. */
+static __always_inline long send_call_flags(struct pt_regs *regs)
 {
-	long nr, flags;
+	long nr = SYSCALL_NR(regs);
+
+	if (nr == NR_SENDTO || nr == NR_SENDMMSG)
+		return PT_REGS_PARM4_SYSCALL(regs);
+	if (nr == NR_SENDMSG)
+		return PT_REGS_PARM3_SYSCALL(regs);
+	return 0;
+}
+
+/* Whether a send of kind `kind` that returned on TCP socket sk (SOCK_ZEROCOPY set) attached
+ * all it sent as user pages, on a route whose device takes pages (NETIF_F_SG: else
+ * tcp_sendmsg copies, and its skbs carry no user page): the thread's own send call with
+ * MSG_ZEROCOPY in its flags; an io_uring send, whose flags are out of reach, when the socket
+ * numbered a MSG_ZEROCOPY send since the last send seen on it (sk_zckey, one per send:
+ * msg_zerocopy_realloc; from 0 on a socket not seen before). Its skbs are the ones whose
+ * ubuf_info is the socket's own (zc_counted_at_send); io_uring's SEND_ZC numbers none. */
+static __always_inline bool zc_pinned_by_send(struct sock *sk, struct pt_regs *regs, u32 kind)
+{
+	u64 key = (u64)sk;
+	struct sk_info *si;
+	u32 now, last = 0;
 
 	if (!zc_at_send || sk->sk_protocol != NETIO_IPPROTO_TCP ||
 	    !(sk->sk_route_caps & NETIO_NETIF_F_SG))
 		return false;
-	nr = SYSCALL_NR(regs);
-	if (nr == NR_SENDTO || nr == NR_SENDMMSG)
-		flags = PT_REGS_PARM4_SYSCALL(regs);
-	else if (nr == NR_SENDMSG)
-		flags = PT_REGS_PARM3_SYSCALL(regs);
-	else
-		return false;
-	return flags & NETIO_MSG_ZEROCOPY;
+	si = bpf_map_lookup_elem(&sk_owner, &key);
+	now = sk->sk_zckey.counter;
+	if (si) {
+		if (si->zckey_known)
+			last = si->zckey;
+		si->zckey = now;
+		si->zckey_known = 1;
+	}
+	if (kind == SEND_PLAIN)
+		return send_call_flags(regs) & NETIO_MSG_ZEROCOPY;
+	return kind == SEND_IO_URING && si && now != last;
 }
 
 /* ret bytes sent zero-copy on socket sk: for the thread (c, NULL: not followed), the
@@ -390,16 +410,26 @@ static __always_inline void count_zc_send(struct sock *sk, struct thread_counts 
 }
 
 /* A send of a thread not followed: xmit does not count its MSG_ZEROCOPY skbs either, so its
- * zero-copy bytes count here for a followed netns. Every other send leaves at the first test. */
+ * zero-copy bytes count here for a followed netns. Every other send leaves at the first test.
+ * Its socket gets an entry for zc_pinned_by_send, as a followed thread's gets at its send. */
 static __always_inline void unfollowed_send(struct sock *sk, int ret, struct task_struct *task)
 {
+	struct sk_info n = {};
 	struct pt_regs *regs;
+	u32 kind = SEND_PLAIN;
+	u64 key = (u64)sk;
+	long nr;
 
-	if (!((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1) || ret <= 0)
+	if (!((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1) || ret <= 0 || !zc_at_send)
 		return;
 	regs = bpf_rdonly_cast((void *)bpf_task_pt_regs(task),
 			       bpf_core_type_id_kernel(struct pt_regs));
-	if (zc_pinned_by_send(sk, regs))
+	nr = SYSCALL_NR(regs);
+	if ((TASK_READ(task, flags) & NETIO_PF_IO_WORKER) || nr == NR_IO_URING_ENTER)
+		kind = SEND_IO_URING;
+	if (bpf_map_update_elem(&sk_owner, &key, &n, BPF_NOEXIST) == 0)
+		zc_owners_changed();
+	if (zc_pinned_by_send(sk, regs, kind))
 		count_zc_send(sk, NULL, NULL, ret);
 }
 
@@ -429,7 +459,7 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 			kind = other_send(sk, ret, st, c, task);
 		if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1) {
 			note_zc_send(sk, st, c);
-			if (kind == SEND_PLAIN && zc_pinned_by_send(sk, thread_regs(st, task)))
+			if (zc_pinned_by_send(sk, thread_regs(st, task), kind))
 				count_zc_send(sk, c, r, ret);
 		}
 		if (r)

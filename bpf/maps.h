@@ -87,6 +87,8 @@ struct sk_info {
 	u64 ino;		/* a UDP socket's inode number (copy_tp.bpf.c, udp_socket_renewed) */
 	u64 rx_pending;		/* its zerocopy bytes seen received, and freed uncopied, before */
 	u64 kept_pending;	/* the record was known (sock_zc_seen): for the record */
+	u32 zckey;		/* the socket's sk_zckey at its last send seen (copy_tp.bpf.c, */
+	u32 zckey_known;	/* zc_pinned_by_send); 0: none seen yet */
 };
 
 struct {
