@@ -523,6 +523,34 @@ def test_io_uring_send_zc(tracer, tmp_path, request, fixed):
 
 
 @pytest.mark.parametrize("kind", ("veth", "loopback"))
+def test_io_uring_send_msg_zerocopy(tracer, tmp_path, request, kind):
+    """IORING_OP_SEND with MSG_ZEROCOPY on a SO_ZEROCOPY socket: the socket's own zero-copy,
+    its flags out of the tracer's reach (no syscall of the thread carries them), its
+    completions from the error queue."""
+    why = uring_send_zc_refused()
+    if why:
+        pytest.skip(f"unsupported: {why}")
+    count = N["uring"]
+    with namespaces(kind) as t, Programs(tracer, tmp_path, t) as run:
+        sink = run.start("tcp-sink", "--netns", t.receiver_ns, "--port", "0")
+        port = run.port(sink)
+        snd = run.start("uring-send-zc", "--netns", t.sender_ns, "--addr", t.receiver_addr,
+                        "--port", str(port), "--count", str(count), "--size", "65536",
+                        "--msg-zerocopy", ready=False)
+        (k, s), snap = run.finish()
+    sent, zc = s["bytes"], s["zerocopy"]
+    assert k["bytes"] == sent == count * 65536
+    assert zc["completed"] == zc["sends"] == s["sends"], zc
+    assert zc["unexpected"] == zc["other_errors"] == 0, zc
+    c = Checks(request, snap)
+    c.sent(snd.pid, sent, copied=0, pinned=sent, unseen_calls=True)
+    c.zerocopy(sent, zc, s["retrans"])
+    c.completions(zc["completed"], zc["copied"])
+    c.received(sink.pid, k["bytes"])
+    c.done()
+
+
+@pytest.mark.parametrize("kind", ("veth", "loopback"))
 def test_sendfile_server(tracer, tmp_path, request, kind):
     """A header written (copied), then a file's bytes spliced from the page cache."""
     path = tmp_path / "served.bin"

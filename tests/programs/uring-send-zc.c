@@ -1,7 +1,7 @@
 /* uring-send-zc: io_uring IORING_OP_SEND_ZC over TCP, counted from its own completions.
  *
- *   uring-send-zc --addr A --port P --count N --size BYTES [--fixed] [--netns NAME]
- *                 [--timeout S]
+ *   uring-send-zc --addr A --port P --count N --size BYTES [--fixed | --msg-zerocopy]
+ *                 [--netns NAME] [--timeout S]
  *   uring-send-zc --check
  *
  * Connects to A:P (retrying for 5 s while refused) and sends N messages of BYTES, each from
@@ -12,6 +12,9 @@
  * CQE (IORING_CQE_F_NOTIF) follows once the kernel let go of the pages, which says whether it
  * copied them (IORING_NOTIF_USAGE_ZC_COPIED, asked for with IORING_SEND_ZC_REPORT_USAGE where
  * the kernel knows it, 6.2+; "copied" is null where it does not).
+ * --msg-zerocopy sends with IORING_OP_SEND and MSG_ZEROCOPY on a SO_ZEROCOPY socket instead:
+ * the socket's own MSG_ZEROCOPY, its completions read from its error queue at the end
+ * (msgzc.h; "zerocopy" in the JSON, copied and zc_bytes from it).
  *
  * A kernel without io_uring, with io_uring disabled, or without IORING_OP_SEND_ZC (6.0+):
  * `uring-send-zc: unsupported: WHY` on stderr, {"program","unsupported":WHY} on stdout, exit
@@ -26,6 +29,7 @@
 
 #include "progs.h"
 #include "stream.h"
+#include "msgzc.h"
 
 /* As in workloads/uring.h: a twin, as these programs share no code with the workloads */
 #ifndef IORING_SEND_ZC_REPORT_USAGE
@@ -38,7 +42,8 @@
 struct sender {
 	struct io_uring ring;
 	int fd;
-	bool fixed, report_usage;
+	bool fixed, report_usage, msg_zc;
+	struct zc_account zc;		/* --msg-zerocopy: the error queue's account */
 	char *buf;
 	unsigned long long size, cap;
 	unsigned long long *sent;	/* bytes of each send (its user_data) */
@@ -102,7 +107,9 @@ static int send_once(struct sender *s, char *p, unsigned long long len)
 	unsigned zc_flags = s->report_usage ? IORING_SEND_ZC_REPORT_USAGE : 0;
 	int res = 0, r;
 
-	if (s->fixed)
+	if (s->msg_zc)
+		io_uring_prep_send(sqe, s->fd, p, len, MSG_ZEROCOPY);
+	else if (s->fixed)
 		io_uring_prep_send_zc_fixed(sqe, s->fd, p, len, 0, zc_flags, 0);
 	else
 		io_uring_prep_send_zc(sqe, s->fd, p, len, 0, zc_flags);
@@ -131,8 +138,16 @@ static int send_message(struct sender *s, unsigned long long i)
 		}
 		if (res == -EINTR || res == -EAGAIN)
 			continue;
+		if (res == -ENOBUFS && s->msg_zc) {	/* completions due first */
+			if (zc_drain(s->fd, &s->zc) < 0)
+				return fail(&s->err, "recvmsg(MSG_ERRQUEUE)");
+			continue;
+		}
 		if (res <= 0)
-			return fail_with(&s->err, "IORING_OP_SEND_ZC", res < 0 ? -res : EIO);
+			return fail_with(&s->err, s->msg_zc ? "IORING_OP_SEND" : "IORING_OP_SEND_ZC",
+					 res < 0 ? -res : EIO);
+		if (s->msg_zc)
+			zc_sent(&s->zc, (unsigned long long)res);
 		if (s->sends < s->cap)
 			s->sent[s->sends] = (unsigned long long)res;
 		s->sends++;
@@ -154,6 +169,10 @@ static void run(struct sender *s, const struct sockaddr_in *a, unsigned long lon
 	s->fd = tcp_connect_retrying(a, &s->err);
 	if (s->fd < 0)
 		return;
+	if (s->msg_zc && setsockopt(s->fd, SOL_SOCKET, SO_ZEROCOPY, &(int){ 1 }, sizeof(int))) {
+		fail(&s->err, "setsockopt(SO_ZEROCOPY)");
+		return;
+	}
 	for (unsigned long long i = 0; i < count; i++)
 		if (send_message(s, i) < 0)
 			return;
@@ -161,6 +180,8 @@ static void run(struct sender *s, const struct sockaddr_in *a, unsigned long lon
 		fail(&s->err, "shutdown");
 		return;
 	}
+	if (s->msg_zc && zc_wait_all(s->fd, &s->zc, 10) < 0)
+		fail(&s->err, "the MSG_ZEROCOPY completions");
 	while (s->notifications < s->notifs_due) {
 		r = reap(s, &res);
 		if (r == 1)
@@ -177,7 +198,11 @@ static void print_json(const struct sender *s)
 	       "\"report_usage\":%s,\"bytes\":%llu,\"sends\":%llu,\"notifications\":%llu,",
 	       s->fixed ? "true" : "false", s->report_usage ? "true" : "false", s->bytes,
 	       s->sends, s->notifications);
-	if (s->report_usage)
+	if (s->msg_zc) {
+		printf("\"copied\":%llu,\"copied_bytes\":%llu,\"zc_bytes\":%llu,", s->zc.copied,
+		       s->zc.copied_bytes, s->zc.zc_bytes);
+		zc_print(&s->zc, ",");
+	} else if (s->report_usage)
 		printf("\"copied\":%llu,\"copied_bytes\":%llu,\"zc_bytes\":%llu,", s->copied,
 		       s->copied_bytes, s->bytes - s->copied_bytes);
 	else
@@ -211,6 +236,7 @@ int main(int argc, char **argv)
 		OPT_NUM_("count", &count, 1, 100000, false),
 		OPT_NUM_("size", &size, 1, 1 << 20, false),
 		OPT_FLAG_("fixed", &s.fixed),
+		OPT_FLAG_("msg-zerocopy", &s.msg_zc),
 		OPT_FLAG_("check", &check),
 		OPTS_RUN(&pl),
 		OPT_END,
@@ -221,6 +247,8 @@ int main(int argc, char **argv)
 	prog_start("uring-send-zc", opts, argc, argv);
 	if (!check && (!pl.addr || !pl.port || !count || !size))
 		usage_error("--addr, --port, --count and --size are required (or --check)");
+	if (s.fixed && s.msg_zc)
+		usage_error("--fixed and --msg-zerocopy: one way to send");
 	if (!check)
 		a = ipv4_addr(pl.addr, pl.port);
 	enter_netns(pl.netns);
@@ -230,7 +258,7 @@ int main(int argc, char **argv)
 	s.size = size;
 	s.cap = 8 * count + 64;
 	s.sent = calloc(s.cap, sizeof(*s.sent));
-	if (!s.sent)
+	if (!s.sent || zc_account_init(&s.zc, s.cap) < 0)
 		out_of_memory();
 	s.buf = page_buffer(count * size, 'u');
 	alarm((unsigned)pl.timeout);
