@@ -276,6 +276,11 @@ def _estimated(trace):
         out.append("cycles are not counted here (no hardware PMU): CPU shares come from "
                    "samples" + (" on the scheduler tick" if (trace.get("samples") or {})
                                 .get("source") == "tick" else ""))
+    unseen = (trace.get("zerocopy") or {}).get("zc_bytes_no_program_saw")
+    if unseen:
+        out.append(f"the fallback copy, counted where the skbs arrive, can miss up to "
+                   f"{unseen} B of zero-copy skbs no program of ours saw leave or arrive "
+                   f"(counted at their send; bench/NOTES.md, the end of \"Drops\")")
     for k, why in (trace.get("unavailable") or {}).items():
         out.append(f"`{k}` unavailable: {why}")
     return out

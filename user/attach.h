@@ -81,6 +81,7 @@ struct tracer_bpf {
 	enum rung rung[PP_NR];
 	bool pinned_pages_counted;	/* a page pinning function is probed */
 	bool tx_from_syscalls;		/* tx_bytes from sys_exit of sendto/sendmsg/write */
+	bool zc_at_send;		/* TCP MSG_ZEROCOPY bytes counted at the send (copy_tp) */
 	struct attached_prog progs[MAX_ATTACHED];
 	int nprogs;
 	struct shared_map shared[MAX_SHARED_MAPS];

@@ -111,8 +111,9 @@ static void set_copy_tp_switches(struct tracer_bpf *t)
 				 prog_attached(t, "tp_recv_length");
 	/* a TCP socket's MSG_ZEROCOPY bytes count where its send returns, with the thread's
 	 * own counts, which only the storage build keeps there */
-	v.zc_at_send = t->rung[PP_PINNING] == RUNG_TP_BTF && bpf_build() == BUILD_STORAGE &&
-		       prog_attached(t, "tp_send_length");
+	t->zc_at_send = t->rung[PP_PINNING] == RUNG_TP_BTF && bpf_build() == BUILD_STORAGE &&
+			prog_attached(t, "tp_send_length");
+	v.zc_at_send = t->zc_at_send;
 	bpf_map_update_elem(bpf_map__fd(t->copy_tp->maps.bss), &zero, &v, BPF_ANY);
 }
 

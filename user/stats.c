@@ -488,7 +488,7 @@ static void write_unavailable(const struct tracer_bpf *t, const struct snapshot 
 /* The docs/DESIGN.md totals over processes and namespaces. */
 static void total(const struct tracer_bpf *t, struct snapshot *s)
 {
-	unsigned long long zc_procs = 0, zc_netns = 0;
+	unsigned long long zc_procs = 0, zc_netns = 0, seen;
 
 	s->tx_from_syscalls = t->tx_from_syscalls;
 	s->tx_copy_inferred = t->rung[PP_TX_COPY] == RUNG_INFERRED;
@@ -501,11 +501,15 @@ static void total(const struct tracer_bpf *t, struct snapshot *s)
 	for (int i = 0; i < s->nnetns; i++)
 		zc_netns += total_netns(s, &s->netns[i].st);
 	/* zerocopy bytes: exact rungs count them in the sender's context (per process); the
-	 * tracepoint rung at the device, per netns and per owning socket */
+	 * tracepoint rung at the send (TCP MSG_ZEROCOPY) or the device, per netns and per
+	 * owning socket */
 	if (t->rung[PP_PINNING] == RUNG_FENTRY || t->rung[PP_PINNING] == RUNG_KPROBE)
 		s->zc_tx_bytes = zc_procs;
 	else
 		s->zc_tx_bytes = zc_procs > zc_netns ? zc_procs : zc_netns;
+	s->zc_at_send = t->zc_at_send;
+	seen = s->zc_bytes_seen_at_xmit + s->zc_bytes_unseen_at_xmit;
+	s->zc_bytes_no_program_saw = s->zc_at_send && zc_netns > seen ? zc_netns - seen : 0;
 	if (s->tx_copy_inferred)
 		s->tx_copy_bytes = not_copied_rest(s->tx_bytes, s->zc_tx_bytes, s->tx_spliced_bytes);
 	else
@@ -722,6 +726,7 @@ static void write_zerocopy(const struct tracer_bpf *t, const struct snapshot *s,
 	json_kv_uint(j, "zc_skbs_unseen_at_xmit", s->zc_skbs_unseen_at_xmit);
 	json_kv_uint(j, "zc_bytes_unseen_at_xmit", s->zc_bytes_unseen_at_xmit);
 	json_kv_uint(j, "zc_bytes_seen_at_xmit", s->zc_bytes_seen_at_xmit);
+	kv_counted(j, "zc_bytes_no_program_saw", s->zc_at_send, s->zc_bytes_no_program_saw);
 	kv_counted(j, "completions", completions, s->zc_completions);
 	kv_counted(j, "completed_sends", completions, s->zc_completed_sends);
 	kv_counted(j, "copied_sends", completions, s->zc_copied_sends);

@@ -40,7 +40,10 @@ struct snapshot {
 	/* totals (docs/DESIGN.md trace object) */
 	unsigned long long tx_bytes, tx_calls, tx_copy_bytes, tx_spliced_bytes, zc_tx_bytes,
 			   fallback_copy_bytes, rx_copy_bytes, pinned_pages;
-	bool tx_copy_inferred, pinned_pages_null, tx_from_syscalls;
+	bool tx_copy_inferred, pinned_pages_null, tx_from_syscalls, zc_at_send;
+	/* zc_at_send: the namespaces' zero-copy bytes no program saw leave or arrive (or not
+	 * left yet), which the fallback copy, counted at the receive, can miss */
+	unsigned long long zc_bytes_no_program_saw;
 	/* each process's zero-copy bytes are known (else null per process: stats.c,
 	 * zc_per_process; the totals come from the namespaces) */
 	bool zc_per_process;

@@ -56,6 +56,7 @@ def test_zc_skbs_no_program_saw_stay_exact(topologies, tmp_path, monkeypatch, tr
         assert netns_zc(snap) == [s["bytes"]], (netns_zc(snap), s["bytes"])
         # what each program saw: the receive tells what xmit missed, unless it missed it too
         seen = zc["zc_bytes_seen_at_xmit"] + zc["zc_bytes_unseen_at_xmit"]
+        assert zc["zc_bytes_no_program_saw"] == s["bytes"] - seen, zc
         if rx_miss:
             assert zc["zc_skbs_unseen_at_xmit"] == 0, zc
             assert 0 < seen < s["bytes"], zc

@@ -115,3 +115,12 @@ def test_what_the_sockets_miss_is_said():
     assert notes[1].startswith("pid 42: tx_bytes 100, tx_calls 1, tx_spliced_bytes 100 "
                                "counted for the process and no socket")
     assert trace_report._socket_gaps({"sockets_unattributed": {}, "sockets_untracked": 0}) == []
+
+
+def test_what_the_fallback_copy_can_miss_is_said():
+    base = {"perf": {"cycles": 1}, "zerocopy": {"zc_bytes_no_program_saw": 0}}
+    assert trace_report._estimated(base) == []
+    missed = dict(base, zerocopy={"zc_bytes_no_program_saw": 24816})
+    (note,) = trace_report._estimated(missed)
+    assert "can miss up to 24816 B" in note and "fallback copy" in note
+    assert trace_report._estimated(dict(base, zerocopy={"zc_bytes_no_program_saw": None})) == []
