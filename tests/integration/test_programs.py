@@ -494,31 +494,39 @@ def uring_send_zc_refused():
     return json.loads(cp.stdout)["unsupported"]
 
 
+def send_to_sink(tracer, tmp_path, kind, program, count, *args):
+    """program sends count messages of 64 KiB (and args) to tcp-sink over kind's namespaces.
+    Returns (sender's pid, sink's pid, sink's JSON, sender's JSON, snapshot)."""
+    with namespaces(kind) as t, Programs(tracer, tmp_path, t) as run:
+        sink = run.start("tcp-sink", "--netns", t.receiver_ns, "--port", "0")
+        port = run.port(sink)
+        snd = run.start(program, "--netns", t.sender_ns, "--addr", t.receiver_addr,
+                        "--port", str(port), "--count", str(count), "--size", "65536",
+                        *args, ready=False)
+        (k, s), snap = run.finish()
+    return snd.pid, sink.pid, k, s, snap
+
+
 @pytest.mark.parametrize("fixed", (False, True), ids=("own-buffers", "registered-buffers"))
 def test_io_uring_send_zc(tracer, tmp_path, request, fixed):
     why = uring_send_zc_refused()
     if why:
         pytest.skip(f"unsupported: {why}")
     count = N["uring"]
-    with namespaces("loopback") as t, Programs(tracer, tmp_path, t) as run:
-        sink = run.start("tcp-sink", "--netns", t.receiver_ns, "--port", "0")
-        port = run.port(sink)
-        snd = run.start("uring-send-zc", "--netns", t.sender_ns, "--addr", t.receiver_addr,
-                        "--port", str(port), "--count", str(count), "--size", "65536",
-                        *(("--fixed",) if fixed else ()), ready=False)
-        (k, s), snap = run.finish()
+    snd_pid, sink_pid, k, s, snap = send_to_sink(tracer, tmp_path, "loopback", "uring-send-zc",
+                                                 count, *(("--fixed",) if fixed else ()))
     sent = s["bytes"]
     assert k["bytes"] == sent == count * 65536 and s["sends"] >= count
     assert s["notifications"] == s["sends"], s          # one per send, each with F_MORE
     c = Checks(request, snap)
-    c.sent(snd.pid, sent, copied=0, pinned=sent, unseen_calls=True)
+    c.sent(snd_pid, sent, copied=0, pinned=sent, unseen_calls=True)
     if s["report_usage"]:
         c.zerocopy(sent, s, s["retrans"])
         c.completions(s["notifications"], s["copied"], uring=True)
     else:
         # the kernel does not report usage (before 6.2): the program cannot tell copies
         assert s["copied"] is None and s["zc_bytes"] is None
-    c.received(sink.pid, k["bytes"])
+    c.received(sink_pid, k["bytes"])
     c.done()
 
 
@@ -531,22 +539,17 @@ def test_io_uring_send_msg_zerocopy(tracer, tmp_path, request, kind):
     if why:
         pytest.skip(f"unsupported: {why}")
     count = N["uring"]
-    with namespaces(kind) as t, Programs(tracer, tmp_path, t) as run:
-        sink = run.start("tcp-sink", "--netns", t.receiver_ns, "--port", "0")
-        port = run.port(sink)
-        snd = run.start("uring-send-zc", "--netns", t.sender_ns, "--addr", t.receiver_addr,
-                        "--port", str(port), "--count", str(count), "--size", "65536",
-                        "--msg-zerocopy", ready=False)
-        (k, s), snap = run.finish()
+    snd_pid, sink_pid, k, s, snap = send_to_sink(tracer, tmp_path, kind, "uring-send-zc",
+                                                 count, "--msg-zerocopy")
     sent, zc = s["bytes"], s["zerocopy"]
     assert k["bytes"] == sent == count * 65536
     assert zc["completed"] == zc["sends"] == s["sends"], zc
     assert zc["unexpected"] == zc["other_errors"] == 0, zc
     c = Checks(request, snap)
-    c.sent(snd.pid, sent, copied=0, pinned=sent, unseen_calls=True)
+    c.sent(snd_pid, sent, copied=0, pinned=sent, unseen_calls=True)
     c.zerocopy(sent, zc, s["retrans"])
     c.completions(zc["completed"], zc["copied"])
-    c.received(sink.pid, k["bytes"])
+    c.received(sink_pid, k["bytes"])
     c.done()
 
 
@@ -574,19 +577,13 @@ def test_sendfile_server(tracer, tmp_path, request, kind):
 def test_msg_zerocopy_completions_read_late(tracer, tmp_path, request, kind):
     """Every MSG_ZEROCOPY send first, the error queue read only after the last one."""
     count = N["zc_late"]
-    with namespaces(kind) as t, Programs(tracer, tmp_path, t) as run:
-        sink = run.start("tcp-sink", "--netns", t.receiver_ns, "--port", "0")
-        port = run.port(sink)
-        snd = run.start("tcp-zc-late", "--netns", t.sender_ns, "--addr", t.receiver_addr,
-                        "--port", str(port), "--count", str(count), "--size", "65536",
-                        ready=False)
-        (k, s), snap = run.finish()
+    snd_pid, sink_pid, k, s, snap = send_to_sink(tracer, tmp_path, kind, "tcp-zc-late", count)
     sent, zc = s["bytes"], s["zerocopy"]
     assert k["bytes"] == sent == count * 65536
     assert zc["completed"] == zc["sends"] and zc["unexpected"] == zc["other_errors"] == 0, zc
     c = Checks(request, snap)
-    c.sent(snd.pid, sent, copied=0, pinned=sent)
+    c.sent(snd_pid, sent, copied=0, pinned=sent)
     c.zerocopy(sent, zc, s["retrans"])
     c.completions(zc["completed"], zc["copied"])
-    c.received(sink.pid, k["bytes"])
+    c.received(sink_pid, k["bytes"])
     c.done()
