@@ -592,11 +592,16 @@ int BPF_PROG(tp_rcv_space_adjust, struct sock *sk)
 	if (!spliced || !*spliced)
 		return 0;
 	task = current_task();
+	/* a receive outside splice(2), most of them: out before the thread's storage is looked
+	 * up (the syscall from the saved registers, a helper that only computes their address) */
+	if (SYSCALL_NR((struct pt_regs *)bpf_rdonly_cast((void *)bpf_task_pt_regs(task),
+			bpf_core_type_id_kernel(struct pt_regs))) != NR_SPLICE_CALL)
+		return 0;
 	st = followed_thread(task);
 	if (!st)
 		return 0;
 	c = thread_counts_of(st);
-	if (c && thread_syscall_nr(st, task) == NR_SPLICE_CALL)
+	if (c)
 		count_splice(st, c, sk);
 	thread_counted(st, task);
 	return 0;

@@ -91,3 +91,19 @@ def test_splice_without_socket_records_is_unknown(topologies, tmp_path):  # noqa
         assert p["rx_spliced_bytes"] is None and "rx_spliced_bytes" in snap["unavailable"]
     else:                               # the exact rungs size it from tcp_splice_read
         assert p["rx_spliced_bytes"] == c["received"]["spliced"]
+
+
+@pytest.mark.parametrize("transport", ("loopback", "veth"))
+def test_spliced_exact_without_latency_hooks(topologies, tmp_path, transport):  # noqa: F811
+    """--no-latency (the counting level): no sys_enter program marks a thread entering
+    splice(2), so the spliced bytes' program tells a splice by the syscall in the thread's
+    saved registers alone; the bytes stay exact."""
+    t = Tracer("--no-latency", log=str(tmp_path / "tracer.log"))
+    try:
+        s, c, snap, _spid, cpid = run_workload(
+            t, topologies[transport], tmp_path, "one-copy", SIZE, COUNT,
+            client_args=("--receive", "splice"))
+        assert c["bytes"] == s["bytes"] > 0 and c["received"]["spliced"] == c["bytes"]
+        check_kinds(snap, c, cpid)
+    finally:
+        assert t.close() == 0
