@@ -184,11 +184,22 @@ static __always_inline int tcp_seq(struct sk_buff *skb, const bool cast, u32 *se
  * bpf_rdonly_cast exists (the rows of these programs require it: user/attach.c), and so does
  * everything else the storage build needs: the compat build has these programs only so that
  * both builds have the same, and the tracer never loads them from it. */
+static __always_inline struct pt_regs *regs_at(u64 addr)
+{
+	return bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct pt_regs));
+}
+
+/* A task's saved user registers: a helper that only computes their address. */
+static __always_inline struct pt_regs *task_regs(struct task_struct *task)
+{
+	return regs_at((u64)bpf_task_pt_regs(task));
+}
+
 static __always_inline struct pt_regs *thread_regs(struct task_state *st, struct task_struct *task)
 {
 	if (!st->regs)
 		st->regs = (u64)bpf_task_pt_regs(task);
-	return bpf_rdonly_cast((void *)st->regs, bpf_core_type_id_kernel(struct pt_regs));
+	return regs_at(st->regs);
 }
 
 static __always_inline long thread_syscall_nr(struct task_state *st, struct task_struct *task)
@@ -422,8 +433,7 @@ static __always_inline void unfollowed_send(struct sock *sk, int ret, struct tas
 
 	if (!((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1) || ret <= 0 || !zc_at_send)
 		return;
-	regs = bpf_rdonly_cast((void *)bpf_task_pt_regs(task),
-			       bpf_core_type_id_kernel(struct pt_regs));
+	regs = task_regs(task);
 	nr = SYSCALL_NR(regs);
 	if ((TASK_READ(task, flags) & NETIO_PF_IO_WORKER) || nr == NR_IO_URING_ENTER)
 		kind = SEND_IO_URING;
@@ -593,9 +603,8 @@ int BPF_PROG(tp_rcv_space_adjust, struct sock *sk)
 		return 0;
 	task = current_task();
 	/* a receive outside splice(2), most of them: out before the thread's storage is looked
-	 * up (the syscall from the saved registers, a helper that only computes their address) */
-	if (SYSCALL_NR((struct pt_regs *)bpf_rdonly_cast((void *)bpf_task_pt_regs(task),
-			bpf_core_type_id_kernel(struct pt_regs))) != NR_SPLICE_CALL)
+	 * up */
+	if (SYSCALL_NR(task_regs(task)) != NR_SPLICE_CALL)
 		return 0;
 	st = followed_thread(task);
 	if (!st)

@@ -160,6 +160,15 @@ def parse_sample_source(text):
     return _choice(text, "sample source", SAMPLE_SOURCES)
 
 
+def _refuse_on_forward(items, check, option, transport):
+    """UsageError for the first of items that check (runnable, receive_runnable) says cannot
+    run on transport: only forward refuses any."""
+    for x in items:
+        why = check(x, transport)
+        if why:
+            raise UsageError(f"{why}: leave {x} out of --{option} or forward out of --transport")
+
+
 def check_combinations(strategies, sizes, transports, receives=(DEFAULT_RECEIVE,), mss=None,
                        rx_xdp=False):
     """UsageError for a strategy or receive strategy a transport cannot run, --mss on forward,
@@ -168,20 +177,12 @@ def check_combinations(strategies, sizes, transports, receives=(DEFAULT_RECEIVE,
     if why:
         raise UsageError(why)
     for t in transports:
-        for r in receives:
-            why = receive_runnable(r, t)
-            if why:
-                raise UsageError(f"{why}: leave {r} out of --receive or forward out of "
-                                 f"--transport")
+        _refuse_on_forward(receives, receive_runnable, "receive", t)
         if t == "forward" and mss is not None:
             raise UsageError("--mss is TCP's: forward sends UDP datagrams; leave forward out "
                              "of --transport")
     for t in transports:
-        for s in strategies:
-            why = runnable(s, t)
-            if why:
-                raise UsageError(f"{why}: leave {s} out of --strategies or forward out of "
-                                 f"--transport")
+        _refuse_on_forward(strategies, runnable, "strategies", t)
     if "forward" in transports:
         big = [z for z in sizes if z > FORWARD_MAX_SIZE]
         if big:
