@@ -7,7 +7,8 @@ CC        ?= gcc
 CFLAGS    ?= -O2 -g
 CFLAGS    += -Wall -Wextra -std=gnu11 -D_GNU_SOURCE
 PYTHON    := .venv/bin/python
-# BPF_DEFS: extra -D flags for the BPF objects (bench/shortfall_soak.py's debug build)
+# BPF_DEFS: extra -D flags for the BPF objects (a debug build, such as the one on the git
+# branch wip-shortfall-debug)
 BPF_DEFS  ?=
 ARCH      := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 

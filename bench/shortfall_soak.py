@@ -9,14 +9,13 @@ collection, namespaces made once).
                                              [--keep-going] [--restart-every N] [--small]
                                              [--seconds S]
 
-A run's line in the log: its number, case, seconds, and on a failure what was short. With a
-debug build (make BUILD=build-dbg BPF_DEFS=-DNETIO_SHORTFALL_DEBUG, bpf/shortfall_debug.h)
-the events its programs logged are written after the run that made them, kernel stacks
-symbolized. The last line: runs, failures, seconds. Exit 0 when none failed, 1 when one did,
-2 on bad arguments. Needs root and a build.
+A run's line in the log: its number, case, seconds, and on a failure what was short. The last
+line: runs, failures, seconds. Exit 0 when none failed, 1 when one did, 2 on bad arguments.
+Needs root and a build. The debug build that logged, per connection, what each of its
+programs saw (and this soak's reader of its maps, and `--ftrace`) is kept on the git branch
+`wip-shortfall-debug`, not here.
 """
 import argparse
-import bisect
 import json
 import os
 import signal
@@ -32,13 +31,6 @@ from netio_trace.tracer import ControlTracer, TracerError
 CASES = ("loopback:1024", "loopback:65536", "veth:1024", "veth:65536")
 COUNTS = {1024: 10000, 65536: 1000}     # the test's (tests/integration/test_tracer.py)
 SMALL_COUNTS = {1024: 500, 65536: 150}  # its counts in the kernel matrix
-PIN = "/sys/fs/bpf"
-SFD_MAPS = ("sfd_conns", "sfd_events", "sfd_misc")
-FTRACE = "/sys/kernel/tracing/instances/netio-shortfall"
-# a witness that is not BPF (--ftrace): the kernel's own trace events of the xmit path, in a
-# tracefs instance of ours, on the clock bpf_ktime_get_ns reads
-FTRACE_EVENTS = ("net/net_dev_queue", "net/net_dev_start_xmit", "net/netif_rx",
-                 "net/netif_receive_skb")
 TIMEOUT = 60
 
 
@@ -49,9 +41,6 @@ def parse_args(argv):
     p.add_argument("--log", default="bench/shortfall-soak.log")
     p.add_argument("--cases", default=",".join(CASES))
     p.add_argument("--keep-going", action="store_true", help="count a failure and go on")
-    p.add_argument("--ftrace", action="store_true",
-                   help="also record the xmit path's trace events in a tracefs instance; its "
-                        "buffer is saved beside the log after a run with debug events")
     p.add_argument("--seconds", type=float, default=0,
                    help="stop after the run that ends past this many seconds (0: after --runs)")
     p.add_argument("--small", action="store_true",
@@ -77,85 +66,6 @@ def parse_args(argv):
     return a
 
 
-class Kallsyms:
-    """Kernel addresses to function+offset, from /proc/kallsyms."""
-
-    def __init__(self):
-        addrs, names = [], []
-        with open("/proc/kallsyms") as f:
-            for line in f:
-                addr, kind, name = line.split()[:3]
-                if kind in "tTwW":
-                    addrs.append(int(addr, 16))
-                    names.append(name)
-        order = sorted(range(len(addrs)), key=addrs.__getitem__)
-        self.addrs = [addrs[i] for i in order]
-        self.names = [names[i] for i in order]
-
-    def name(self, ip):
-        i = bisect.bisect_right(self.addrs, ip) - 1
-        return f"{self.names[i]}+{ip - self.addrs[i]:#x}" if i >= 0 else hex(ip)
-
-
-def bpftool_json(*args):
-    out = subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
-
-
-def key_words(n):
-    return [str(b) for b in n.to_bytes(4, "little")]
-
-
-def debug_events(syms):
-    """The events the debug build logged since the last call (and forgets them), or None
-    where the build has none."""
-    if not os.path.exists(f"{PIN}/sfd_misc"):
-        return None
-    n = bpftool_json("map", "lookup", "pinned", f"{PIN}/sfd_misc", "key", *key_words(0))
-    count = n["formatted"]["value"]
-    events = []
-    for i in range(min(count, 64)):
-        e = bpftool_json("map", "lookup", "pinned", f"{PIN}/sfd_events", "key", *key_words(i))
-        ev = e["formatted"]["value"]
-        ev["stack"] = [syms.name(ip) for ip in ev["stack"] if ip]
-        events.append(ev)
-    if count:
-        subprocess.run(["bpftool", "map", "update", "pinned", f"{PIN}/sfd_misc", "key",
-                        *key_words(0), "value", *["0"] * 8], check=True)
-    return {"count": count, "events": events}
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def ftrace_start():
-    """Our tracefs instance, its events of the xmit path on (len > 100: data skbs only)."""
-    os.makedirs(FTRACE, exist_ok=True)
-    write(f"{FTRACE}/trace_clock", "mono")
-    write(f"{FTRACE}/buffer_size_kb", "65536")
-    if os.path.exists(f"{FTRACE}/options/hash-ptr"):
-        write(f"{FTRACE}/options/hash-ptr", "0")
-    for ev in FTRACE_EVENTS:
-        write(f"{FTRACE}/events/{ev}/filter", "len > 100")
-        write(f"{FTRACE}/events/{ev}/enable", "1")
-
-
-def ftrace_stop():
-    if not os.path.isdir(FTRACE):
-        return
-    for ev in FTRACE_EVENTS:
-        write(f"{FTRACE}/events/{ev}/enable", "0")
-    os.rmdir(FTRACE)
-
-
-def ftrace_save(path):
-    with open(f"{FTRACE}/trace") as src, open(path, "w") as dst:
-        dst.write(src.read())
-    write(f"{FTRACE}/trace", "")
-
-
 def one_run(tracer, topo, size, count, tmp, build):
     """One zero-copy run as test_exact_bytes makes it; returns (failure text or None, info)."""
     srv_out, srv_err, cli_out, cli_err = (os.path.join(tmp, n) for n in
@@ -169,7 +79,6 @@ def one_run(tracer, topo, size, count, tmp, build):
         tracer.netns_add(ns)
     tracer.pid_add(srv.pid)
     tracer.reset()
-    t_reset = time.monotonic_ns()       # bpf_ktime_get_ns's clock: the debug events' ts
     srv.release()
     cli = None
     try:
@@ -188,9 +97,7 @@ def one_run(tracer, topo, size, count, tmp, build):
         if cli:
             cli.kill()
     snap = tracer.snapshot(os.path.join(tmp, "snap.json"))
-    why, info = check(snap, srv.pid, srv_out, port)
-    info["t_reset_ns"] = t_reset
-    return why, info
+    return check(snap, srv.pid, srv_out, port)
 
 
 def check(snap, spid, srv_out, port):
@@ -229,18 +136,12 @@ def start_tracer(build, log_dir):
 
 
 def soak(a, log):
-    syms = Kallsyms()
-    for m in SFD_MAPS:
-        if os.path.exists(f"{PIN}/{m}"):
-            os.unlink(f"{PIN}/{m}")
     failed, start = 0, time.monotonic()
     runs = unseen_runs = unseen_skbs = dropped = both_runs = both_bytes = 0
     with tempfile.TemporaryDirectory(prefix="shortfall-") as tmp, \
             Topology("loopback") as lo, Topology("veth") as veth:
         topos = {"loopback": lo, "veth": veth}
         tracer = None
-        if a.ftrace:
-            ftrace_start()
         try:
             while runs < a.runs and not (a.seconds and time.monotonic() - start > a.seconds):
                 if tracer is None or runs % a.restart_every == 0:
@@ -251,7 +152,6 @@ def soak(a, log):
                 t0 = time.monotonic()
                 why, info = one_run(tracer, topos[transport], size, a.counts[size], tmp, a.build)
                 runs += 1
-                dbg = debug_events(syms)
                 line = {"run": runs, "case": f"{transport}:{size}",
                         "s": round(time.monotonic() - t0, 3), "load": os.getloadavg()[0]}
                 unseen = info.get("zerocopy", {}).get("zc_skbs_unseen_at_xmit", 0)
@@ -268,13 +168,6 @@ def soak(a, log):
                     failed += 1
                     dropped += why.startswith("drops")
                     line.update(failure=why, info=info)
-                if dbg and dbg["count"]:
-                    line["debug"] = dbg
-                    if a.ftrace:
-                        line["ftrace"] = f"{a.log}.run{runs}.ftrace"
-                        ftrace_save(line["ftrace"])
-                elif a.ftrace:
-                    write(f"{FTRACE}/trace", "")   # each run's events from its start
                 log.write(json.dumps(line) + "\n")
                 log.flush()
                 if why and not a.keep_going:
@@ -282,8 +175,6 @@ def soak(a, log):
         finally:
             if tracer:
                 tracer.close()
-            if a.ftrace:
-                ftrace_stop()
     secs = time.monotonic() - start
     summary = (f"{runs} runs, {failed} failed ({failed - dropped} short, {dropped} on drops), "
                f"{unseen_runs} runs with {unseen_skbs} skbs unseen at xmit, seen at their "
@@ -294,7 +185,7 @@ def soak(a, log):
 
 def main(argv=None):
     a = parse_args(argv)
-    # SIGTERM ends the soak as ^C does: namespaces, tracer and tracefs instance cleaned up
+    # SIGTERM ends the soak as ^C does: namespaces and tracer cleaned up
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with open(a.log, "a") as log:
         log.write(json.dumps({"start": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": a.runs,
