@@ -1,11 +1,11 @@
-"""The two passes of a sweep (docs/DESIGN.md, "Two passes"; issue 13): which runs answer which
+"""The two passes of a sweep (docs/DESIGN.md, "Two passes"): which runs answer which
 question, the tracer's cost per configuration, and the comparisons the noise cannot decide.
 
 Throughput, latency, retransmits and every comparison between strategies come from the
 untraced runs; copy bytes, attribution, histograms and flame graphs from the traced ones. A
 sweep with no untraced run (--trace-only) answers from its traced runs, and says so.
 """
-from analysis import results, stats
+from analysis import record, stats
 from analysis.contract import DEFAULT_ALIGN, DEFAULT_RECEIVE, align_of, receive_of
 
 CONFIG = ("strategy", "msg_size", "threads", "transport")
@@ -14,9 +14,9 @@ CONFIG = ("strategy", "msg_size", "threads", "transport")
 def split(runs):
     """(answer runs, traced runs, answers_traced) of the ok runs: the answers are the untraced
     runs, or the traced ones where the sweep has no untraced run (answers_traced True)."""
-    ok = [r for r in runs if results.ok(r)]
-    traced = [r for r in ok if results.traced(r)]
-    untraced = [r for r in ok if not results.traced(r)]
+    ok = [r for r in runs if record.ok(r)]
+    traced = [r for r in ok if record.traced(r)]
+    untraced = [r for r in ok if not record.traced(r)]
     if untraced:
         return untraced, traced, False
     return traced, traced, True
@@ -31,12 +31,12 @@ def asked(runs, sweep=None):
             return {p for p in sweep["passes"] if p in ("untraced", "traced")}
         if "trace" in sweep:
             return {"traced" if sweep["trace"] else "untraced"}
-    return {"traced" if results.traced(r) else "untraced" for r in runs}
+    return {"traced" if record.traced(r) else "untraced" for r in runs}
 
 
 def traced_failures(runs):
     """The traced pass's runs that did not succeed, in the order they were recorded."""
-    return [r for r in runs if results.traced(r) and not results.ok(r)]
+    return [r for r in runs if record.traced(r) and not record.ok(r)]
 
 
 def _config(r):
@@ -50,7 +50,7 @@ def _pair_key(r):
 
 
 def copy_receive(runs):
-    """The runs whose receiver copies (recv()): every run before issue 30, and what the report's
+    """The runs whose receiver copies (recv()): every run recorded before there were receive strategies, and what the report's
     sections other than "Receive" compare strategies on. A strategy that also ran with its
     fields page-aligned (--align) is compared there as it runs by default (the Receive section
     shows the aligned one); one that ran aligned only is compared as it ran."""
@@ -62,15 +62,15 @@ def copy_receive(runs):
 def kept_by_run(runs):
     """{key of a traced run: its throughput / the untraced run's of the same configuration and
     round}: what the tracer let the workload keep, paired within a round."""
-    untraced = {_pair_key(r): r for r in runs if results.ok(r) and not results.traced(r)}
+    untraced = {_pair_key(r): r for r in runs if record.ok(r) and not record.traced(r)}
     out = {}
     for r in runs:
-        if not (results.ok(r) and results.traced(r)):
+        if not (record.ok(r) and record.traced(r)):
             continue
         u = untraced.get(_pair_key(r))
         t_tr, t_un = r.get("throughput_gbps"), (u or {}).get("throughput_gbps")
         if t_tr is not None and t_un:
-            out[results.key_of(r)] = t_tr / t_un
+            out[record.key_of(r)] = t_tr / t_un
     return out
 
 
@@ -80,7 +80,7 @@ def tracer_cost(runs):
     ratios = {}
     by_key = kept_by_run(runs)
     for r in runs:
-        k = results.key_of(r)
+        k = record.key_of(r)
         if k in by_key:
             ratios.setdefault(_config(r), []).append(by_key[k])
     return {c: stats.spread(v) for c, v in ratios.items()}

@@ -1,14 +1,30 @@
 """One run's object (docs/DESIGN.md's per-run fields) from what the workloads and the tracer wrote,
 and the on-the-spot consistency checks."""
 
-from analysis.contract import DEFAULT_ALIGN, DEFAULT_RECEIVE, ZEROCOPY_STRATEGIES
+from analysis.contract import (DEFAULT_ALIGN, DEFAULT_RECEIVE, ZEROCOPY_STRATEGIES, align_of,
+                               receive_of, run_key)
 
-# The receive side's kinds (issue 30): the client's own name for each, and the tracer's field.
+# The receive side's kinds: the client's own name for each, and the tracer's field.
 RX_KINDS = (("copied", "rx_copy_bytes"), ("mapped", "rx_mapped_bytes"),
             ("discarded", "rx_discarded_bytes"), ("spliced", "rx_spliced_bytes"))
 RX_FIELDS = tuple(f for _k, f in RX_KINDS)
 TRACE_FIELDS = ("tx_bytes", "tx_copy_bytes", "tx_spliced_bytes", "zc_tx_bytes",
                 "fallback_copy_bytes", "pinned_pages") + RX_FIELDS
+
+
+def key_of(run):
+    """The run's key in runs.jsonl: its configuration, repeat and pass."""
+    return run_key(run["strategy"], run["msg_size"], run["threads"], run["transport"],
+                   run["repeat"], traced(run), receive_of(run), align_of(run))
+
+
+def traced(run):
+    """Was the tracer attached during the run (records from before the field: yes)."""
+    return run.get("traced", True) is not False
+
+
+def ok(run):
+    return run.get("status", "ok") == "ok"
 
 
 def _num(v):

@@ -4,7 +4,11 @@ import json
 import os
 
 from analysis import attribution, files
-from analysis.contract import align_of, receive_of, run_key
+from analysis.contract import RECEIVES, STRATEGIES, TRANSPORTS, align_of, receive_of
+from analysis.passes import kept_by_run
+# a run's key and state are record.py's (passes.py reads them too); named here as well, for
+# the readers of runs.jsonl
+from analysis.record import key_of, ok, traced  # noqa: F401
 
 RUNS = "runs.jsonl"
 CSV = "results.csv"
@@ -26,7 +30,7 @@ CSV_COLUMNS = ["strategy", "msg_size", "threads", "transport", "repeat", "throug
                "traced", "tracer_kept", "throughput_whole_gbps", "warmup_s",
                "tx_spliced_bytes", "datagrams_seen", "datagrams_lost", "packet_sockets"]
 # The attribution's categories (analysis/attribution.py): the copies, the send and receive
-# path (issue 17), other. The path categories' columns come after every earlier column, then
+# path, other. The path categories' columns come after every earlier column, then
 # each share's 95% interval.
 CATEGORIES = attribution.CATEGORIES
 COPY_CATEGORIES = attribution.COPY_CATEGORIES
@@ -34,7 +38,7 @@ PATH_CATEGORIES = attribution.PATH_CATEGORIES
 CSV_COLUMNS += ([f"share_{c}" for c in PATH_CATEGORIES] + [f"cpb_{c}" for c in PATH_CATEGORIES]
                 + [f"share_{c}_ci95_{end}" for c in CATEGORIES for end in ("lo", "hi")]
                 + ["idle_samples"])
-# issue 30: the receive side's categories, the client's bytes by kind and the tracer's
+# the receive side's categories, the client's bytes by kind and the tracer's
 RECEIVE_CATEGORIES = attribution.RECEIVE_CATEGORIES
 CSV_COLUMNS += [f"share_{c}" for c in RECEIVE_CATEGORIES] + [f"cpb_{c}" for c in RECEIVE_CATEGORIES]
 RX_KINDS = ("copied", "mapped", "discarded", "spliced")
@@ -43,7 +47,8 @@ CSV_COLUMNS += (["receive", "mss", "rcv_mss"] + [f"rx_{k}" for k in RX_KINDS]
 # the sender's field placement (--align) and an XDP program on the receiving veth (--rx-xdp)
 CSV_COLUMNS += ["align", "rx_xdp"]
 
-# perf event names as the tracer writes them (issue 4), and the aliases we accept.
+# perf event names as the tracer writes them, and the aliases we accept (older records and
+# perf's own spellings).
 PERF_ALIASES = {
     "cycles": ("cycles", "cpu-cycles"),
     "instructions": ("instructions",),
@@ -67,16 +72,6 @@ def perf_value(perf, name):
             v = perf[alias]
             return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
     return None
-
-
-def key_of(run):
-    return run_key(run["strategy"], run["msg_size"], run["threads"], run["transport"],
-                   run["repeat"], traced(run), receive_of(run), align_of(run))
-
-
-def traced(run):
-    """Was the tracer attached during the run (records from before the field: yes)."""
-    return run.get("traced", True) is not False
 
 
 def append_run(path, run):
@@ -126,10 +121,6 @@ def read_runs(path, dedup=True):
     for r in runs:
         last[key_of(r)] = r
     return list(last.values())
-
-
-def ok(run):
-    return run.get("status", "ok") == "ok"
 
 
 def _num(v):
@@ -248,7 +239,6 @@ def write_csv(path, runs):
 def csv_rows(runs):
     """csv_row of every run, sorted, with tracer_kept (traced / untraced throughput of the
     same configuration and round) on the traced runs that have their untraced pair."""
-    from analysis.passes import kept_by_run
     kept = kept_by_run(runs)
     rows = []
     for r in sort_runs(runs):
@@ -259,10 +249,8 @@ def csv_rows(runs):
 
 
 def sort_runs(runs):
-    from analysis.contract import STRATEGIES, TRANSPORTS
     so = {s: i for i, s in enumerate(STRATEGIES)}
     to = {t: i for i, t in enumerate(TRANSPORTS)}
-    from analysis.contract import RECEIVES
     ro = {s: i for i, s in enumerate(RECEIVES)}
     return sorted(runs, key=lambda r: (to.get(r["transport"], 9), r["threads"], r["msg_size"],
                                        so.get(r["strategy"], 9), align_of(r),
@@ -272,6 +260,6 @@ def sort_runs(runs):
 
 def dataframe(runs):
     """pandas DataFrame of csv_row() for every run (numbers, None as NaN)."""
-    import pandas as pd
+    import pandas as pd     # deferred on purpose: heavy, and only the report's plots need it
     df = pd.DataFrame(csv_rows(runs), columns=CSV_COLUMNS)
     return df

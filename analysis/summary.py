@@ -1,6 +1,10 @@
 """Per strategy and size figures (medians over repeats) shared by the end-of-sweep table and the
 report: throughput, cycles/byte per category, zero-copy COPIED %, p99 send latency."""
-from analysis import results, stats
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from analysis import passes, results, stats
 from analysis.contract import STRATEGIES, TRANSPORTS, ZEROCOPY_STRATEGIES
 from analysis.sizes import format_size
 
@@ -104,10 +108,6 @@ def _shown_categories(width):
 
 
 def print_summary(runs, console):
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-    from analysis import passes
     answers, traced, _ = passes.split(runs)
     rs = rows(answers, traced=traced)
     if not rs:

@@ -12,6 +12,7 @@ import subprocess
 import time
 import types
 
+from netio_trace.system.machine import has_pmu
 from netio_trace.tracer import ControlTracer
 from bench.config import BUILD, COUNTING_ARGS
 
@@ -291,7 +292,7 @@ SKB_EVENTS = "tp_xmit,tp_sock_state,tp_netif_receive,tp_tcp_probe,tp_kfree_skb"
 # the receive kinds' own programs (mapped: getsockopt; spliced: tcp_rcv_space_adjust)
 RECEIVE_KINDS = "cg_zc_receive,tp_rcv_space_adjust"
 
-# Issue 4 asks what sampling at 999 Hz keeps of untraced throughput. The tracer refuses to run
+# What sampling at 999 Hz keeps of untraced throughput. The tracer refuses to run
 # with no probe point, so "sampling alone" keeps its cheapest one: rx_copy on
 # skb_copy_datagram_iovec (a per-skb count on the receiver, which is not the bottleneck).
 SAMPLING_ALONE_SKIP = ",".join((SYSCALL_HOOKS, SOCKET_EVENTS, SKB_EVENTS, RECEIVE_KINDS))
@@ -301,7 +302,6 @@ SAMPLING_ALONE_ATTACHED = {"rx_copy", "stacks"}
 def timer_source():
     """The sampler with a timer of its own: cycles where a PMU exists, else cpu-clock (the
     default, auto, samples on the tick where there is no PMU)."""
-    from netio_trace.system.machine import has_pmu
     return "cycles" if has_pmu() else "cpu-clock"
 
 

@@ -6,6 +6,7 @@ import os
 import shutil
 
 from bench import config, pairs
+from report import flamegraph
 
 
 def _has(fr, *prefixes):
@@ -37,7 +38,6 @@ Profile = collections.namedtuple("Profile",
 def capture(name, res, key_traced, key_ref, what):
     """Profile of the traced run (res[key_traced]) with the median steady ratio to key_ref;
     its folded is None when there is no such run or it kept no stacks."""
-    from report import flamegraph
     traced, ref = res[key_traced], res[key_ref]
     ratios = [t["recv_gbps"] / r["recv_gbps"] if r["recv_gbps"] and k else None
               for t, r, k in zip(traced, ref, res.steady(key_traced, key_ref))]

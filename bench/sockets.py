@@ -1,4 +1,4 @@
-"""What the per-socket accounting costs (issue 28): the tracer against itself with
+"""What the per-socket accounting costs: the tracer against itself with
 `--no-sockets`, paired, in alternating windows of one run (bench/windows.py: the tracer with
 sockets and the one without take turns, never attached together, and each one's BPF time per
 program run is read over its own windows). Section 9 of `make bench`; on its own, the short
@@ -18,6 +18,7 @@ from bench import harness, pairs, windows
 from analysis.sizes import format_size
 from bench.config import COUNTING_ARGS, KiB, size_name
 from bench.markdown import verdict
+from netio_trace.system.netns import Topology
 from bench.observers import OurTracer
 
 # the configurations: the headline, the sends where a per-send cost shows most (small
@@ -47,7 +48,6 @@ def tag_of(transport, strategy, size):
 def measure(b, configs, nruns, npairs, log=harness.log):
     """[Case] for each configuration and level: nruns runs, in each the tracer with sockets and
     the one without (`--no-sockets`) in alternating windows."""
-    from netio_trace.system.netns import Topology
     cases = []
     for transport, strategy, size in configs:
         tag = tag_of(transport, strategy, size)

@@ -1,4 +1,4 @@
-"""Old tracer against new on the same sweep (issue 29: frames named by blazesym):
+"""Old tracer against new on the same sweep (frames named by blazesym in the new one):
 `python -m bench.symbolizer_ab --old OLD_BUILD --new NEW_BUILD [--rounds 4] --out DIR` (root).
 
 Runs `./netio-trace run --quick --trace-only --sizes 256,4K,64K --out DIR/<side>-<round>`
@@ -28,7 +28,7 @@ import sys
 import time
 from collections import defaultdict
 
-from analysis.attribution import CATEGORIES, parse_folded_line, share_interval
+from analysis.attribution import CATEGORIES, attribute_file, parse_folded_line, share_interval
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = "256,4096,65536"
@@ -265,7 +265,6 @@ def _samplers():
 
 
 def same_samples(builds, out):
-    from analysis.attribution import attribute_file
     counts = {"old": defaultdict(int), "new": defaultdict(int)}
     unnamed = {"old": [0, 0], "new": [0, 0]}
     cost = {"old": [0, 0], "new": [0, 0]}

@@ -1,4 +1,4 @@
-"""Unrelated syscalls under the tracer (issue 15), measured in the 6.1 guest where fentry works.
+"""Unrelated syscalls under the tracer, measured in the 6.1 guest where fentry works.
 
 A process making only syscalls the tracer does not follow (netio-getpid-loop) runs untraced,
 under the full default tracer on the fentry rung (hooks on the send and receive syscall
@@ -26,6 +26,7 @@ import tempfile
 import time
 
 from bench import pairs
+from netio_trace.tracer import ControlTracer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STATES = ("untraced", "fentry", "sys_enter")
@@ -129,7 +130,6 @@ def _getpid_rates(build, seconds):
 def _tracers(build, out):
     """The full default tracer on each syscall rung, loaded and detached. Stats off: TCG can
     livelock on the code patching that sampled BPF statistics do (tests/integration)."""
-    from netio_trace.tracer import ControlTracer
     binary = os.path.join(build, "netio-tracer")
     args = ("--bpf-stats", "off")
     fentry = ControlTracer(binary=binary, extra_args=args,

@@ -949,6 +949,8 @@ def build(out_dir, console=None):
     if not runs:
         raise ReportError(f"{runs_path} holds no run")
     results.write_csv(os.path.join(out_dir, results.CSV), runs)
+    # deferred on purpose: report.plots loads matplotlib, pandas and seaborn (heavy), and
+    # the sweep loads it under a signal guard first (netio_trace.system.signals.import_whole)
     from report import plots
     sweep = untraced.read_sweep(out_dir)
     plot_dir = os.path.join(out_dir, "plots")

@@ -2,9 +2,10 @@
 flame graph per strategy whose title says which side is which."""
 import os
 
-from analysis import stats
+from analysis import diff, stats
 from analysis.sizes import format_size
 from report import doc as docmod
+from report import flamegraph
 
 
 def _cfg(c):
@@ -25,7 +26,6 @@ def _rows(result):
 def flame_diffs(a_dir, b_dir, out_dir):
     """Differential flame graphs of the strategies both reports merged (flamegraphs/
     <transport>-<strategy>-<size>.folded): [(caption, svg path)], notes."""
-    from report import flamegraph
     a_fg, b_fg = os.path.join(a_dir, "flamegraphs"), os.path.join(b_dir, "flamegraphs")
     if not (os.path.isdir(a_fg) and os.path.isdir(b_fg)):
         return [], ["no flame graphs in one of the two directories (rebuild them with "
@@ -49,7 +49,6 @@ def flame_diffs(a_dir, b_dir, out_dir):
 
 def _left_out(d, result, a_dir, b_dir):
     """What the two sweeps do not share: parameters, and configurations only one ran."""
-    from analysis import diff
     changed = diff.differing_parameters(a_dir, b_dir)
     if changed:
         d.p("The sweeps' parameters differ (compared on the configurations both ran): " +

@@ -1,5 +1,5 @@
-"""A trace object (the tracer's JSON) as OpenMetrics text, written by prometheus_client
-(issue 18): bytes and copies per process as counters, each syscall's latency as a histogram
+"""A trace object (the tracer's JSON) as OpenMetrics text, written by prometheus_client:
+bytes and copies per process as counters, each syscall's latency as a histogram
 whose buckets are the tracer's log2 buckets, so a Prometheus server scrapes them as they are.
 
 Every histogram has the same buckets, one per log2 slot of the tracer (bpf/netio.h,
@@ -12,6 +12,7 @@ server, which answers in the text format its scraper asks for), read from the tr
 tracer rewrites while it runs (netio-tracer --json-every)."""
 import json
 
+from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.openmetrics.exposition import generate_latest
 from prometheus_client.registry import CollectorRegistry
@@ -110,7 +111,6 @@ def write(trace, path):
 def serve(json_path, port):
     """Serve the metrics of the trace JSON at json_path on 127.0.0.1:port; returns the
     server (call .shutdown()). OSError when the port cannot be bound."""
-    from prometheus_client import start_http_server
     registry = CollectorRegistry()
     registry.register(_TraceCollector(path=json_path))
     server, _thread = start_http_server(port, addr="127.0.0.1", registry=registry)

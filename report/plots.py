@@ -12,7 +12,7 @@ from matplotlib.backends import backend_agg  # noqa: E402,F401
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from analysis import attribution, results
+from analysis import attribution, passes, results
 from analysis.contract import STRATEGIES, TRANSPORTS, ZEROCOPY_STRATEGIES  # noqa: E402
 from analysis.sizes import format_size  # noqa: E402
 
@@ -343,7 +343,7 @@ def threads_scaling(df, out_dir, traced_df=None):
 
 
 def tracer_cost(df, out_dir):
-    """What the workloads kept with the tracer attached, per configuration (issue 13)."""
+    """What the workloads kept with the tracer attached, per configuration."""
     d = df[df["tracer_kept"].notna()].copy()
     if d.empty:
         return None
@@ -388,7 +388,6 @@ def make_all(runs, out_dir, why_untraced=None):
     """Write every plot; returns {plot name: file name or None} and a list of errors.
     why_untraced: why no traced run succeeded, in a few words (report/untraced.py,
     short_why), for the plot it empties."""
-    from analysis import passes
     os.makedirs(out_dir, exist_ok=True)
     sns.set_theme(style="whitegrid", context="notebook", font_scale=0.85)
     answers, traced, _ = passes.split(runs)

@@ -1,4 +1,4 @@
-"""The report's "Receive" section (issue 30): where receive zero-copy wins, and why it falls back.
+"""The report's "Receive" section: where receive zero-copy wins, and why it falls back.
 
 Every receive strategy is compared with `copy` behind the same sender, at the same size and
 transport, in the same round (paired ratios, as the strategies are): throughput from the
@@ -16,6 +16,7 @@ from analysis import passes, results, stats
 from analysis.contract import DEFAULT_RECEIVE, RECEIVES, STRATEGIES, TRANSPORTS
 from analysis.contract import receive_of, sender_of
 from analysis.sizes import format_size
+from report.colors import CAT_COLORS
 
 PAGE = 4096
 XDP = " + XDP"
@@ -242,10 +243,11 @@ def cycles_rows(traced):
 def plot(answers, out_dir):
     """plots/receive_throughput.png: throughput by receive strategy, per sender and transport;
     its file name, or None."""
+    # deferred on purpose: matplotlib is heavy, and the report loads it (report.plots) only
+    # once the sweep is over
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from report.colors import CAT_COLORS
     colours = {"copy": CAT_COLORS["kernel_rx_copy"], "discard": CAT_COLORS["other"],
                "mmap": CAT_COLORS["page_mapping"], "splice": CAT_COLORS["splice"]}
     panels = sorted({(_transport(r), sender_of(r)) for r in answers},

@@ -1,6 +1,10 @@
 """The sweep's progress display: live on a terminal, one plain line per run otherwise."""
 import time
 
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+
 from analysis.contract import ZEROCOPY_STRATEGIES
 
 
@@ -51,8 +55,6 @@ class Progress:
         return max(left, 0.0) + self.report_estimate
 
     def _render(self):
-        from rich.progress_bar import ProgressBar
-        from rich.table import Table
         t = Table.grid(padding=(0, 1))
         t.add_column(justify="right", style="bold")
         t.add_column()
@@ -71,7 +73,6 @@ class Progress:
 
     def __enter__(self):
         if self.console.is_terminal:
-            from rich.live import Live
             # redrawn between runs only (start_run, end_run): a timer redrawing during a run
             # would take CPU from the workloads being measured
             self.live = Live(console=self.console, auto_refresh=False, transient=False,

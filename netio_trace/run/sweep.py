@@ -18,6 +18,7 @@ from netio_trace.run.progress import Progress
 from netio_trace.run.runner import run_one
 from netio_trace.system import cgroup, machine, netns, state
 from netio_trace.system.signals import critical, Guard, import_whole, Interrupted
+from report import build as report_build
 from netio_trace.tracer import TracerError
 
 SWEEP_FILE = "sweep.json"
@@ -222,13 +223,12 @@ def _discard_unstarted(sweep, had_log):
 
 def _build_report(out_dir, console, runs_path):
     """The report; its status (0, 1 if it failed, 128+signal if interrupted)."""
-    from report import build as report
     t = time.monotonic()
     console.print("building the report …")
     try:
         with Guard():
             import_whole("report.plots")
-            report.build(out_dir, console=console)
+            report_build.build(out_dir, console=console)
         console.print(f"report built in {time.monotonic() - t:.1f} s")
         return 0
     except Interrupted as e:

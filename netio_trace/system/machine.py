@@ -1,4 +1,5 @@
 """The machine a run happened on (kept in every run, so a report needs nothing but runs.jsonl)."""
+import gzip
 import os
 import platform
 
@@ -60,7 +61,6 @@ def has_pmu():
 def kernel_hz():
     """CONFIG_HZ of the running kernel (the tick's rate per busy CPU, which the tick sampler
     samples at), from /proc/config.gz or /boot/config-<release>; None when neither says."""
-    import gzip
     for path, opener in (("/proc/config.gz", gzip.open),
                          (f"/boot/config-{os.uname().release}", open)):
         try:
