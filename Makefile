@@ -60,7 +60,8 @@ $(BUILD)/common/%.o: common/%.c $(wildcard common/*.h) | $(BUILD)/common
 	$(CC) $(CFLAGS) -fno-omit-frame-pointer -Icommon -c $< -o $@
 
 # ---- workloads -----------------------------------------------------------
-# Frame pointers keep the workloads' user stacks whole for the sampler (issue 4).
+# Frame pointers keep the workloads' user stacks whole for the sampler: the profiler walks
+# them to attribute each sample to the copy that called it.
 $(BUILD)/workloads/%.o: workloads/%.c $(wildcard workloads/*.h) $(wildcard common/*.h) | $(BUILD)/workloads
 	$(CC) $(CFLAGS) -fno-omit-frame-pointer -Iworkloads -Icommon -c $< -o $@
 
@@ -74,7 +75,7 @@ $(BUILD)/netio-client: $(BUILD)/workloads/client.o $(WL_LIB_OBJS) $(COMMON_OBJS)
 $(BUILD)/netio-busy-loop: bench/busy_loop.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) -fno-omit-frame-pointer $< -o $@
 
-# unrelated syscalls only: what a hook on every syscall costs (bench/getpid_loop.c, issue 15)
+# unrelated syscalls only: what a hook on every syscall costs (bench/getpid_loop.c)
 $(BUILD)/netio-getpid-loop: bench/getpid_loop.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@
 

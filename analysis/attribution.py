@@ -1,4 +1,4 @@
-"""Per-copy attribution of sampled stacks (docs/DESIGN.md, "Per-copy attribution"; issue 4).
+"""Per-copy attribution of sampled stacks (docs/DESIGN.md, "Per-copy attribution").
 
 Each folded stack (``comm;outermost;...;innermost count``, kernel frames suffixed ``_[k]``)
 goes to the category of the innermost frame that matches a rule of RULES, the one table of
@@ -19,7 +19,7 @@ How the walk goes, from the innermost frame outwards:
 - a frame of the idle loop reached before any match: ``idle``, left out of every count;
 - no match: ``other``, so that what the rules do not know stays visible.
 
-The categories (issue 17): the copies first, with docs/DESIGN.md's meanings; then the send and
+The categories: the copies first, with docs/DESIGN.md's meanings; then the send and
 receive path as a kernel engineer reads a profile (syscall and socket layer, TCP transmit,
 IP and device transmit, softirq receive, checksums, skb memory, scheduler and wake-ups,
 locks and irqs-off, the tracer's BPF, the workload's start-up and exit); ``other`` last. Inside a copy frame everything is the
@@ -29,7 +29,7 @@ the frames around it, and its rule says how (locks inside a wake-up are the wake
 clock reads and other helpers have no rule, so their caller decides). docs/DESIGN.md has the
 table.
 
-What the samples can and cannot see (checked with perf on the host, issue 4):
+What the samples can and cannot see (checked with perf on the host):
 - With FSRM the kernel copies user memory with an inline ``rep movsb`` inside
   ``_copy_from_iter`` / ``_copy_to_iter``: there is no ``rep_movs_alternative`` frame, so
   those functions themselves are copy frames (and ``rep_movs_alternative`` / ``copy_user_*``
@@ -57,12 +57,12 @@ import math
 import re
 
 # The copies first (docs/DESIGN.md's names and meanings), then the send and receive path as a
-# kernel engineer reads a profile (issue 17), "other" last.
+# kernel engineer reads a profile, "other" last: what no rule knows stays visible.
 COPY_CATEGORIES = ("user_copy", "kernel_tx_copy", "pinning", "fallback_copy", "completion",
                    "kernel_rx_copy")
 PATH_CATEGORIES = ("syscall", "splice", "tcp_tx", "ip_tx", "net_rx", "checksum", "skb_mem",
                    "sched", "locks", "bpf", "startup")
-# The receive side's zero-copy (issue 30): TCP_ZEROCOPY_RECEIVE's own work, the page table
+# The receive side's zero-copy: TCP_ZEROCOPY_RECEIVE's own work, the page table
 # work of mapping the socket's pages (and unmapping the last ones), its copy buffer.
 RECEIVE_CATEGORIES = ("zc_receive", "page_mapping", "copy_buffer")
 CATEGORIES = COPY_CATEGORIES + PATH_CATEGORIES + RECEIVE_CATEGORIES + ("other",)
@@ -138,7 +138,7 @@ TX_COPY = ("_copy_from_iter", "_copy_from_iter_nocache", "copy_from_user_iter",
 RX_COPY = ("_copy_to_iter", "copy_to_user_iter", "copy_page_to_iter", "simple_copy_to_iter",
            "__skb_datagram_iter", "skb_copy_datagram_iter", "skb_copy_and_csum_datagram_msg",
            "csum_and_copy_to_iter")
-# TCP_ZEROCOPY_RECEIVE (issue 30): its own work; the page tables it fills with the socket's
+# TCP_ZEROCOPY_RECEIVE: its own work; the page tables it fills with the socket's
 # pages and zaps the previous call's (under it only: a munmap elsewhere is no receive's); its
 # copy buffer (receive_fallback_to_copy: what is queued fits the buffer, copied instead).
 ZC_RECEIVE = ("tcp_zerocopy_receive", "receive_fallback_to_copy", "tcp_zc_handle_leftover",
@@ -161,7 +161,7 @@ PAGE_MAPPING = ("tcp_zerocopy_vm_insert_batch", "vm_insert_pages", "insert_pages
 COPY_FRAMES = (FALLBACK + COMPLETION + PINNING + TX_COPY + RX_COPY + GENERIC_KERNEL_COPY +
                ZC_RECEIVE)
 
-# The send and receive path (issue 17). These frame lists are data, each its category's own:
+# The send and receive path, so that "other" is small. These frame lists are data, each its category's own:
 # alike in shape (long tuples of names), not copies of one another.
 SYSCALL = own("entry_SYSCALL_64*", "do_syscall_64", "x64_sys_call", "syscall_exit_to_user_mode*",
               "exit_to_user_mode_prepare", "exit_to_user_mode_loop", "syscall_enter_from_user_mode*",
@@ -530,7 +530,8 @@ def at_irq_enable_point(frames):
     return side == "k" and bool(_IRQ_ENABLE(name))
 
 
-# Below this many samples a share is flagged in the report, not hidden (issue 13).
+# Below this many samples a share is flagged in the report, not hidden: its interval is wide,
+# but the reader still sees what was sampled.
 FEW_SAMPLES = 100
 
 

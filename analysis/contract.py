@@ -17,7 +17,7 @@ COMPARED_PAIRS = (("two-copy", "one-copy"), ("one-copy", "zero-copy"), ("two-cop
 # Each zero-copy strategy against the copy it replaces (same call, without MSG_ZEROCOPY).
 ZEROCOPY_PAIRS = (("one-copy", "zero-copy"), ("io-uring", "io-uring-zc"))
 
-# How the receiver receives (issue 30): copy is what every run did before; each run record
+# How the receiver receives: copy is what every run did before; each run record
 # says its own (`receive`). None of them runs on forward (nothing receives there).
 RECEIVES = ("copy", "discard", "mmap", "splice")
 DEFAULT_RECEIVE = "copy"
@@ -28,7 +28,7 @@ RECEIVE_HELP = {
             "copied (recv_skip_hint)",
     "splice": "splice(2) socket -> pipe -> /dev/null: nothing copied to user memory",
 }
-# Where the sender's heap fields start (netio-server --align, issue 30): none is malloc's
+# Where the sender's heap fields start (netio-server --align): none is malloc's
 # placement, what every run before the option had; page starts each field on a page. A run
 # sets it on the zero-copy strategies only, the ones whose pages the kernel keeps and a
 # receiver may map; a copying sender's fields are copied whatever their placement.

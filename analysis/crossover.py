@@ -1,5 +1,5 @@
 """Where one strategy overtakes another along message size, claimed only as far as the paired
-ratios allow (issue 28, point 3).
+ratios allow.
 
 Each size gets the verdict of its paired ratios b/a (analysis/passes.py: "ahead" when every
 ratio is at or above 1, "behind" when every one is below, else "undecided"). "b overtakes a

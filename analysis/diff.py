@@ -1,4 +1,4 @@
-"""Two sweeps compared configuration by configuration (`netio-trace diff A B`, issue 18).
+"""Two sweeps compared configuration by configuration (`netio-trace diff A B`).
 
 Throughput comes from each sweep's answer runs (the untraced pass, analysis/passes.py). Where
 both sweeps ran the same rounds of a configuration, B/A is paired round by round; otherwise it

@@ -1,4 +1,4 @@
-"""What `trace` saw, as flows the verdicts weigh (issue 28): one per socket where the trace
+"""What `trace` saw, as flows the verdicts weigh: one per socket where the trace
 object has its `sockets` list, else one per process; and each process's CPU share by
 attribution category, from the folded stacks of its command name.
 

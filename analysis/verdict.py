@@ -1,5 +1,5 @@
 """Would zero-copy pay off? The verdict on each flow (socket, or process) of a trace that
-carries at least 1% of the bytes, for each alternative strategy (issue 28, point 3):
+carries at least 1% of the bytes, for each alternative strategy:
 
 - "would not help": the traffic is delivered locally, so the kernel copies zero-copy pages
   back (with the evidence where the flow already sends zero-copy); or its copy costs under

@@ -1,8 +1,8 @@
 """Two builds of the tracer side by side: `python -m bench.ab --old DIR --new DIR` (root).
 Or one build with and without an option: `--old DIR --new DIR --new-args "--latency-sample 16"`.
 
-For a change to the tracer's cost (issue 15: "measure before choosing; keep what the bench
-proves"): one configuration, each level (counting: --no-latency --no-sample --no-counters;
+For a change to the tracer's cost (measure before choosing, and keep what the bench proves):
+one configuration, each level (counting: --no-latency --no-sample --no-counters;
 full: the default) with the old build's tracer and the new one's, in the same interleaved
 rounds beside an untraced run. Prints each variant / untraced, new / old paired within the
 rounds, the workloads' CPU per GB, and the BPF time per message of the costliest programs

@@ -11,8 +11,8 @@ IPERF3_PORT = 5201  # inside the run's own namespaces only
 NETIO_PORT0 = 5400  # ours: a fresh port per run inside the run's own namespaces
 KiB = 1024
 
-# targets (issues 3, 4 and 7)
-# Issue 15's levels, each / untraced, paired within rounds: the full default (counting, latency
+# targets: what the README's limits promise, each a ratio to the untraced run
+# The tracer's levels, each / untraced, paired within rounds: the full default (counting, latency
 # histograms, sampling on the tick where there is no PMU) >= 0.88 in every case and >= 0.92 at
 # one-copy 16 KiB loopback; counting (--no-latency --no-sample) >= 0.95 in every case, 0.97 there
 TARGET_OVERHEAD = 0.88
@@ -20,11 +20,11 @@ TARGET_OVERHEAD_HEADLINE = 0.92
 TARGET_COUNTING = 0.95
 TARGET_COUNTING_HEADLINE = 0.97
 AIM_OVERHEAD = 0.99
-TARGET_HEADLINE = 0.97      # one-copy 16 KiB loopback 1 thread (issue 3)
-TARGET_SAMPLING = 0.98      # stack sampling on top of the rest of the tracer (issue 4)
-TARGET_IPERF3 = 1.0         # ours / iperf3 (issue 7)
-TARGET_PEER = 1.0           # ours / bpftrace doing the same counting, paired (issue 7)
-TARGET_SENDFILE = 1.0       # our sendfile / iperf3 -Z at the same size (issue 16)
+TARGET_HEADLINE = 0.97      # one-copy 16 KiB loopback 1 thread: the headline case
+TARGET_SAMPLING = 0.98      # stack sampling on top of the rest of the tracer
+TARGET_IPERF3 = 1.0         # ours / iperf3: our workloads are no slower than the peer's
+TARGET_PEER = 1.0           # ours / bpftrace doing the same counting, paired
+TARGET_SENDFILE = 1.0       # our sendfile / iperf3 -Z at the same size
 
 # How long the machine speed probe runs its busy loop on each CPU (pairs.Rounds.steady).
 PROBE_S = 0.05
@@ -33,11 +33,11 @@ PROBE_S = 0.05
 # the variants of section 1's "where the cost goes" table, fewest parts first
 DECOMPOSITION = ("sampling", "xmit-receive", "counting", "programs", "no-sample", "full",
                  "sampled-16", "tick", "bpftrace-timer")
-# the strategies whose cost is taken apart: one-copy (issues 3 and 4's headline) and zero-copy
+# the strategies whose cost is taken apart: one-copy (the headline's) and zero-copy
 # (the tracer's worst case)
 DECOMPOSED = ("one-copy", "zero-copy")
 
-# The counting level (issue 15): bytes and copies per process, no latency (no syscall hook), no
+# The counting level: bytes and copies per process, no latency (no syscall hook), no
 # sampling, no counters.
 COUNTING_ARGS = ("--no-latency", "--no-sample", "--no-counters")
 
@@ -62,13 +62,13 @@ SCALE_THREADS = (1, 2, 4, 8, 32, 128)
 SCALE_SIZE = 16 * KiB
 SCALE_SMALL = 8     # bytes: the most events per second
 
-SWEEP_LIMIT_S = 300     # issue 13: the default sweep, both passes and the report
+SWEEP_LIMIT_S = 300     # the default sweep, both passes and the report: the bound the bench checks
 SWEEP_CFG = ["--strategies", "one-copy", "--sizes", "64K", "--threads", "1", "--transport",
              "veth", "--repeat", "3"]
 
 PASSES_CFG = ["--strategies", "one-copy", "--sizes", "16K", "--threads", "1",
               "--transport", "loopback"]
-DETACHED_BAND = (0.97, 1.03)     # issue 13: the loaded-but-detached tracer disturbs nothing
+DETACHED_BAND = (0.97, 1.03)     # the loaded-but-detached tracer disturbs nothing
 
 FORWARD_SIZES = (1 * KiB, 4 * KiB, 16 * KiB, 63 * KiB)
 ZC_PAIRS = (("one-copy", "zero-copy"), ("io-uring", "io-uring-zc"))

@@ -1,6 +1,6 @@
 /* netio-getpid-loop: getpid(2) in a loop for --seconds S (default 1), then how many calls it
  * made, as JSON. A process making only syscalls the tracer does not follow: what a syscall hook
- * on every syscall of the machine costs it, the tracer's syscall rung shows (issue 15).
+ * on every syscall of the machine costs it, the tracer's syscall rung shows.
  * --reference: each batch of calls is followed by a block of pure computation, timed apart:
  * "blocks_per_s" is the machine's speed over the same period, so that a comparison can leave
  * out runs the host slowed (bench/unrelated.py); "calls_per_s" counts the calls' time only. */

@@ -347,7 +347,7 @@ def section_passes(args, detached, band_verdict, whole, steady):
     return "\n".join(lines) + "\n"
 
 
-# ---- section 7: where zero-copy wins (issue 16) ----------------------------------------
+# ---- section 7: where zero-copy wins ---------------------------------------------------
 def first_win(sizes, ratios):
     """The smallest size from which every larger size's median ratio is >= 1, or None."""
     win = None

@@ -40,7 +40,7 @@ def _overhead_variants(b, topo, strategy, size):
                 # accounting and syscall histograms, no sampling or counters
                 ("programs", mk(counting_only))]
     variants.append(("counting", mk(counting_level)))
-    if strategy in DECOMPOSED:   # where the cost goes (issues 3 and 4)
+    if strategy in DECOMPOSED:   # where the cost goes: a part at a time
         variants.append(("xmit-receive", mk(programs_on_skbs_only)))
         variants.append(("no-sample",
                          mk(lambda: OurTracer(["--no-sample"], label="no-sample"))))
@@ -50,7 +50,7 @@ def _overhead_variants(b, topo, strategy, size):
         # the cheaper source in a VM: the scheduler tick
         variants.append(("tick", mk(lambda: OurTracer(
             ["--sample-source", "tick"], label="tick"))))
-        # latency timed for 1 call in 16 (issue 15): what the clock reads cost
+        # latency timed for 1 call in 16: what the clock reads cost
         variants.append(("sampled-16", mk(lambda: OurTracer(
             ["--latency-sample", "16"], label="sampled-16"))))
     return variants
@@ -138,8 +138,8 @@ def _overhead_verdicts(b, c):
 
 
 def _sampling_verdicts(b, c):
-    """Records what sampling costs in a one-copy configuration (issue 4, and issue 3's
-    headline); the profile if it missed (profiles.Profile)."""
+    """Records what sampling costs in a one-copy configuration (and the headline case's
+    full / untraced); the profile if it missed (profiles.Profile)."""
     res, tag = c.res, c.tag
     b.record("issue 4: sampling alone at 999 Hz (default source) / untraced",
              tag, pairs.ratio(res, "sampling", "untraced"), TARGET_SAMPLING)
@@ -209,7 +209,7 @@ def _window_runs(b, topo, config, tag):
 
 # ---- section 8: unrelated syscalls, in the guest -------------------------------------------
 def section_unrelated(b):
-    """Issue 15: a process making only syscalls the tracer does not hook keeps its rate where
+    """A process making only syscalls the tracer does not hook keeps its rate where
     the latency hooks sit on the send and receive syscall functions (fentry), in the 6.1 guest;
     the sys_enter rung measured beside it (bench/unrelated.py)."""
     title = "## 8. Unrelated syscalls, in the 6.1 guest"

@@ -86,7 +86,7 @@ def band_verdict(s):
 
 
 def section_passes(b):
-    """Issue 13: the detached tracer disturbs nothing; the steady-state window's spread."""
+    """The detached tracer disturbs nothing; the steady-state window's spread."""
     s = pairs.summary(_detached_rounds(b, b.args.rounds))
     whole, steady = _steady_spread(b, 5)
     return markdown.section_passes(b.args, s, band_verdict(s), whole, steady)

@@ -78,7 +78,7 @@ def _scale_small(b, topo):
         "scale 8 B")
 
 
-# ---- section 7: where zero-copy wins (issue 16) ----------------------------------------
+# ---- section 7: where zero-copy wins ---------------------------------------------------
 def section_zerocopy(b):
     """Where zero-copy wins: zero-copy vs copy on the forward path by size, and sendfile beside
     iperf3 -Z."""

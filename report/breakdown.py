@@ -1,4 +1,4 @@
-"""Where the cycles go besides the copies (issue 17): the report's sentences on the attribution
+"""Where the cycles go besides the copies: the report's sentences on the attribution
 categories of the send and receive path, each share with its 95% interval.
 
 Shares here are pooled over a configuration's traced runs (their samples per category

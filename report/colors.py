@@ -1,4 +1,4 @@
-"""One colour per attribution category (issue 17), shared by the headline plot and the flame
+"""One colour per attribution category, shared by the headline plot and the flame
 graphs' legend. The copies keep the colours they always had; the send and receive path gets
 hues of its own, darker for the transmit side, lighter for receive and bookkeeping; "other"
 stays grey."""

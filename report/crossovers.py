@@ -1,6 +1,6 @@
 """The report's sentence on a crossover decided from paired ratios (analysis/crossover.py): it
 says "overtakes" only where every size on each side of the crossover is decided, and
-"undecided" wherever the paired ratios straddle 1 (issue 28, point 3)."""
+"undecided" wherever the paired ratios straddle 1."""
 from analysis.sizes import format_size
 
 

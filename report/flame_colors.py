@@ -1,4 +1,4 @@
-"""Flame graphs coloured by attribution category, with a legend (issue 17).
+"""Flame graphs coloured by attribution category, with a legend.
 
 inferno draws the frames; this recolours its SVG. Each frame's fill becomes the colour of the
 category its stack has when that frame is the innermost one (analysis.attribution.classify on

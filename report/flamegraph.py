@@ -1,4 +1,4 @@
-"""Flame graphs from folded stacks, rendered with inferno (issue 4).
+"""Flame graphs from folded stacks, rendered with inferno.
 
 render(folded, svg, title): one profile. diff(folded_a, folded_b, svg, title): differential
 flame graph of b against a (inferno-diff-folded: widths from b, red where b has more samples,

@@ -1,4 +1,4 @@
-"""Folded stacks as a gzipped pprof profile (issue 18), which `go tool pprof`, speedscope and
+"""Folded stacks as a gzipped pprof profile, which `go tool pprof`, speedscope and
 Grafana Pyroscope open. The messages are those of pprof's profile.proto
 (github.com/google/pprof/proto/profile.proto), built at run time from a descriptor by the
 protobuf library: no wire format written by hand."""

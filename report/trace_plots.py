@@ -1,4 +1,4 @@
-"""The plots of a trace report (`trace --report DIR`, issue 28): send sizes and syscall latency
+"""The plots of a trace report (`trace --report DIR`): send sizes and syscall latency
 as log2 histograms, and each process's CPU by attribution category with its 95% interval.
 PNG in DIR/plots/; each function returns the file name it wrote, or None (nothing to draw)."""
 import os

@@ -1,5 +1,5 @@
 """The report of one trace (`netio-trace trace --report DIR`, rebuilt by `netio-trace report
-DIR`; issue 28): report.md and a self-contained report.html in the `run` report's style, from
+DIR`): report.md and a self-contained report.html in the `run` report's style, from
 DIR/trace.json, DIR/stacks.folded and DIR/trace-report.json (the command, the baseline).
 
 Sections: the trace and machine; the verdicts, flow by flow; the processes and sockets with

@@ -92,7 +92,7 @@ static const struct row rows[] = {
 	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp6_recv_in, H_FENTRY, "udpv6_recvmsg"), .param = { 3, "flags" } },
 	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp6_recv_in_noblock, H_FENTRY, "udpv6_recvmsg"), .param = { 3, "noblock" } },
 	{ ROW(RUNG_FENTRY, PP_RX_COPY, copy_fentry, fx_udp6_recv_out, H_FEXIT, "udpv6_recvmsg") },
-	/* the receive kinds (issue 30): tcp_recvmsg's flags moved after 5.18 (noblock went) */
+	/* the receive kinds: tcp_recvmsg's flags moved after 5.18 (noblock went) */
 	{ ROW(RUNG_FENTRY, PP_RX_MAPPED, copy_fentry, fx_zc_receive, H_FEXIT, "tcp_zerocopy_receive"), .required = true },
 	{ ROW(RUNG_FENTRY, PP_RX_DISCARDED, copy_fentry, fx_tcp_recv_out, H_FEXIT, "tcp_recvmsg"), .param = { 3, "flags" }, .group = 1 },
 	{ ROW(RUNG_FENTRY, PP_RX_DISCARDED, copy_fentry, fx_tcp_recv_out_nb, H_FEXIT, "tcp_recvmsg"), .param = { 4, "flags" }, .group = 1 },
@@ -140,7 +140,8 @@ static const struct row rows[] = {
 	/* rx_discarded on this rung is tp_recv_length's (attach_climb.c, infer) */
 	{ ROW(RUNG_TP_BTF, PP_RX_MAPPED, copy_tp, cg_zc_receive, H_CGROUP, "getsockopt"), .required = true },
 	{ ROW(RUNG_TP_BTF, PP_RX_SPLICED, copy_tp, tp_rcv_space_adjust, H_TP_BTF, "tcp_rcv_space_adjust"), .required = true, .kfunc = CAST },
-	/* syscalls on fentry/fexit of the syscall functions (issue 15); sys_enter/sys_exit below */
+	/* syscalls on fentry/fexit of the syscall functions, so that other syscalls pay nothing;
+	 * sys_enter/sys_exit below */
 	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_sendto_in, H_FENTRY, "__x64_sys_sendto", "__arm64_sys_sendto"), .required = true },
 	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_sendto_out, H_FEXIT, "__x64_sys_sendto", "__arm64_sys_sendto"), .required = true },
 	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_sendmsg_in, H_FENTRY, "__x64_sys_sendmsg", "__arm64_sys_sendmsg"), .required = true },

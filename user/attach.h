@@ -27,7 +27,7 @@ enum probe_point {
 	PP_FALLBACK_COPY,
 	PP_ZC_COMPLETION,
 	PP_RX_COPY,
-	PP_RX_MAPPED,		/* the receive kinds beside rx_copy (issue 30) */
+	PP_RX_MAPPED,		/* the receive kinds beside rx_copy */
 	PP_RX_DISCARDED,
 	PP_RX_SPLICED,
 	PP_SYSCALLS,
@@ -137,7 +137,7 @@ void tracer_bpf_poll(struct tracer_bpf *t);
 /* Detach them again and re-arm the condition (at `reset`). */
 void tracer_bpf_rearm(struct tracer_bpf *t);
 
-/* An untraced run (issue 13): destroy every link, so no program of ours runs anywhere; the
+/* An untraced run: destroy every link, so no program of ours runs anywhere; the
  * programs and maps stay loaded. tracer_bpf_attach() attaches them again as they were (the
  * on-demand ones re-armed); 0, or -1 with err filled (everything detached again). */
 void tracer_bpf_detach(struct tracer_bpf *t);

@@ -13,7 +13,7 @@
 #include "netio.h"
 #include "copy_tp.skel.h"
 
-/* The receive kinds beside rx_copy (issue 30): climbed with the copy points, but a forced
+/* The receive kinds beside rx_copy: climbed with the copy points, but a forced
  * rung that lacks one of them does not fail for it (it says why in attach_why). */
 static const unsigned rx_kind_pps = (1u << PP_RX_MAPPED) | (1u << PP_RX_DISCARDED) |
 				    (1u << PP_RX_SPLICED);

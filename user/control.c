@@ -11,7 +11,7 @@
 #include "json.h"
 #include "tracer.h"
 
-/* ---- attach and detach (the two passes, issue 13) ----------------------------------- */
+/* ---- attach and detach (the two passes) --------------------------------------------- */
 
 /* Nothing of ours stays attached: no program link, no sampling event, no BPF run-time stats;
  * the followed set is emptied (an untraced run starts new processes anyway). */

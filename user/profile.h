@@ -13,7 +13,8 @@
 struct profiler;
 
 enum profile_source {
-	PROFILE_SRC_AUTO,      /* cycles where a PMU exists, else the tick (issue 13) */
+	PROFILE_SRC_AUTO,      /* cycles where a PMU exists, else the tick: in a VM, a cpu-clock
+				* timer of our own costs a VM exit a sample */
 	PROFILE_SRC_CYCLES,
 	PROFILE_SRC_CPU_CLOCK,
 	PROFILE_SRC_TICK,
@@ -36,7 +37,7 @@ struct profiler *profiler_open(int freq_hz, enum profile_source src, int filter_
  * sampled by the cgroup's events already. 0, or -1 with errno. Nothing to do for the tick
  * source (the followed-tgid filter in the program decides). */
 int profiler_add_pid(struct profiler *p, pid_t pid);
-/* An untraced run (issue 13): close every sampling event and detach the tick program, so
+/* An untraced run: close every sampling event and detach the tick program, so
  * nothing of ours samples anywhere; pids added before are forgotten. profiler_attach() opens
  * them again (0, or -1 with err filled). */
 void profiler_detach(struct profiler *p);

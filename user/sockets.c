@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Per-socket accounting, user space (issue 28; bpf/sockets.h has how the records are kept).
+/* Per-socket accounting, user space (bpf/sockets.h has how the records are kept).
  * The records are read through sock_slot (every record in use has its key there), written as
  * the trace object's `sockets` list (docs/tracer.md), and what a process counted on no record
  * (the table full, a send counted at sys_exit) as `sockets_unattributed`. */
@@ -248,7 +248,7 @@ static void write_socket(const struct tracer_bpf *t, const struct snapshot *s,
 	json_kv_uint(j, "io_uring_sends", r->io_uring_sends);
 	json_kv_uint(j, "rx_copy_bytes", r->rx_copy_bytes);
 	json_kv_uint(j, "rx_calls", r->rx_calls);
-	/* the receive kinds (issue 30): null where no rung counts the kind */
+	/* the receive kinds: null where no rung counts the kind */
 	kv_kind(j, "rx_mapped_bytes", s->rx_kind_counted[0], r->rx_mapped_bytes);
 	kv_kind(j, "rx_discarded_bytes", s->rx_kind_counted[1], r->rx_discarded_bytes);
 	kv_kind(j, "rx_spliced_bytes", s->rx_kind_counted[2], r->rx_spliced_bytes);

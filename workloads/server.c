@@ -569,7 +569,7 @@ static void put_zc(struct json *w, const struct wl_zc_counters *z)
 	json_end_object(w);
 }
 
-/* The steady-state window (issue 13): bytes sent between the end of the warm-up (connection
+/* The steady-state window: bytes sent between the end of the warm-up (connection
  * setup, slow start) and the deadline, read from the senders' counters at both marks. */
 struct steady {
 	double warmup_s, seconds;

@@ -1,4 +1,4 @@
-"""Extra rounds for comparisons the noise left undecided (issue 13).
+"""Extra rounds for comparisons the noise left undecided.
 
 After the scheduled rounds, a comparison the report draws (one strategy against the next at one
 configuration) whose paired ratios straddle 1 gets more interleaved rounds of its group, in the

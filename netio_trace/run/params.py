@@ -18,7 +18,7 @@ ATTACH_MODES = ("auto", "fentry", "kprobe", "tracepoint")
 # where a PMU exists, else cpu-clock; tick samples on the scheduler tick (HZ per busy CPU).
 SAMPLE_SOURCES = ("auto", "cycles", "cpu-clock", "tick")
 
-# Default sweep (issue 5): 3 strategies x 5 sizes x 4 thread counts x veth = 60 configurations.
+# Default sweep: 3 strategies x 5 sizes x 4 thread counts x veth = 60 configurations.
 # Measured on the 2-core VM: a run of 0.5 s costs ~0.68 s of wall time (namespaces, veth, gate,
 # snapshot and symbolization add ~0.18 s; the tracer loads once per sweep), the report ~5 s.
 # Three interleaved rounds (a median of three, with min and max) x 0.5 s: 180 runs, ~2 min 10 s
@@ -37,7 +37,7 @@ QUICK = dict(strategies=("two-copy", "one-copy", "zero-copy"),
              transports=("veth",),
              duration=0.5,
              repeat=3)
-# --preset zerocopy (issue 16): where zero-copy can win. The forward path (nothing receives, so
+# --preset zerocopy: where zero-copy can win. The forward path (nothing receives, so
 # nothing copies a zero-copy skb back) beside veth (local delivery: every zero-copy send ends in
 # the fallback copy), copy against zero-copy, by socket call and by io_uring, at sizes one
 # datagram holds. 4 strategies x 4 sizes x 2 transports = 32 configurations, both passes,
@@ -49,7 +49,7 @@ PRESETS = {
                      transports=("forward", "veth"),
                      duration=0.5,
                      repeat=3),
-    # --preset receive (issue 30): where receive zero-copy wins. Every receive strategy behind
+    # --preset receive: where receive zero-copy wins. Every receive strategy behind
     # a sender whose pages can be mapped (zero-copy), the same with its fields page-aligned
     # (pages it owns whole), and one whose pages cannot (one-copy), at MSS 4108: 4096-byte
     # segments over loopback, while veth's MTU of 1500 keeps them at 1448 (the MSS that splits

@@ -1,5 +1,6 @@
 """Results belong to the user who asked for them: under sudo, the files we write are chowned
-to SUDO_UID/SUDO_GID instead of staying root's (issue 18)."""
+to SUDO_UID/SUDO_GID instead of staying root's: the user who ran sudo can read, move and
+delete them."""
 import os
 
 

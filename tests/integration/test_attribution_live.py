@@ -1,4 +1,4 @@
-"""Issue 4's "must show", at exactly its figures: `netio-trace run` at 64 KiB, 1 thread, over
+"""Attribution as users read it, live: `netio-trace run` at 64 KiB, 1 thread, over
 veth, one traced run of each strategy (--trace-only) with the tracer's default stack sampling; the
 attribution and flame graphs of the results directory, as users read them (runs.jsonl,
 flamegraphs/*.svg).
@@ -29,7 +29,7 @@ pytestmark = [needs_root("BPF, network namespaces"), needs_built("netio-tracer")
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
-    out = tmp_path_factory.mktemp("issue4") / "results"
+    out = tmp_path_factory.mktemp("attribution") / "results"
     cp = subprocess.run([os.path.join(REPO, "netio-trace"), "run", "--strategies",
                          ",".join(STRATEGIES), "--sizes", "64K", "--threads", "1",
                          "--transport", "veth", "--duration", "1", "--repeat", "1",

@@ -1,4 +1,4 @@
-"""The bench's timer floor (issue 7, section 1): netio-busy-loop under each sampler.
+"""The bench's timer floor (section 1): netio-busy-loop under each sampler.
 
 Needs root, the built binaries ($NETIO_BUILD) and bpftrace (make deps). Checks that each
 sampler really sampled the loop at its rate, that the table is built from those runs, and

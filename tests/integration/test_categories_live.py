@@ -1,4 +1,4 @@
-"""Issue 17 on live runs: "other" stays under 10% of the samples at 64 KiB and 20% at 256 B,
+"""The path categories on live runs: "other" stays under 10% of the samples at 64 KiB and 20% at 256 B,
 for every strategy, over loopback and veth, with the tracer's default stack sampling; the
 shares are printed (pytest -s, or -rP under make vmtest).
 

@@ -1,4 +1,4 @@
-"""`netio-trace trace --cgroup DIR` (issue 18, needs root): every process of a cgroup v2
+"""`netio-trace trace --cgroup DIR` (needs root): every process of a cgroup v2
 directory is followed, those already in it and those that start in it after the tracer; a
 process outside it is not. Bytes are checked exactly against what the workloads report.
 Binaries come from $NETIO_BUILD (default <repo>/build)."""

@@ -1,4 +1,4 @@
-"""The exports of `netio-trace trace` with the real tracer (issue 18, needs root), each read
+"""The exports of `netio-trace trace` with the real tracer (needs root), each read
 by its own ecosystem's reader:
 - `--openmetrics :PORT -- CMD`: while CMD runs, 127.0.0.1:PORT serves its counts as
   OpenMetrics, read by prometheus_client's parser; the bytes it sent over loopback TCP are there

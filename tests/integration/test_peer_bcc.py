@@ -1,4 +1,4 @@
-"""A peer that agrees (issue 27, point 6): bcc's tcptop and netio-trace trace the same workload
+"""A peer that agrees: bcc's tcptop and netio-trace trace the same workload
 and count the same TCP bytes per process, within tcptop's rounding.
 
 tcptop (Debian's bpfcc-tools) compiles its BPF program at start against the running kernel's

@@ -1,4 +1,4 @@
-"""Stack sampling, folded stacks, flame graphs and perf counters through the tracer (issue 4).
+"""Stack sampling, folded stacks, flame graphs and perf counters through the tracer.
 
 Needs root and a built tracer ($NETIO_BUILD/netio-tracer, default <repo>/build). A small C
 program compiled here is the busy process (its functions have known names); the workloads
@@ -529,8 +529,8 @@ def test_tick_below_hz_keeps_every_nth(busy_bin, tmp_path):
 
 
 def test_auto_source_is_cycles_else_tick(tmp_path):
-    """The default: cycles where a PMU exists, the scheduler tick where none does (issue 13:
-    a cpu-clock timer costs a VM exit per sample); cpu-clock only when asked for."""
+    """The default: cycles where a PMU exists, the scheduler tick where none does (a
+    cpu-clock timer costs a VM exit per sample); cpu-clock only when asked for."""
     out = tmp_path / "t.json"
     cp = subprocess.run([TRACER, "--no-counters", "--json", str(out), "--", "true"],
                         capture_output=True, text=True, timeout=60)

@@ -1,4 +1,4 @@
-"""Issue 27, point 3 (needs root): the tracer against programs it was not built around.
+"""The tracer against programs it was not built around (needs root).
 
 The programs (tests/programs/, built into $NETIO_BUILD/tests/programs/) share no code with
 workloads/ and count for themselves what they sent, received, spliced and had completed. Each
@@ -210,7 +210,7 @@ class Programs:
 
 # ---- what the tracer must say --------------------------------------------------------------
 
-# Tracer bugs these programs found (issue 27), by name: a check a rung is known to get wrong
+# Tracer bugs these programs found, by name: a check a rung is known to get wrong
 # names its bug, must still come out wrong, and makes the case a strict xfail (Checks).
 BUGS = {
     "linear-udp-rx": "udp_recvmsg() copies a datagram held in a linear skb with "
@@ -342,7 +342,7 @@ class Checks:
 
     def done(self):
         if self.known and not self.failed:
-            reason = "; ".join(f"tracer bug {b!r} (issue 27): {BUGS[b]}" for b in self.known)
+            reason = "; ".join(f"tracer bug {b!r}: {BUGS[b]}" for b in self.known)
             self.request.node.add_marker(pytest.mark.xfail(strict=True, reason=reason))
         lines = self.failed + [f"{v} (known: {k})" for k, v in self.known.items()]
         assert not lines, "\n".join(lines + [f"attach {self.snap['attach']}",

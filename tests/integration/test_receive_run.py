@@ -1,4 +1,4 @@
-"""`netio-trace run --receive` end to end (issue 30): each run record names its receive and
+"""`netio-trace run --receive` end to end: each run record names its receive and
 MSS, the client's bytes by kind and the tracer's agree, mmap maps at least 90% behind a
 zero-copy sender at MSS 4108 over loopback and nothing behind a one-copy sender, and the
 report answers in its Receive section. Needs root; about 20 s."""

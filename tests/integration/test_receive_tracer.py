@@ -1,4 +1,4 @@
-"""The tracer's receive kinds (issue 30) against the client's own count: rx_copy_bytes,
+"""The tracer's receive kinds against the client's own count: rx_copy_bytes,
 rx_mapped_bytes, rx_discarded_bytes and rx_spliced_bytes of the receiving process and of its
 socket, exact for every receive strategy, over loopback and veth, on the rung the kernel gives
 (this file runs in the guests of `make vmtest` too). A kind no rung counts here is null, and

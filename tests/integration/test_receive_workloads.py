@@ -1,4 +1,4 @@
-"""netio-client's receive strategies (--receive, issue 30) over loopback and veth (needs root):
+"""netio-client's receive strategies (--receive) over loopback and veth (needs root):
 every byte counted by what became of it, --verify on the paths that deliver bytes to user
 memory, the mapped share of TCP_ZEROCOPY_RECEIVE against the sender (its fields page-aligned or not),
 the MSS and an XDP program on the receiving veth, and the usage errors."""

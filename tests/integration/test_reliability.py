@@ -1,4 +1,4 @@
-"""Issue 6: nothing left behind, nothing lost, every bad input answered (root, built binaries).
+"""Nothing left behind, nothing lost, every bad input answered (root, built binaries).
 
 What a test here calls "left behind" by a driver (the `netio-trace` process with pid P, writing
 into the test's own temporary directory):
@@ -678,7 +678,7 @@ BAD = [["--sizes", "0"], ["--sizes", "-1"], ["--sizes", "7"], ["--sizes", "1e12"
 
 
 def test_bad_input_starts_nothing(tmp_path):
-    """The issue's table without --out (the default results/<time>/ must not appear), an --out
+    """Each of BAD without --out (the default results/<time>/ must not appear), an --out
     that is a file or not writable, a --resume dir of another sweep (left untouched)."""
     cwd = tmp_path / "cwd"
     cwd.mkdir()

@@ -1,4 +1,4 @@
-"""Per-socket accounting (issue 28, point 1) against the process's: every socket's bytes,
+"""Per-socket accounting against the process's: every socket's bytes,
 calls, spliced and zero-copy bytes sum exactly to its process's, for every strategy over veth
 and loopback, on every rung the kernel gives (this file runs in the guests of `make vmtest`
 too: tests/vm/run-vmtest.sh). What a rung cannot give a socket is in `sockets_unattributed`,

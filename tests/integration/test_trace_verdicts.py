@@ -1,4 +1,4 @@
-"""`netio-trace trace --report` on real programs (issue 28): iperf3 over TCP with and without
+"""`netio-trace trace --report` on real programs: iperf3 over TCP with and without
 -Z (sendfile) and with -u, a web server sending a large file with sendfile on and off, a
 Python asyncio echo server and client, and MSG_ZEROCOPY senders on loopback and on the
 forward path. For each: the verdict lines (printed: run with -s to see them), asserted, and

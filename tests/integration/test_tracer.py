@@ -524,7 +524,7 @@ def test_probe_here():
         assert d["sampling"] == {"source": "cycles", "scope": "task", "freq": 999}
     else:
         assert d["sampling"]["source"] == "tick" and d["sampling"]["scope"] == "cpu"
-    if os.uname().release.startswith("6.18."):   # the host of DEVELOPERS.md
+    if os.uname().release.startswith("6.18."):   # the host of docs/testing.md, "Machines"
         assert d["attach"]["fentry"] is False and d["attach"]["kprobe"] is False
         assert d["pmu"]["cycles"] is False
 
@@ -864,7 +864,7 @@ def test_per_skb_programs_read_as_the_kernel_allows(topologies, tmp_path):
         assert t.close() == 0
 
 
-# ---- the counting level (issue 15): exact bytes without latency, on both kernels ---------
+# ---- the counting level: exact bytes without latency, on both kernels -------------------
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_counting_level_exact(topologies, tmp_path, strategy):
@@ -908,7 +908,7 @@ def test_latency_sample_counts_every_call_and_times_1_in_n(topologies, tmp_path)
         assert t.close() == 0
 
 
-# ---- unrelated syscalls (issue 15): the syscall rung decides what they pay ---------------
+# ---- unrelated syscalls: the syscall rung decides what they pay -------------------------
 
 def _getpid_rate(seconds):
     out = subprocess.run([GETPID, "--seconds", str(seconds)], capture_output=True, text=True,

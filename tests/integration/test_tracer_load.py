@@ -1,4 +1,4 @@
-"""Issue 27: `doctor` loads the tracer for real before it says yes, and `run` checks once,
+"""`doctor` loads the tracer for real before it says yes, and `run` checks once,
 before its first run, that the tracer can load (root, built binaries).
 
 Free of host-only assumptions: these run on the host and inside each kernel of the matrix

@@ -1,4 +1,4 @@
-"""Issue 13's must-show: while an untraced run of a sweep runs, no BPF link and no perf event of
+"""The two passes, read from the kernel: while an untraced run of a sweep runs, no BPF link and no perf event of
 ours is attached (read from the kernel: the tracer's file descriptors in /proc and their
 fdinfo); while a traced run runs, they are.
 

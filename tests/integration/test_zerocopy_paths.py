@@ -1,4 +1,4 @@
-"""Integration tests of issue 16 (needs root): where zero-copy wins.
+"""Where zero-copy wins, on the real kernel (needs root).
 
 - sendfile, io-uring and io-uring-zc move exact bytes over loopback and veth (--verify);
 - --udp over the forward path: every datagram reaches the forwarding namespace, the copy
@@ -231,7 +231,7 @@ def test_forward_packet_socket_turns_zerocopy_into_copies(fwd):
 
 # ---- the tracer against the workloads' own counts --------------------------------------
 
-# the tracer's levels (issue 15), each exact: the full default, and counting (with
+# the tracer's levels, each exact: the full default, and counting (with
 # --no-sample, as every tracer here)
 LEVELS = {"full": (), "counting": ("--no-latency",)}
 

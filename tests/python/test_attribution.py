@@ -1,4 +1,4 @@
-"""analysis.attribution on hand-made folded stacks (issue 4), and report.flamegraph on them."""
+"""analysis.attribution on hand-made folded stacks , and report.flamegraph on them."""
 import os
 import xml.etree.ElementTree as ET
 
@@ -76,7 +76,7 @@ def test_kernel_tx_copy_needs_a_send_path():
     # copying the iovec array in sendmsg() is not the payload
     st = ["netio-server", "sendmsg"] + SYS_SENDMSG[:-1] + k("copy_msghdr_from_user",
                                                             "import_iovec", "rep_movs_alternative")
-    assert cat(st) == "syscall"     # issue 17: the syscall's arguments (was "other")
+    assert cat(st) == "syscall"     # the syscall's arguments (once "other")
 
 
 def test_pinning():
@@ -127,7 +127,7 @@ SYS_ZC = k("entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_getsock
 
 
 def test_receive_zero_copy_categories():
-    """issue 30: TCP_ZEROCOPY_RECEIVE's page table work, its copy buffer (inline on 6.18:
+    """TCP_ZEROCOPY_RECEIVE's page table work, its copy buffer (inline on 6.18:
     right under tcp_zerocopy_receive), and the rest of it, locks and skb frees included."""
     base = ["netio-client", "getsockopt"] + SYS_ZC
     assert cat(base + k("tcp_zerocopy_vm_insert_batch", "vm_insert_pages",
@@ -160,7 +160,7 @@ def test_splice_receive():
 
 
 def test_other():
-    # issue 17: the send and receive path has categories of its own (these were "other")
+    # the send and receive path has categories of its own (these were once "other")
     assert cat(["netio-server", "__send"] + SYS_SENDTO
                + k("tcp_sendmsg", "tcp_sendmsg_locked", "tcp_push", "tcp_write_xmit",
                    "__tcp_transmit_skb", "ip_output")) == "ip_tx"
@@ -209,11 +209,11 @@ def test_irqs_off_shadow_samples():
     under_xmit = (["netio-server", "__send"] + SYS_SENDTO
                   + k("tcp_sendmsg", "tcp_sendmsg_locked", "__tcp_push_pending_frames",
                       "tcp_write_xmit", "_raw_spin_unlock_irqrestore"))
-    assert cat(under_xmit) == "locks"         # issue 17 (was "other")
+    assert cat(under_xmit) == "locks"         # a path category (once "other")
     at_softirq = (["netio-server", "__send"] + SYS_SENDTO + k("tcp_sendmsg", "tcp_sendmsg_locked",
                                                               "_raw_spin_unlock_irqrestore")
                   + TIMER_IRQ)
-    assert cat(at_softirq) == "locks"         # issue 17 (was "other")
+    assert cat(at_softirq) == "locks"         # a path category (once "other")
     copy = (["netio-server", "__send"] + SYS_SENDTO + k("tcp_sendmsg", "tcp_sendmsg_locked",
                                                         "_copy_from_iter"))
     lines = [line(under_fallback, 2), line(under_xmit, 3), line(at_softirq, 1), line(copy, 4)]
@@ -221,7 +221,7 @@ def test_irqs_off_shadow_samples():
     assert a["irqs_off_share"] == pytest.approx(0.6)
     assert a["share"]["fallback_copy"] == pytest.approx(0.2)
     assert a["share"]["kernel_tx_copy"] == pytest.approx(0.4)
-    assert a["share"]["locks"] == pytest.approx(0.4)   # issue 17 (was "other")
+    assert a["share"]["locks"] == pytest.approx(0.4)   # a path category (once "other")
     assert a["share"]["other"] == 0
     assert any("re-enabled" in n for n in a["notes"])
     assert not any("re-enabled" in n for n in

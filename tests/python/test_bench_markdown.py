@@ -104,7 +104,7 @@ def _table_rows(section, header_start):
 
 def test_section_1_tables_come_back_from_the_runs_it_lists():
     """What the every-run list holds (receiver throughput) gives the overhead table, the
-    headline, issue 4's sampling table, the peer's ratios and the list itself back; the other
+    headline, the sampling table, the peer's ratios and the list itself back; the other
     tables need what the list does not keep (CPU, BPF time)."""
     text = _recorded()
     cases = _overhead_cases(text)

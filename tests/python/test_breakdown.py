@@ -1,4 +1,4 @@
-"""report.breakdown (issue 17): the report's sentences on the path categories, from the
+"""report.breakdown: the report's sentences on the path categories, from the
 attribution of real recorded stacks (tests/python/fixtures/stacks)."""
 import os
 import re
@@ -66,7 +66,7 @@ def test_besides_copies_names_the_largest_path_categories():
     # the scheduler (waiting for completions) is zero-copy's largest path category here
     assert text.startswith("Besides the copies, zero-copy's samples go to the scheduler")
     assert "other " in text and "[95%:" in text
-    # nothing to say without path categories (records from before issue 17)
+    # nothing to say without path categories (records from before there were any)
     old = dict(a, samples_by_category={c: (a["samples"] if c == "other" else 0)
                                        for c in A.CATEGORIES})
     assert B.besides_copies([old], "zero-copy") is None

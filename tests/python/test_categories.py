@@ -1,4 +1,4 @@
-"""The categories of the send and receive path (issue 17) on real stacks.
+"""The categories of the send and receive path on real stacks.
 
 The fixtures (tests/python/fixtures/stacks/, README there) were recorded with `netio-trace run
 --trace-only` on the 6.18 host and in Debian's 6.1 guest: every strategy at
@@ -22,7 +22,8 @@ STRATEGIES = ("two-copy", "one-copy", "zero-copy", "per-field", "sendfile", "io-
               "io-uring-zc")
 SIZES = (256, 65536)
 TRANSPORTS = ("loopback", "veth")
-# issue 17: "other" at most this share of the samples, by message size
+# "other" at most this share of the samples, by message size: what the rules leave unnamed
+# stays small
 OTHER_MAX = {256: 0.20, 65536: 0.10}
 
 

@@ -28,7 +28,7 @@ BAD_RUN = [
     (["--attach", "uprobe"], "unknown attach mode"),
     (["--sample-source", "ticks"], "unknown sample source 'ticks'"),
     (["--frobnicate"], "unrecognized arguments"),
-    # issue 16: what a transport cannot run, a datagram that would fragment, a bad preset
+    # what a transport cannot run, a datagram that would fragment, a bad preset
     (["--strategies", "sendfile", "--transport", "forward"], "sendfile cannot run over forward"),
     (["--strategies", "one-copy,sendfile", "--transport", "veth,forward"],
      "sendfile cannot run over forward"),
@@ -37,7 +37,7 @@ BAD_RUN = [
     (["--preset", "zerocopy", "--strategies", "sendfile"], "sendfile cannot run over forward"),
     (["--preset", "nocopy"], "unknown preset 'nocopy'"),
     (["--preset", "zerocopy", "--quick"], "not allowed with argument"),
-    # issue 30: receive strategies and the MSS
+    # receive strategies and the MSS
     (["--receive", "zerocopy"], "unknown receive strategy 'zerocopy'"),
     (["--receive", "copy,,mmap"], "empty item"),
     (["--receive", "mmap", "--transport", "forward", "--sizes", "4K"],
@@ -181,7 +181,7 @@ def test_fixture_is_committed():
 
 
 def test_help_says_how_strategies_differ():
-    """Issue 16: every strategy and transport is described, and the strategy that does not
+    """Every strategy and transport is described, and the strategy that does not
     send 8 heap fields says so (in `run --help`; the report says it too)."""
     cp = run_cli("run", "--help")
     assert cp.returncode == 0 and "--preset" in cp.stdout
@@ -195,7 +195,7 @@ def test_help_says_how_strategies_differ():
 
 
 def test_mmap_where_the_kernel_lacks_zerocopy_receive(monkeypatch):
-    """issue 30: `--receive mmap` on a kernel without TCP_ZEROCOPY_RECEIVE: one line, before
+    """`--receive mmap` on a kernel without TCP_ZEROCOPY_RECEIVE: one line, before
     anything runs (preflight asks netio_trace.doctor.probe_zerocopy_receive, stood in for)."""
     from netio_trace import cli, doctor
     from netio_trace.run import params as P

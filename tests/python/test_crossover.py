@@ -1,4 +1,4 @@
-"""Crossovers claimed only as far as the paired ratios allow (issue 28, point 3)."""
+"""Crossovers claimed only as far as the paired ratios allow."""
 from analysis import crossover
 from report import crossovers
 from report import build as report
@@ -7,7 +7,7 @@ SIZES = [1024, 4096, 16384, 64512]
 
 
 def test_undecided_sizes_make_no_crossover():
-    """The case of the issue: behind up to 4K, straddling 1 at 16K and 63K: no "overtakes"."""
+    """A case the ratios leave open: behind up to 4K, straddling 1 at 16K and 63K: no "overtakes"."""
     c = crossover.decided(SIZES, [[0.5, 0.6, 0.55], [0.7, 0.8, 0.75], [0.9, 1.1, 0.95],
                                   [0.97, 1.2, 1.05]])
     assert c["kind"] == "undecided" and c["undecided"] == [16384, 64512]

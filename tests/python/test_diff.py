@@ -1,4 +1,4 @@
-"""`netio-trace diff A B` (issue 18): a planted regression is flagged and exits 1; identical
+"""`netio-trace diff A B`: a planted regression is flagged and exits 1; identical
 sweeps give none; the differential flame graph names its sides; bad input exits 2."""
 import json
 import os

@@ -1,4 +1,4 @@
-"""doctor loads the tracer for real before it says "tracer: yes" (issue 27), and the sweep loads
+"""doctor loads the tracer for real before it says "tracer: yes" (a probe alone said yes where loading failed), and the sweep loads
 it once before its first run: against the stand-in tracer (tests/python/fake_tracer.py, no
 root), as the build tree's netio-tracer (NETIO_BUILD)."""
 import io
@@ -65,7 +65,7 @@ def test_doctor_json_carries_the_loaded_tracer(fake_build, monkeypatch, capsys):
 
 def test_doctor_says_no_and_exits_2_when_the_tracer_cannot_load(fake_build, monkeypatch,
                                                                  capsys):
-    """--probe says yes (as on 5.10 before issue 27), loading fails: the tracer is "no"."""
+    """--probe says yes (as it once did on 5.10), loading fails: the tracer is "no"."""
     monkeypatch.setenv("FAKE_TRACER_MODE", "fail-load")
     assert doctor.main(as_json=True) == 2
     out = capsys.readouterr()

@@ -1,4 +1,4 @@
-"""Flame graphs coloured by attribution category (issue 17), on real recorded stacks."""
+"""Flame graphs coloured by attribution category, on real recorded stacks."""
 import collections
 import glob
 import os

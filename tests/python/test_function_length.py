@@ -1,4 +1,4 @@
-"""A function fits on a screen: none over MAX_LINES in the C and Python sources (issue 14),
+"""A function fits on a screen: none over MAX_LINES in the C and Python sources,
 except the ones listed here with the reason they are still long. An exception that is no
 longer needed fails too, so the list only shrinks."""
 import ast

@@ -1,4 +1,4 @@
-"""trace --openmetrics (issue 18): prometheus_client's own parser reads what we write, with
+"""trace --openmetrics: prometheus_client's own parser reads what we write, with
 the tracer's bytes and its log2 histogram's counts."""
 import json
 import os

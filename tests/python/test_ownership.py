@@ -1,4 +1,4 @@
-"""Results written under sudo belong to the invoking user (SUDO_UID/SUDO_GID, issue 18)."""
+"""Results written under sudo belong to the invoking user (SUDO_UID/SUDO_GID)."""
 import os
 import shutil
 import subprocess

@@ -113,7 +113,7 @@ def test_sample_source_in_sweep_identity():
 
 
 def test_zerocopy_preset_runs_where_zerocopy_can_win():
-    """--preset zerocopy (issue 16): each zero-copy strategy beside the copy it replaces, on
+    """--preset zerocopy: each zero-copy strategy beside the copy it replaces, on
     forward and veth, at sizes one unfragmented datagram holds; no longer than the default."""
     z = P.SweepParams(**P.PRESETS["zerocopy"])
     assert {"forward", "veth"} <= set(z.transports)
@@ -125,7 +125,7 @@ def test_zerocopy_preset_runs_where_zerocopy_can_win():
 
 
 def test_receive_preset():
-    """--preset receive (issue 30): every receive strategy behind a sender whose pages can be
+    """--preset receive: every receive strategy behind a sender whose pages can be
     mapped, the same with its fields page-aligned, and one whose cannot, at MSS 4108, over
     loopback and veth; each run names its receive and alignment, copy's runs keep the names
     they had."""

@@ -1,4 +1,4 @@
-"""--pprof (issue 18): the gzipped profile decodes with the pprof schema, and its samples
+"""--pprof: the gzipped profile decodes with the pprof schema, and its samples
 equal the folded stacks', stack by stack."""
 import glob
 import gzip

@@ -1,4 +1,4 @@
-"""The receive side's attribution categories (issue 30) on real stacks: TCP_ZEROCOPY_RECEIVE's
+"""The receive side's attribution categories on real stacks: TCP_ZEROCOPY_RECEIVE's
 own work (zc_receive), its page table work (page_mapping), its copy buffer (copy_buffer).
 
 The fixtures (tests/python/fixtures/receive_stacks/host-6.18/) were recorded on the 6.18 host,

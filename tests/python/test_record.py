@@ -77,7 +77,7 @@ def test_retrans_share():
 
 
 def test_receive_kinds_in_the_record_and_checked():
-    """issue 30: a run names its receive (and its --mss); the client's bytes by kind go into
+    """A run names its receive (and its --mss); the client's bytes by kind go into
     `received`, and each kind the tracer counted is checked against the client's."""
     cfg = Config("zero-copy", 65536, 2, "loopback", "mmap")
     client = dict(CLIENT, receive="mmap", mss=4108,

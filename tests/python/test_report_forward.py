@@ -1,4 +1,4 @@
-"""The report's forward answers (issue 16) from synthetic runs: where each zero-copy strategy
+"""The report's forward answers from synthetic runs: where each zero-copy strategy
 overtakes its copy by size, what the kernel did with the pages as observed, the local paths
 beside it, and the warnings a packet socket or lost datagrams call for."""
 from report import build as report

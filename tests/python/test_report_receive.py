@@ -1,4 +1,4 @@
-"""report/receive.py (issue 30): the Receive section's answers from hand-made run records."""
+"""report/receive.py: the Receive section's answers from hand-made run records."""
 from report import doc as docmod
 from report import receive as R
 

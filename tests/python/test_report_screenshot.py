@@ -49,7 +49,7 @@ def _add_sendfile_run(fixture_dir):
 
 
 def test_headline_shows_every_category_apart(fixture_dir):
-    """Issue 17: the headline plot, as the page shows it, draws each category in its own
+    """The headline plot, as the page shows it, draws each category in its own
     colour: every category of the fixture's runs is on screen (its legend swatch and bars),
     and no two category colours are close enough to be confused."""
     import itertools
@@ -88,7 +88,7 @@ class _ReceiveContext:
 
 
 def test_receive_section_renders(tmp_path):
-    """Issue 30: the Receive section of a real receive sweep (fixtures/receive_run), rendered
+    """The Receive section of a real receive sweep (fixtures/receive_run), rendered
     alone: its tables and its plot, with copy's and mmap's bars in their colours."""
     import numpy as np
 

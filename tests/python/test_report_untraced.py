@@ -1,4 +1,4 @@
-"""A report never claims `--no-trace` for a sweep that asked for the tracer (issue 27): with
+"""A report never claims `--no-trace` for a sweep that asked for the tracer: with
 fabricated run records (the committed fixture's runs as the untraced pass, and a traced pass
 that failed, or was never recorded) the report says what the sweep asked for and, where its
 traced runs failed, how many and the first error."""

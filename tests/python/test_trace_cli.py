@@ -1,4 +1,4 @@
-"""`netio-trace trace`'s bad input for --report and --baseline (issue 28): one line on stderr,
+"""`netio-trace trace`'s bad input for --report and --baseline: one line on stderr,
 exit 2, before anything runs."""
 import json
 

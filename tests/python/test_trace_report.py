@@ -1,4 +1,4 @@
-"""The report of `trace --report DIR` (issue 28, points 2 and 5) from a real trace
+"""The report of `trace --report DIR` from a real trace
 (tests/python/fixtures/trace-report/, README there): its sections and verdicts, a
 self-contained report.html, `netio-trace report DIR` rebuilding it, and headless Chromium
 showing it."""

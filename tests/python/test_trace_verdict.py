@@ -1,4 +1,4 @@
-"""The verdicts of `trace` (issue 28, point 3) from synthetic trace objects: each rule, the
+"""The verdicts of `trace` from synthetic trace objects: each rule, the
 figures each verdict names, and that none claims more than its intervals allow."""
 from analysis import baseline, crossover, flows, verdict
 

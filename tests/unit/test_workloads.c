@@ -564,7 +564,7 @@ static void test_parse_argv(void)
 	      "client accepts port 0");
 	CHECK(CLI("--addr", "a", "--port", "1", "--threads", "0", "--size", "1K") == -1 &&
 	      strstr(err, "--threads"), "threads 0: %s", err);
-	/* --receive and --mss (issue 30) */
+	/* --receive and --mss */
 	CHECK(CLI("--addr", "a", "--port", "1", "--threads", "1", "--size", "1K") == 0 &&
 	      o.receive == RECV_COPY && o.mss == 0, "client defaults: receive %d mss %d",
 	      o.receive, o.mss);
@@ -588,7 +588,7 @@ static void test_parse_argv(void)
 	CHECK(SRV("--strategy", "one-copy", "--size", "1K", "--threads", "1", "--port", "5",
 		  "--addr", "10.0.0.1", "--count", "1", "--udp", "--mss", "1000") == -1 &&
 	      strstr(err, "--mss is for TCP"), "--mss over --udp: %s", err);
-	/* --align (issue 30): page-aligned heap fields, off by default */
+	/* --align: page-aligned heap fields, off by default */
 	CHECK(SRV("--strategy", "zero-copy", "--size", "1K", "--threads", "1", "--port", "0",
 		  "--count", "1") == 0 && !o.align_page, "server --align default: %s", err);
 	CHECK(SRV("--strategy", "zero-copy", "--size", "1K", "--threads", "1", "--port", "0",
