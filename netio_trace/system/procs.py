@@ -1,5 +1,5 @@
 """Start processes held at a gate, so a tracer can follow them before they run a single syscall
-of their own (see DEVELOPERS.md, launch gate)."""
+of their own (docs/run.md, "The launch gate")."""
 import os
 import select
 import signal
