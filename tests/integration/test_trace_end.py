@@ -21,6 +21,9 @@ from netio_trace.system import cgroup, state
 from trace_baseline import baseline  # noqa: F401 (a fixture)
 
 pytestmark = [needs_root("BPF, cgroups"), needs_built("netio-tracer")]
+# how soon after the driver's SIGKILL the tracer and its programs are gone: emulated guests
+# (NETIO_VMTEST) run many times slower, and their times mean nothing
+GONE_WITHIN_S = 30.0 if os.environ.get("NETIO_VMTEST") else 3.0
 TRACER = os.path.realpath(os.path.join(BUILD, "netio-tracer"))
 
 
@@ -225,13 +228,13 @@ def test_kill_9_leaves_no_tracer_and_no_program(tmp_path, how, server):
         d.proc.send_signal(signal.SIGKILL)
         d.wait(10)
         t0 = time.monotonic()
-        wait_for(lambda: not _alive(tracer) and not (progs & _prog_ids()), 3.0,
+        wait_for(lambda: not _alive(tracer) and not (progs & _prog_ids()), GONE_WITHIN_S,
                  "the tracer gone and its programs freed", step=0.02)
         print(f"\n{how}: tracer and its {len(progs)} programs gone "
               f"{time.monotonic() - t0:.2f} s after SIGKILL")
         if how == "command":
             wait_for(lambda: not [p for p in _pids() if _alive(p) and token.encode() in
-                                  _cmdline(p)], 3.0, "the command ended")
+                                  _cmdline(p)], GONE_WITHIN_S, "the command ended")
     finally:
         d.kill_if_running()
     # the next start removes the killed driver's temporary directory, cgroup and state file
