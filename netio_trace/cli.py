@@ -7,7 +7,6 @@ import argparse
 import os
 import shutil
 import sys
-import tempfile
 import time
 
 from analysis import files
@@ -466,14 +465,12 @@ def _check_cgroups(dirs):
                              f"(the cgroup2 mount is {root or 'absent'})")
 
 
-def cmd_trace(a, cmd):
+def _trace_checks(a, cmd):
+    """Everything trace checks before it starts anything: the target, the outputs, the
+    privileges, the tracer. Returns (pid, metrics port, given baseline, notes)."""
     from netio_trace.system.privileges import privilege_error
     pid = _trace_pid(a, cmd)
     _check_cgroups(a.cgroup)
-    attach = P.parse_attach(a.attach)
-    sample_source = P.parse_sample_source(a.sample_source)
-    freq = P.parse_freq(a.freq) if a.freq is not None else None
-    duration = P.parse_duration(a.duration) if a.duration is not None else None
     metrics_port = _check_trace_outputs(a)
     from netio_trace import trace_answer
     if a.report:
@@ -491,47 +488,89 @@ def cmd_trace(a, cmd):
     if cmd:
         if not (os.path.sep in cmd[0] and os.access(cmd[0], os.X_OK)) and not shutil.which(cmd[0]):
             raise UsageError(f"netio-trace trace: command {cmd[0]!r} not found")
+    return pid, metrics_port, base, notes
+
+
+def cmd_trace(a, cmd):
+    from netio_trace import trace_answer, trace_session
+    from netio_trace.system import state
+    pid, metrics_port, base, notes = _trace_checks(a, cmd)
+    tracer_opts = dict(attach=P.parse_attach(a.attach),
+                       sample_source=P.parse_sample_source(a.sample_source),
+                       freq=P.parse_freq(a.freq) if a.freq is not None else None,
+                       duration=P.parse_duration(a.duration) if a.duration is not None else None)
+    for line in trace_session.clean_after_dead_drivers():
+        print(f"{PROG} trace: {line}", file=sys.stderr)
     how = "given" if base else None
     if a.report:
         make_out_dir(a.report, "--report")
         if base is None:
             base, more = trace_answer.run_short_form(a.report)
             how, notes = "short form", notes + more
+    state.open_state()
+    try:
+        with trace_session.Signals() as sigs:
+            return _trace(a, cmd, pid, metrics_port, tracer_opts, sigs,
+                          (cmd, base, how, notes))
+    except trace_session.Aborted as e:
+        # at once: no interpreter teardown (a module half-imported when the signal came
+        # can abort it)
+        sys.stderr.flush()
+        os._exit(128 + int(e.signum))
+    finally:
+        state.close_state()
+
+
+def _trace(a, cmd, pid, metrics_port, opts, sigs, answer):
+    """The tracer from start to end, then what was asked for; Aborted on a second signal,
+    with the tracer, the command and our temporary files gone and what is missing said."""
+    from netio_trace import trace_answer, trace_session
     from netio_trace.tracer import samples_on_perf_events, trace_argv
     # a command we start is sampled from a cgroup of its own (see analysis/cgroup.py); a
     # process given by --pid stays where it is, on per-task events; with --cgroup the
     # tracer samples that cgroup, and the command keeps per-task events
     cg = None
-    if cmd and not a.cgroup and not a.no_sample and samples_on_perf_events(sample_source):
+    if cmd and not a.cgroup and not a.no_sample and samples_on_perf_events(opts["sample_source"]):
         from netio_trace.system.cgroup import WorkloadCgroup
         cg = WorkloadCgroup.create()
     # the exports, the verdicts and the report are made from the trace object and the folded
     # stacks: written into a directory of ours unless asked for elsewhere
-    json_tmp = tempfile.mkdtemp(prefix="netio-trace-")
+    json_tmp = trace_session.temp_dir()
     json_path = a.json if a.json and a.json != "-" else os.path.join(json_tmp, "trace.json")
     folded_path = a.folded or (None if a.no_sample else os.path.join(json_tmp, "stacks.folded"))
-    argv = trace_argv(pid=pid, cmd=cmd, cgroups=a.cgroup, attach=attach, freq=freq,
-                      json_path=json_path, folded=folded_path, netns=a.netns,
-                      duration=duration, no_sample=a.no_sample, no_counters=a.no_counters,
+    argv = trace_argv(pid=pid, cmd=cmd, cgroups=a.cgroup, json_path=json_path, folded=folded_path,
+                      netns=a.netns, no_sample=a.no_sample, no_counters=a.no_counters,
                       no_latency=a.no_latency, latency_sample=a.latency_sample,
-                      sample_source=sample_source,
                       sample_cgroup=cg.path if cg else None,
-                      json_every=METRICS_REFRESH_S if metrics_port else None)
+                      json_every=METRICS_REFRESH_S if metrics_port else None, **opts)
+    pending = trace_session.Pending(a)
     server = None
     try:
         server = _serve_metrics(json_path, metrics_port) if metrics_port else None
-        status = run_tracer(argv, own_command=bool(cmd))
-        _write_exports(a, json_path, folded_path, metrics_port)
+        status, sig = trace_session.run_tracer(sigs, argv, own_command=bool(cmd))
         if status == 0:
-            trace_answer.finish(a, json_path, folded_path, cmd, base, how, notes)
+            pending.done("--json", "--folded")
+        if sig is not None:
+            print(trace_session.interrupted_line(sig, bool(cmd)), file=sys.stderr)
+        _write_exports(a, json_path, folded_path, metrics_port)
+        pending.done("--openmetrics", "--pprof")
+        if status == 0:
+            trace_answer.finish(a, json_path, folded_path, *answer, pending=pending)
+        if sig is not None and cmd:
+            return 128 + int(sig)
         return status
+    except trace_session.Aborted as e:
+        sigs.kill_tracer()
+        if cmd:
+            trace_session.end_children()
+        print(trace_session.aborted_line(e.signum, pending.names()), file=sys.stderr)
+        raise
     finally:
         if server is not None:
             server.shutdown()
         if cg is not None:
             cg.remove()
-        if json_tmp:
-            shutil.rmtree(json_tmp, ignore_errors=True)
+        trace_session.remove_temp_dir(json_tmp)
         ownership.give_back(None if a.json == "-" else a.json, a.folded,
                             None if metrics_port else a.openmetrics, a.pprof, a.report)
 
@@ -592,93 +631,6 @@ def _write_exports(a, json_path, folded_path, metrics_port=None):
         from report import pprof
         freq = (trace.get("samples") or {}).get("freq")
         pprof.write(folded_path, a.pprof, period_ns=1e9 / freq if freq else None)
-
-
-def _children():
-    """Pids of this process's children (every thread's list)."""
-    out = set()
-    try:
-        for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/children") as f:
-                out.update(int(x) for x in f.read().split())
-    except OSError:
-        pass
-    return out
-
-
-def _end_children(grace=2.0):
-    """SIGTERM, then SIGKILL, what was reparented to us (the traced command and what it
-    forked: only our own descendants can be reparented to a subreaper), reaped by pid."""
-    import signal
-    kids = _children()
-    for pid in kids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + grace
-    while kids and time.monotonic() < deadline:
-        for pid in list(kids):
-            try:
-                if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                    kids.discard(pid)
-            except ChildProcessError:
-                kids.discard(pid)
-        kids |= _children()
-        time.sleep(0.02)
-    for pid in kids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-
-
-def run_tracer(argv, own_command):
-    """Run the tracer's own mode as our child, in our process group (Ctrl-C reaches it).
-    SIGINT/SIGTERM/SIGHUP sent to this process are passed on to the tracer, which detaches and
-    writes its JSON. With `-- CMD` the command is ours: as a child subreaper we get it back if
-    the tracer stops first, and end it when the trace was interrupted. Exit status: the
-    tracer's, or 128+signal when interrupted."""
-    import signal
-    import subprocess
-    if own_command:
-        try:
-            import ctypes
-            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-        except Exception:
-            pass
-    got = []
-    proc = None
-
-    def forward(signum, frame):
-        if not got:
-            got.append(signum)
-        if proc is not None and proc.poll() is None:
-            try:
-                os.kill(proc.pid, signum)
-            except ProcessLookupError:
-                pass
-
-    old = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM,
-                                                          signal.SIGHUP)}
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        proc = subprocess.Popen(argv)
-        if got:                     # a signal before the tracer existed
-            os.kill(proc.pid, got[0])
-        rc = proc.wait()
-        if own_command and got:
-            _end_children()
-    finally:
-        for sig, h in old.items():
-            signal.signal(sig, h)
-    if got:
-        print(f"{PROG} trace: interrupted ({signal.Signals(got[0]).name}); tracer detached"
-              + ("; the command was ended" if own_command else ""), file=sys.stderr)
-        return 128 + int(got[0])
-    return rc if rc >= 0 else 128 - rc
 
 
 # ---- report / doctor -------------------------------------------------------------------------

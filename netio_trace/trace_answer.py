@@ -5,6 +5,7 @@ zerocopy` run first into DIR/baseline)."""
 import json
 import os
 import shutil
+import signal
 import sys
 
 from analysis import baseline as baselinemod
@@ -72,7 +73,29 @@ def short_form():
 
 
 def run_short_form(report_dir):
-    """Run the short form into DIR/baseline and load it: (baseline, notes)."""
+    """Run the short form into DIR/baseline and load it: (baseline, notes). A signal stops
+    the baseline, not the trace: the baseline is then None, and a note says why."""
+    from netio_trace.system.signals import Guard, Interrupted
+    try:
+        with Guard():
+            status, out, left = _short_form_sweep(report_dir)
+    except Interrupted as e:
+        status = 128 + int(e.signum)
+    if status > 128:
+        name = signal.Signals(status - 128).name
+        return None, [f"the baseline's short form was interrupted ({name}): no baseline"]
+    notes = [f"io_uring left out of the baseline: {w}" for w in left]
+    if status != 0:
+        notes.append(f"the baseline sweep exited {status}: some runs failed")
+    try:
+        return baselinemod.load(out), notes
+    except baselinemod.BaselineError as e:
+        return None, notes + [f"the baseline sweep gave no crossover: {e}"]
+
+
+def _short_form_sweep(report_dir):
+    """The short form's sweep into DIR/baseline: (exit status, that directory, what was left
+    out)."""
     from rich.console import Console
 
     from netio_trace.cli import preflight
@@ -89,14 +112,8 @@ def run_short_form(report_dir):
     console = Console(stderr=True)
     if not console.is_terminal:
         console = Console(stderr=True, width=200)
-    status = run_sweep(params, out, console)   # its own report too: DIR/baseline/report.html
-    notes = [f"io_uring left out of the baseline: {w}" for w in left]
-    if status != 0:
-        notes.append(f"the baseline sweep exited {status}: some runs failed")
-    try:
-        return baselinemod.load(out), notes
-    except baselinemod.BaselineError as e:
-        return None, notes + [f"the baseline sweep gave no crossover: {e}"]
+    # its own report too: DIR/baseline/report.html
+    return run_sweep(params, out, console), out, left
 
 
 def emit_json(json_path):
@@ -106,8 +123,9 @@ def emit_json(json_path):
     sys.stdout.flush()
 
 
-def print_verdicts(trace, folded_path, baseline, to_stderr):
-    """The verdicts' few lines at the end of trace."""
+def print_verdicts(trace, folded_path, baseline):
+    """The verdicts' few lines at the end of trace, on stderr: the traced program's stdout
+    stays its own, as under perf stat, strace or time."""
     from report import trace_report
     lines = []
     if folded_path and os.path.exists(folded_path):
@@ -115,9 +133,8 @@ def print_verdicts(trace, folded_path, baseline, to_stderr):
             lines = [line.rstrip("\n") for line in f if line.strip()]
     vs = verdict.verdicts(trace, trace_report.attributions(trace, lines), baseline)
     note = f"crossovers from {baseline['dir']}" if baseline else "no baseline"
-    out = sys.stderr if to_stderr else sys.stdout
-    print("\n" + "\n".join(verdict.lines(vs, note)), file=out)
-    out.flush()
+    print("\n" + "\n".join(verdict.lines(vs, note)), file=sys.stderr)
+    sys.stderr.flush()
 
 
 def write_report(report_dir, json_path, folded_path, command, baseline, how, notes):
@@ -136,15 +153,20 @@ def write_report(report_dir, json_path, folded_path, command, baseline, how, not
     return os.path.join(report_dir, "report.html")
 
 
-def finish(a, json_path, folded_path, command, baseline, how, notes):
-    """After the tracer: --json -, the verdicts, --report. Nothing when no trace was written."""
+def finish(a, json_path, folded_path, command, baseline, how, notes, pending=None):
+    """After the tracer: --json -, the verdicts, --report, each marked done in pending as it
+    is written. Nothing when no trace was written."""
     if not json_path or not os.path.exists(json_path):
         return
     if a.json == "-":
         emit_json(json_path)
     with open(json_path) as f:
         trace = json.load(f)
-    print_verdicts(trace, folded_path, baseline, to_stderr=a.json == "-")
+    print_verdicts(trace, folded_path, baseline)
+    if pending is not None:
+        pending.done("verdicts")
     if a.report:
         html = write_report(a.report, json_path, folded_path, command, baseline, how, notes)
+        if pending is not None:
+            pending.done("--report")
         print(f"netio-trace trace: report written: {html}, report.md", file=sys.stderr)

@@ -18,13 +18,17 @@ class TracerError(RuntimeError):
     pass
 
 
-def _set_pdeathsig():
-    # If the driver dies without a word (SIGKILL), the tracer gets SIGTERM and detaches.
+def set_pdeathsig(parent=None):
+    """In the child, before exec: if the driver dies without a word (SIGKILL), the tracer
+    gets SIGTERM and detaches. A parent already gone (pid `parent` no longer ours) ends the
+    child at once, for the signal would never come."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except Exception:
         pass
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
 
 
 class ControlTracer:
@@ -56,7 +60,7 @@ class ControlTracer:
         try:
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=stderr, start_new_session=True,
-                                         preexec_fn=_set_pdeathsig, env=self.env)
+                                         preexec_fn=set_pdeathsig, env=self.env)
         finally:
             if stderr is not subprocess.DEVNULL:
                 stderr.close()

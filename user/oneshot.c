@@ -100,7 +100,7 @@ static pid_t launch_gated(struct tracer *tr, char **cmd, char *err, size_t errle
 int run_oneshot(struct tracer *tr)
 {
 	char err[512];
-	pid_t child = -1;
+	pid_t child = -1, parent = getppid();
 	int status = 0;
 	double t0, next_json;
 
@@ -137,12 +137,18 @@ int run_oneshot(struct tracer *tr)
 		periodic(tr);
 		sleep_ms(tr, child > 0 ? 20 : 50);
 	}
-	if (child > 0) {
+	if (child > 0 && getppid() != parent) {
+		/* whoever started us died (SIGTERM from PR_SET_PDEATHSIG): nobody is left to end
+		 * the command it asked for */
+		kill(child, SIGTERM);
+		fprintf(stderr, "netio-tracer: our parent died; pid %d ended\n", child);
+	} else if (child > 0) {
 		/* stopped by a signal or --duration: the command keeps running untraced */
 		fprintf(stderr, "netio-tracer: stopping; pid %d keeps running\n", child);
 	}
+	/* the table, with the JSON in a file, goes to stderr: stdout is the traced command's */
 	if (snapshot_to(tr, tr->json_path, tr->folded_path, err, sizeof(err),
-			isatty(STDOUT_FILENO) && tr->json_path)) {
+			isatty(STDERR_FILENO) && tr->json_path)) {
 		fprintf(stderr, "netio-tracer: %s\n", err);
 		return 1;
 	}

@@ -95,7 +95,7 @@ int snapshot_to(struct tracer *tr, const char *path, const char *folded, char *e
 		}
 	}
 	if (view)
-		view_print(stdout, &tr->bpf, &s);
+		view_print(stderr, &tr->bpf, &s);
 	stats_free(&s);
 	return 0;
 }

@@ -92,7 +92,7 @@ def test_workload_started_in_the_cgroup_after_the_tracer_counts_exactly(cgroup_d
                 f"{client} --port {outside.port}".split(), stdout=subprocess.DEVNULL)
             assert outside_client.wait(TIMEOUT) == 0 and outside.wait(TIMEOUT) == 0
             tracer.send_signal(signal.SIGINT)
-            assert tracer.wait(TIMEOUT) == 128 + signal.SIGINT, tracer.stderr.read()
+            assert tracer.wait(TIMEOUT) == 0, tracer.stderr.read()   # the signal is the end
         finally:
             if tracer.poll() is None:
                 tracer.kill()

@@ -18,6 +18,7 @@ import time
 import pytest
 
 from conftest import BUILD, CLIENT, REPO, SERVER, namespaces, needs_built, needs_root
+from trace_baseline import baseline  # noqa: F401 (a fixture)
 
 pytestmark = [needs_root("BPF, namespaces"), needs_built("netio-tracer", "netio-server",
                                                          "netio-client")]
@@ -39,25 +40,6 @@ def _free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def baseline(tmp_path_factory):
-    """A `run --preset zerocopy` results directory of this machine (its hostname and CPU):
-    zero-copy behind its copy up to 16K and ahead at 63K on forward, in every round."""
-    from netio_trace.system import machine
-    d = tmp_path_factory.mktemp("baseline")
-    m = machine.info()
-    runs = []
-    for rep in range(3):
-        for size, ratio in ((1024, 0.6), (4096, 0.7), (16384, 0.85), (64512, 1.3)):
-            for copy, zcs in (("one-copy", "zero-copy"), ("io-uring", "io-uring-zc")):
-                for st, gbps in ((copy, 10.0), (zcs, 10.0 * ratio)):
-                    runs.append({"strategy": st, "msg_size": size, "threads": 1,
-                                 "transport": "forward", "repeat": rep, "traced": False,
-                                 "status": "ok", "throughput_gbps": gbps, "machine": m})
-    (d / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
-    return d
-
-
 def trace(tmp_path, argv, *flags, baseline=None, name="report", start=None):
     """`netio-trace trace --report DIR [--baseline B] FLAGS -- ARGV`, with start(proc) run
     while it traces (a client, say). Returns (verdicts.json, trace.json, stdout, stderr)."""
@@ -76,7 +58,7 @@ def trace(tmp_path, argv, *flags, baseline=None, name="report", start=None):
             p.wait()
     assert p.returncode == 0, stderr[-3000:]
     shown = " ".join(a if len(a) < 80 else a[:40] + "…" for a in cmd[3:])
-    print(f"\n$ netio-trace {shown}\n" + stdout[stdout.find("Would zero-copy"):])
+    print(f"\n$ netio-trace {shown}\n" + stderr[stderr.find("Would zero-copy"):])
     return (json.loads((out / "verdicts.json").read_text()),
             json.loads((out / "trace.json").read_text()), stdout, stderr)
 
@@ -328,11 +310,11 @@ def test_baseline_from_another_machine_is_said_and_left_out(tmp_path, baseline):
 
 
 def _on_a_terminal(argv):
-    """Run argv with its stdout and stdin on a pseudo-terminal: (exit status, what it showed)."""
+    """Run argv with its stdin, stdout and stderr on a pseudo-terminal: (exit status, what it
+    showed)."""
     import pty
     m, s = pty.openpty()
-    p = subprocess.Popen(argv, cwd=REPO, env=_env(), stdin=s, stdout=s,
-                         stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(argv, cwd=REPO, env=_env(), stdin=s, stdout=s, stderr=s)
     os.close(s)
     out = b""
     while True:
