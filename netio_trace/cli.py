@@ -4,16 +4,34 @@ Subcommands: run (the sweep), trace (the tracer on any process), report DIR, doc
 Every bad value gets one line on stderr and exit status 2, before anything starts.
 """
 import argparse
+import errno
+import json
 import os
 import shutil
+import signal
 import sys
+import tempfile
+import textwrap
 import time
 
-from analysis import files
+from rich.console import Console
+
+from analysis import diff
 from analysis.contract import RECEIVE_HELP, STRATEGIES, STRATEGY_HELP, TRANSPORTS, TRANSPORT_HELP
+from analysis.results import read_runs
+from analysis.summary import print_summary
+from netio_trace import doctor, trace_answer, trace_session
+from netio_trace.preflight import check_privileges, preflight
 from netio_trace.run import params as P
 from netio_trace.run.params import UsageError
-from netio_trace.system import ownership, paths
+from netio_trace.run.sweep import run_sweep
+from netio_trace.system import ownership, paths, state
+from netio_trace.system.cgroup import WorkloadCgroup, cgroup2_root
+from netio_trace.system.privileges import privilege_error
+from netio_trace.system.signals import Guard, Interrupted, import_whole
+from netio_trace.tracer import samples_on_perf_events, trace_argv
+from report import build as report_build
+from report import diff as diff_report
 
 PROG = "netio-trace"
 EPILOG = """examples:
@@ -29,7 +47,6 @@ EPILOG = """examples:
 
 
 def _described(names, helps):
-    import textwrap
     return "".join(textwrap.fill(helps[n], width=96, initial_indent=f"  {n:<12} ",
                                  subsequent_indent=" " * 15) + "\n" for n in names)
 
@@ -72,7 +89,7 @@ def _tracer_flags(parser, default):
 
 
 def _receive_flags(r):
-    """run's --receive and --mss (issue 30)."""
+    """run's --receive and --mss."""
     r.add_argument("--receive", metavar="LIST",
                    help=f"how the receiver receives, comma list of {','.join(P.RECEIVES)} "
                    "(default copy): " + "; ".join(f"{k}: {v}" for k, v in RECEIVE_HELP.items()))
@@ -259,12 +276,10 @@ def _given(a):
 
 def _probe_writable(directory):
     """Create and remove a directory inside: the truth, for root too (read-only mounts, /proc)."""
-    import tempfile
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".netio-probe-", dir=directory))
         return None
     except OSError as e:
-        import errno
         if e.errno == errno.ENOENT:
             return "this filesystem takes no new directories"
         return e.strerror or str(e)
@@ -340,70 +355,6 @@ def resolve_run(a):
     return params, out, False
 
 
-def check_privileges(params):
-    from netio_trace.system.privileges import privilege_error
-    err = privilege_error("run", need_bpf=params.trace)
-    if err:
-        raise UsageError(err)
-
-
-def preflight(params):
-    """What must be on the machine for this sweep: one line per missing thing (UsageError)."""
-    check_privileges(params)
-    if not files.find_tool("ip"):
-        raise UsageError("netio-trace run: `ip` (iproute2) not found; install it: apt-get install iproute2")
-    need = ["netio-server", "netio-client"] + (["netio-tracer"] if params.trace else [])
-    missing = [n for n in need if not paths.have_binary(n)]
-    if missing:
-        raise UsageError(f"netio-trace run: {', '.join(missing)} not built in {paths.build_dir()}; "
-                         f"run `make` (or set NETIO_BUILD)")
-    if params.trace and not os.path.exists("/sys/kernel/btf/vmlinux"):
-        raise UsageError("netio-trace run: this kernel has no BTF (/sys/kernel/btf/vmlinux); the "
-                         "tracer needs CONFIG_DEBUG_INFO_BTF=y, or run with --no-trace")
-    if params.trace and params.attach != "auto":
-        from netio_trace.tracer import TracerError, probe
-        try:
-            allowed = probe().get("attach") or {}
-        except TracerError as e:
-            raise UsageError(f"netio-trace run: {e}") from None
-        ok = allowed.get(params.attach)
-        if params.attach == "tracepoint":
-            ok = allowed.get("tracepoint") or allowed.get("tp_btf")
-        if ok is False:
-            raise UsageError(f"netio-trace run: --attach {params.attach} cannot attach on this "
-                             f"kernel ({os.uname().release}); see `netio-trace doctor`, or use "
-                             f"--attach auto")
-    uring = [s for s in params.strategies if s in ("io-uring", "io-uring-zc")]
-    for s in uring:
-        why = workload_refuses(s)
-        if why:
-            raise UsageError(f"netio-trace run: {why}; leave {s} out of --strategies")
-    if "mmap" in params.receives:
-        from netio_trace.doctor import probe_zerocopy_receive
-        why = probe_zerocopy_receive()
-        if why:
-            raise UsageError(f"netio-trace run: --receive mmap: {why}; leave mmap out of "
-                             f"--receive")
-    if "zero-copy" in params.strategies:
-        from netio_trace.doctor import probe_zerocopy_socket
-        if not probe_zerocopy_socket():
-            raise UsageError("netio-trace run: this kernel refuses SO_ZEROCOPY (MSG_ZEROCOPY needs "
-                             "4.14+); leave zero-copy out of --strategies")
-
-
-def workload_refuses(strategy):
-    """The sender's own one line when it cannot run strategy on this machine (io_uring
-    disabled, missing or too old), else None."""
-    import subprocess
-    r = subprocess.run([paths.binary("netio-server"), "--strategy", strategy, "--size", "8",
-                        "--threads", "1", "--port", "0", "--count", "1", "--check"],
-                       capture_output=True, text=True)
-    if r.returncode == 0:
-        return None
-    line = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
-    return line.removeprefix("netio-server: ")
-
-
 def cmd_run(a):
     params, out, resume = resolve_run(a)
     preflight(params)
@@ -411,8 +362,6 @@ def cmd_run(a):
     made_results = a.out is None and not resume and not os.path.exists(os.path.dirname(out))
     made_out = not os.path.exists(out)
     make_out_dir(out, "--resume" if resume else "--out")
-    from rich.console import Console
-    from netio_trace.run.sweep import run_sweep
     console = Console(stderr=True)
     if not console.is_terminal:       # a log: one line per run, no wrapping at 80 columns
         console = Console(stderr=True, width=200)
@@ -453,7 +402,6 @@ def _trace_pid(a, cmd):
 
 def _check_cgroups(dirs):
     """Each --cgroup is a directory below the cgroup2 mount."""
-    from netio_trace.system.cgroup import cgroup2_root
     root = cgroup2_root()
     for d in dirs:
         if not os.path.isdir(d):
@@ -468,11 +416,9 @@ def _check_cgroups(dirs):
 def _trace_checks(a, cmd):
     """Everything trace checks before it starts anything: the target, the outputs, the
     privileges, the tracer. Returns (pid, metrics port, given baseline, notes)."""
-    from netio_trace.system.privileges import privilege_error
     pid = _trace_pid(a, cmd)
     _check_cgroups(a.cgroup)
     metrics_port = _check_trace_outputs(a)
-    from netio_trace import trace_answer
     if a.report:
         a.report = trace_answer.check_report_dir(a.report)
     base, notes = trace_answer.resolve_baseline(a.baseline) if a.baseline else (None, [])
@@ -492,8 +438,6 @@ def _trace_checks(a, cmd):
 
 
 def cmd_trace(a, cmd):
-    from netio_trace import trace_answer, trace_session
-    from netio_trace.system import state
     pid, metrics_port, base, notes = _trace_checks(a, cmd)
     tracer_opts = dict(attach=P.parse_attach(a.attach),
                        sample_source=P.parse_sample_source(a.sample_source),
@@ -524,14 +468,11 @@ def cmd_trace(a, cmd):
 def _trace(a, cmd, pid, metrics_port, opts, sigs, answer):
     """The tracer from start to end, then what was asked for; Aborted on a second signal,
     with the tracer, the command and our temporary files gone and what is missing said."""
-    from netio_trace import trace_answer, trace_session
-    from netio_trace.tracer import samples_on_perf_events, trace_argv
     # a command we start is sampled from a cgroup of its own (see analysis/cgroup.py); a
     # process given by --pid stays where it is, on per-task events; with --cgroup the
     # tracer samples that cgroup, and the command keeps per-task events
     cg = None
     if cmd and not a.cgroup and not a.no_sample and samples_on_perf_events(opts["sample_source"]):
-        from netio_trace.system.cgroup import WorkloadCgroup
         cg = WorkloadCgroup.create()
     # the exports, the verdicts and the report are made from the trace object and the folded
     # stacks: written into a directory of ours unless asked for elsewhere
@@ -607,7 +548,7 @@ def _check_trace_outputs(a):
 
 def _serve_metrics(json_path, port):
     """The OpenMetrics of the trace JSON, served on 127.0.0.1:port while the tracer runs."""
-    from report import openmetrics
+    from report import openmetrics      # deferred on purpose: prometheus_client, when asked for
     try:
         server = openmetrics.serve(json_path, port)
     except OSError as e:
@@ -619,28 +560,25 @@ def _serve_metrics(json_path, port):
 def _write_exports(a, json_path, folded_path, metrics_port=None):
     """--openmetrics FILE and --pprof, from the trace object and the folded stacks just
     written (--openmetrics :PORT was served while tracing)."""
-    import json
     if not json_path or not os.path.exists(json_path):
         return
     with open(json_path) as f:
         trace = json.load(f)
     if a.openmetrics and not metrics_port:
-        from report import openmetrics
+        from report import openmetrics      # deferred on purpose: prometheus_client
         openmetrics.write(trace, a.openmetrics)
     if a.pprof and folded_path and os.path.exists(folded_path):
-        from report import pprof
+        from report import pprof            # deferred on purpose: protobuf
         freq = (trace.get("samples") or {}).get("freq")
         pprof.write(folded_path, a.pprof, period_ns=1e9 / freq if freq else None)
 
 
 # ---- report / doctor -------------------------------------------------------------------------
 def cmd_report(a):
-    from rich.console import Console
-    from netio_trace.system.signals import import_whole
-    from report.build import ReportError, build
     d = os.path.abspath(a.dir)
     if not os.path.isdir(d):
         raise UsageError(f"report {a.dir}: no such directory")
+    # deferred on purpose: trace_report loads matplotlib (heavy), which only a report needs
     from report import trace_report
     if trace_report.is_trace_dir(d) and not os.path.isfile(os.path.join(d, "runs.jsonl")):
         return _rebuild_trace_report(a, d)
@@ -652,13 +590,11 @@ def cmd_report(a):
     t = time.monotonic()
     try:
         import_whole("report.plots")
-        info = build(d, console=console)
-    except ReportError as e:
+        info = report_build.build(d, console=console)
+    except report_build.ReportError as e:
         raise UsageError(str(e)) from None
     finally:
         ownership.give_back(d)
-    from analysis.results import read_runs
-    from analysis.summary import print_summary
     print_summary(read_runs(os.path.join(d, "runs.jsonl")), console)
     console.print(f"report rebuilt from {info['runs']} run(s) in {time.monotonic() - t:.1f} s: "
                   f"{d}/report.html, report.md, results.csv")
@@ -667,8 +603,7 @@ def cmd_report(a):
 
 def _rebuild_trace_report(a, d):
     """report DIR of `trace --report DIR`: the report again from trace.json and the stacks."""
-    from netio_trace.system.signals import import_whole
-    from report import trace_report
+    from report import trace_report     # deferred on purpose: matplotlib (heavy)
     if not os.access(d, os.W_OK | os.X_OK):
         raise UsageError(f"report {a.dir}: directory is not writable")
     try:
@@ -684,8 +619,6 @@ def _rebuild_trace_report(a, d):
 
 
 def cmd_diff(a):
-    from analysis import diff
-    from report import diff as diff_report
     try:
         pct = float(a.threshold)
     except ValueError:
@@ -708,12 +641,10 @@ def cmd_diff(a):
 
 
 def cmd_doctor(a):
-    from netio_trace.system.privileges import privilege_error
     err = privilege_error("doctor")
     if err:
         raise UsageError(err + " (probing BPF, perf and namespaces needs it)")
-    from netio_trace.doctor import main
-    return main(as_json=a.json)
+    return doctor.main(as_json=a.json)
 
 
 def main(argv=None):
@@ -723,7 +654,6 @@ def main(argv=None):
         i = argv.index("--")
         argv, cmd = argv[:i], argv[i + 1:]
     parser = build_parser()
-    from netio_trace.system.signals import Guard, Interrupted
     guard = None
     try:
         a = parser.parse_args(argv)
@@ -744,7 +674,6 @@ def main(argv=None):
         if a.command == "doctor":
             return cmd_doctor(a)
     except (Interrupted, KeyboardInterrupt) as e:
-        import signal
         signum = getattr(e, "signum", signal.SIGINT)
         print(f"{PROG} {argv[0] if argv else ''}: interrupted ({signal.Signals(signum).name})"
               .replace("  ", " "), file=sys.stderr)

@@ -7,23 +7,27 @@ and deleted for real, and the tools.
 """
 import json
 import os
-import socket
 import sys
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 from analysis import files
 from netio_trace import doctor_ladder as ladder, tracer
+from netio_trace.preflight import probe_zerocopy_socket, workload_refuses
 from netio_trace.system import cgroup, machine, netns, paths
+from netio_trace.system.signals import critical
+
 TOOLS = ("ip", "perf", "iperf3", "bpftool", "inferno-flamegraph", "inferno-diff-folded",
          "chromium")
 ATTACH_KEYS = ("fentry", "kprobe", "tp_btf", "tracepoint", "perf_event", "uprobe")
-SO_ZEROCOPY = getattr(socket, "SO_ZEROCOPY", 60)
 
 
 def probe_netns():
     """Create a namespace with a veth pair, then delete it. (ok, error)."""
     if not files.find_tool("ip"):
         return False, "ip (iproute2) not found"
-    from netio_trace.system.signals import critical
     try:
         with critical():      # a Ctrl-C here lands after the namespaces are gone again
             with netns.Topology("veth") as topo:
@@ -37,42 +41,6 @@ def probe_netns():
         return True, None
     except (RuntimeError, OSError, ValueError) as e:
         return False, str(e)
-
-
-def probe_zerocopy_socket():
-    """Fallback when the tracer cannot say: does the kernel take SO_ZEROCOPY on a TCP socket?"""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.setsockopt(socket.SOL_SOCKET, SO_ZEROCOPY, 1)
-        return True
-    except OSError:
-        return False
-
-
-TCP_ZEROCOPY_RECEIVE = 35       # linux/tcp.h
-ZEROCOPY_RECEIVE_LEN = 64       # struct tcp_zerocopy_receive (6.x); older kernels take less
-COPYBUF_LEN_END = 36            # offsetofend(struct tcp_zerocopy_receive, copybuf_len): 5.11
-
-
-def probe_zerocopy_receive():
-    """None if the kernel has TCP_ZEROCOPY_RECEIVE (netio-client --receive mmap), else why not.
-    On a socket never connected the call maps nothing and succeeds where the option exists."""
-    import ctypes
-    # through libc: Python's getsockopt hands the kernel an uninitialised buffer, and the
-    # struct's address must be 0 or page-aligned
-    libc = ctypes.CDLL(None, use_errno=True)
-    buf = ctypes.create_string_buffer(ZEROCOPY_RECEIVE_LEN)
-    size = ctypes.c_uint32(ZEROCOPY_RECEIVE_LEN)
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        r = libc.getsockopt(s.fileno(), socket.IPPROTO_TCP, TCP_ZEROCOPY_RECEIVE, buf,
-                            ctypes.byref(size))
-    if r != 0:
-        return (f"this kernel has no TCP_ZEROCOPY_RECEIVE ({os.strerror(ctypes.get_errno())}; "
-                f"Linux 4.18+)")
-    if size.value < COPYBUF_LEN_END:
-        return ("this kernel's TCP_ZEROCOPY_RECEIVE has no copy buffer (Linux 5.11+), which "
-                "netio-client's mmap receive needs")
-    return None
 
 
 def packet_sockets():
@@ -90,7 +58,6 @@ def probe_io_uring():
     """{strategy: None if netio-server can run it here, else its one-line reason}."""
     if not paths.have_binary("netio-server"):
         return {s: "netio-server not built" for s in ("io-uring", "io-uring-zc")}
-    from netio_trace.cli import workload_refuses
     return {s: workload_refuses(s) for s in ("io-uring", "io-uring-zc")}
 
 
@@ -212,7 +179,6 @@ def _mark(v):
 
 
 def _escape(text):
-    from rich.markup import escape
     return escape(text) if text else ""
 
 
@@ -247,8 +213,6 @@ def tracer_rows(tr):
 
 
 def print_table(d, console=None):
-    from rich.console import Console
-    from rich.table import Table
     console = console or Console()
     t = Table(title=f"netio-trace doctor — {d['machine'].get('hostname')} ({d['kernel']})",
               show_lines=False)

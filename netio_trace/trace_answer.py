@@ -1,4 +1,4 @@
-"""What `netio-trace trace` answers at its end (issue 28): the trace object on stdout only when
+"""What `netio-trace trace` answers at its end: the trace object on stdout only when
 asked (`--json -`), the verdicts in a few lines, and with `--report DIR` the report, with the
 baseline its verdicts stand on (`--baseline DIR`, or the short form of `run --preset
 zerocopy` run first into DIR/baseline)."""
@@ -8,11 +8,16 @@ import shutil
 import signal
 import sys
 
+from rich.console import Console
+
 from analysis import baseline as baselinemod
 from analysis import verdict
+from netio_trace.preflight import preflight, workload_refuses
 from netio_trace.run import params as P
 from netio_trace.run.params import UsageError
+from netio_trace.run.sweep import run_sweep
 from netio_trace.system import machine
+from netio_trace.system.signals import Guard, Interrupted
 
 BASELINE_SUBDIR = "baseline"
 
@@ -56,7 +61,6 @@ def resolve_baseline(path):
 def short_form():
     """SweepParams of the short form of `run --preset zerocopy`: forward only, untraced only,
     without the io_uring pair where this machine cannot run it. (params, what was left out)."""
-    from netio_trace.cli import workload_refuses
     preset = P.PRESETS["zerocopy"]
     strategies, left = list(preset["strategies"]), []
     for s in ("io-uring", "io-uring-zc"):
@@ -75,7 +79,6 @@ def short_form():
 def run_short_form(report_dir):
     """Run the short form into DIR/baseline and load it: (baseline, notes). A signal stops
     the baseline, not the trace: the baseline is then None, and a note says why."""
-    from netio_trace.system.signals import Guard, Interrupted
     try:
         with Guard():
             status, out, left = _short_form_sweep(report_dir)
@@ -96,10 +99,6 @@ def run_short_form(report_dir):
 def _short_form_sweep(report_dir):
     """The short form's sweep into DIR/baseline: (exit status, that directory, what was left
     out)."""
-    from rich.console import Console
-
-    from netio_trace.cli import preflight
-    from netio_trace.run.sweep import run_sweep
     params, left = short_form()
     preflight(params)
     out = os.path.join(report_dir, BASELINE_SUBDIR)
@@ -126,7 +125,7 @@ def emit_json(json_path):
 def print_verdicts(trace, folded_path, baseline):
     """The verdicts' few lines at the end of trace, on stderr: the traced program's stdout
     stays its own, as under perf stat, strace or time."""
-    from report import trace_report
+    from report import trace_report     # deferred on purpose: it loads matplotlib (heavy)
     lines = []
     if folded_path and os.path.exists(folded_path):
         with open(folded_path, errors="replace") as f:
@@ -140,7 +139,7 @@ def print_verdicts(trace, folded_path, baseline):
 def write_report(report_dir, json_path, folded_path, command, baseline, how, notes):
     """Copy the trace and its stacks into DIR (where they were written elsewhere) and build
     the report. Returns report_dir/report.html."""
-    from report import trace_report
+    from report import trace_report     # deferred on purpose: it loads matplotlib (heavy)
     for src, name in ((json_path, trace_report.TRACE), (folded_path, trace_report.FOLDED)):
         dst = os.path.join(report_dir, name)
         if src and os.path.exists(src) and os.path.abspath(src) != dst:

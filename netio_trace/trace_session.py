@@ -8,6 +8,7 @@ was not written. The tracer dies with us (PR_SET_PDEATHSIG), and a later start r
 SIGKILLed driver left: its recorded tracer, its temporary directory (system/state.py) and its
 cgroup (system/cgroup.py).
 """
+import ctypes
 import os
 import shutil
 import signal
@@ -111,7 +112,6 @@ class Pending:
 def become_subreaper():
     """A command the tracer starts comes back to us if the tracer stops first."""
     try:
-        import ctypes
         ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     except Exception:
         pass

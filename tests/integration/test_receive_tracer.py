@@ -6,7 +6,7 @@ the snapshot's `unavailable` says why: never 0 for unknown."""
 import pytest
 
 from conftest import needs_built, needs_root
-from netio_trace.doctor import probe_zerocopy_receive
+from netio_trace.preflight import probe_zerocopy_receive
 from test_tracer import Tracer, proc, run_workload, tracer, topologies  # noqa: F401
 
 pytestmark = [needs_root("BPF, network namespaces"),

@@ -6,6 +6,8 @@ import shutil
 import pytest
 
 from conftest import FIXTURES, run_cli
+from netio_trace import preflight
+from netio_trace.run import params as P
 
 BAD_RUN = [
     (["--sizes", "0"], "size '0' is out of range"),
@@ -196,21 +198,19 @@ def test_help_says_how_strategies_differ():
 
 def test_mmap_where_the_kernel_lacks_zerocopy_receive(monkeypatch):
     """`--receive mmap` on a kernel without TCP_ZEROCOPY_RECEIVE: one line, before
-    anything runs (preflight asks netio_trace.doctor.probe_zerocopy_receive, stood in for)."""
-    from netio_trace import cli, doctor
-    from netio_trace.run import params as P
-    monkeypatch.setattr(doctor, "probe_zerocopy_receive",
+    anything runs (netio_trace.preflight.probe_zerocopy_receive, stood in for)."""
+    monkeypatch.setattr(preflight, "probe_zerocopy_receive",
                         lambda: "this kernel has no TCP_ZEROCOPY_RECEIVE (Operation not "
                                 "supported; Linux 4.18+)")
-    monkeypatch.setattr(cli, "check_privileges", lambda params: None)
-    monkeypatch.setattr(cli.paths, "have_binary", lambda name: True)
-    monkeypatch.setattr(cli.files, "find_tool", lambda name: "/usr/sbin/" + name)
+    monkeypatch.setattr(preflight, "check_privileges", lambda params: None)
+    monkeypatch.setattr(preflight.paths, "have_binary", lambda name: True)
+    monkeypatch.setattr(preflight.files, "find_tool", lambda name: "/usr/sbin/" + name)
     params = P.SweepParams(**dict(P.QUICK, receives=("copy", "mmap"), passes=("untraced",)))
     with pytest.raises(P.UsageError) as e:
-        cli.preflight(params)
+        preflight.preflight(params)
     assert str(e.value) == ("netio-trace run: --receive mmap: this kernel has no "
                             "TCP_ZEROCOPY_RECEIVE (Operation not supported; Linux 4.18+); "
                             "leave mmap out of --receive")
     # this kernel has it
     monkeypatch.undo()
-    assert doctor.probe_zerocopy_receive() is None
+    assert preflight.probe_zerocopy_receive() is None
