@@ -19,8 +19,6 @@
 #include "trace_helpers.h"
 #include "tracer.h"
 
-volatile sig_atomic_t stop_signal;
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -71,35 +69,6 @@ static void usage(FILE *f)
 "                  time, scaled), always (exact, costs ~2 clock reads per program run), off\n"
 "  --probe         print what this kernel allows as JSON and exit\n"
 "  -- CMD ARGS     run CMD, followed from its first instruction; stop when it exits\n");
-}
-
-static void on_signal(int sig)
-{
-	stop_signal = sig;
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_signal };
-
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = 0;	/* no SA_RESTART: a blocking read returns EINTR */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
-
-/* Both modes call it while they wait (every 20 to 50 ms): the sampled stats windows open and
- * close, and the on-demand programs attach once their condition holds. */
-void periodic(struct tracer *tr)
-{
-	if (tr->prof)
-		profiler_poll(tr->prof);	/* new process images: their maps, while they live */
-	if (tr->detached)
-		return;
-	stats_tick(tr);
-	tracer_bpf_poll(&tr->bpf);
 }
 
 /* ---- main ---------------------------------------------------------------------------- */

@@ -1,7 +1,8 @@
 /* netio-tracer's own state, shared by the files of its main program: tracer.c (main, options,
  * setup and teardown), follow.c (what is followed; clear and reset), snapshot.c (the trace
- * object), runstats.c (BPF run-time stats), control.c (--control) and oneshot.c (-- CMD,
- * --pid, --cgroup, --duration). CLI and --control protocol: docs/tracer.md. */
+ * object), runstats.c (BPF run-time stats), loop.c (signals, and the wait both modes share),
+ * control.c (--control) and oneshot.c (-- CMD, --pid, --cgroup, --duration). CLI and
+ * --control protocol: docs/tracer.md. */
 #ifndef NETIO_TRACER_H
 #define NETIO_TRACER_H
 #include <signal.h>
@@ -15,8 +16,6 @@
 #define MAX_PIDS 256
 #define MAX_NETNS 64
 
-/* the signal that asked us to stop (SIGINT, SIGTERM, SIGHUP), 0 until one does */
-extern volatile sig_atomic_t stop_signal;
 
 struct tracer {
 	/* options */
@@ -32,7 +31,7 @@ struct tracer {
 	const char *cgroups[NETIO_MAX_CGROUPS];	/* --cgroup */
 	int ncgroups;
 	bool no_sample, no_counters, no_latency, control, verbose;
-	bool no_sockets;	/* --no-sockets: per process only (issue 28: its cost apart) */
+	bool no_sockets;	/* --no-sockets: per process only (what the records cost apart) */
 	unsigned long latency_sample;	/* --latency-sample N (0: not given) */
 	enum stats_mode { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
 	double duration;
@@ -54,7 +53,11 @@ struct tracer {
 	bool detached;		/* `detach`: loaded, nothing of ours attached (an untraced run) */
 };
 
-/* tracer.c: what both modes do every few tens of ms while they wait */
+/* loop.c: the signal that asked us to stop (SIGINT, SIGTERM, SIGHUP), 0 until one does; the
+ * handlers that set it (no SA_RESTART: a blocking read returns EINTR; SIGPIPE ignored); and
+ * what both modes do every few tens of ms while they wait */
+extern volatile sig_atomic_t stop_signal;
+void install_signals(void);
 void periodic(struct tracer *tr);
 
 /* runstats.c: BPF run-time stats for the self cost (--bpf-stats) */
