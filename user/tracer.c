@@ -5,7 +5,6 @@
  * tracer.h lists. */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,89 +18,134 @@
 #include "trace_helpers.h"
 #include "tracer.h"
 
+/* ---- the options: one table, from which getopt_long's arrays and --help are made -------- */
+
+enum { OPT_ATTACH = 256, OPT_PID, OPT_CGROUP, OPT_NETNS, OPT_JSON, OPT_FOLDED, OPT_FREQ,
+       OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP, OPT_NO_SAMPLE, OPT_NO_LATENCY, OPT_LATENCY_SAMPLE,
+       OPT_NO_SOCKETS, OPT_NO_COUNTERS, OPT_DURATION, OPT_JSON_EVERY, OPT_CONTROL, OPT_PROBE,
+       OPT_BPF_STATS };
+
+struct option_doc {
+	const char *name;	/* --name */
+	const char *arg;	/* its argument as --help names it; NULL: it takes none */
+	int val;		/* what getopt_long returns: an OPT_*, or the short option's letter */
+	const char *help;	/* lines apart by \n, each indented under the first by --help */
+};
+
+/* Every option, in --help's order: none can be parsed without being described. */
+static const struct option_doc options[] = {
+	{ "attach", "MODE", OPT_ATTACH,
+	  "force a rung: auto (default), fentry, kprobe or tracepoint (exit 2\n"
+	  "if it cannot attach here)" },
+	{ "pid", "PID", OPT_PID,
+	  "follow PID, its threads and the children it forks from now on\n"
+	  "(repeatable)" },
+	{ "cgroup", "DIR", OPT_CGROUP,
+	  "follow every process of the cgroup v2 directory DIR and below it: those\n"
+	  "there now, forked there or moved there later (not with --control); the\n"
+	  "trace then ends with -- CMD, --duration or a signal (repeatable)" },
+	{ "netns", "NS", OPT_NETNS,
+	  "a network namespace (a name in /var/run/netns, or a path) whose devices'\n"
+	  "softirq events count (repeatable; default: ours)" },
+	{ "json", "FILE", OPT_JSON, "write the trace JSON there (default stdout)" },
+	{ "folded", "FILE", OPT_FOLDED, "folded on-CPU stacks of the followed processes" },
+	{ "freq", "HZ", OPT_FREQ, "stack sampling frequency (default 999; tick: at most CONFIG_HZ)" },
+	{ "sample-source", "auto|cycles|cpu-clock|tick", OPT_SAMPLE_SOURCE,
+	  "what stack samples are taken on: auto (default) is cycles where a PMU\n"
+	  "exists, else tick; tick samples on the scheduler tick (no timer of\n"
+	  "its own, CONFIG_HZ per busy CPU: far cheaper in a VM); a source named\n"
+	  "explicitly exits 2 if it cannot be used here" },
+	{ "sample-cgroup", "DIR", OPT_SAMPLE_CGROUP,
+	  "a cgroup2 directory the followed processes run in: cycles or cpu-clock\n"
+	  "samples come from one event per CPU that runs only while a task of it\n"
+	  "is on that CPU, not from per-task events, whose timers re-arm at every\n"
+	  "context switch (a VM exit each in a VM); pids outside it keep per-task\n"
+	  "events; -- CMD starts in it" },
+	{ "no-sample", NULL, OPT_NO_SAMPLE, "no stack sampling (so no folded stacks)" },
+	{ "no-counters", NULL, OPT_NO_COUNTERS,
+	  "no perf counters (cycles, instructions, cache misses, context switches)" },
+	{ "no-latency", NULL, OPT_NO_LATENCY,
+	  "count bytes and calls without timing them: no syscall hook (every\n"
+	  "syscall of the machine would pass it), no latency histogram" },
+	{ "latency-sample", "N", OPT_LATENCY_SAMPLE,
+	  "time 1 call in N of each thread (default 1: every call); every call is\n"
+	  "still counted, and the histograms hold the timed ones" },
+	{ "no-sockets", NULL, OPT_NO_SOCKETS, "count per process only, not per socket" },
+	{ "duration", "S", OPT_DURATION,
+	  "stop after S seconds, or earlier when what is followed ends or a signal\n"
+	  "comes (not with --control)" },
+	{ "json-every", "S", OPT_JSON_EVERY,
+	  "also rewrite --json FILE every S seconds while tracing (atomically), for\n"
+	  "a reader that follows the counts live (trace --openmetrics :PORT)" },
+	{ "control", NULL, OPT_CONTROL,
+	  "read commands on stdin (pid add, netns add, clear, reset, detach, attach,\n"
+	  "snapshot, quit)" },
+	{ "bpf-stats", "M", OPT_BPF_STATS,
+	  "BPF run-time stats for the self cost: sampled (default: on 10% of the\n"
+	  "time, scaled), always (exact, costs ~2 clock reads per program run), off" },
+	{ "probe", NULL, OPT_PROBE, "print what this kernel allows as JSON and exit" },
+	{ "verbose", NULL, 'v', "libbpf's messages on stderr, and more of ours" },
+	{ "help", NULL, 'h', "this help" },
+};
+
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+#define HELP_COLUMN 18
+
+/* getopt_long's arrays, made from options[] before the first getopt_long */
+static struct option long_opts[NOPTIONS + 1];
+static char short_opts[NOPTIONS + 2] = "+";	/* +: the options end where CMD starts */
+
+static void make_option_arrays(void)
+{
+	size_t n = 1;
+
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		long_opts[i] = (struct option){ options[i].name,
+			options[i].arg ? required_argument : no_argument, NULL, options[i].val };
+		if (options[i].val < 256)
+			short_opts[n++] = (char)options[i].val;
+	}
+}
+
+/* One option's lines of --help: its name (and letter) and argument, then its help at
+ * HELP_COLUMN, below them where they reach it. */
+static void usage_option(FILE *f, const struct option_doc *o)
+{
+	const char *h = o->help, *nl;
+	int w;
+
+	if (o->val < 256)
+		w = fprintf(f, "  -%c, --%s", o->val, o->name);
+	else
+		w = fprintf(f, "  --%s", o->name);
+	if (o->arg)
+		w += fprintf(f, " %s", o->arg);
+	if (w >= HELP_COLUMN) {
+		fputc('\n', f);
+		w = 0;
+	}
+	fprintf(f, "%*s", HELP_COLUMN - w, "");
+	for (; (nl = strchr(h, '\n')); h = nl + 1)
+		fprintf(f, "%.*s\n%*s", (int)(nl - h), h, HELP_COLUMN, "");
+	fprintf(f, "%s\n", h);
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-"usage: netio-tracer [--attach auto|fentry|kprobe|tracepoint] [--pid PID]... [--cgroup DIR]...\n"
-"                    [--netns NAME|PATH]...\n"
-"                    [--json FILE] [--folded FILE] [--freq HZ] [--sample-source SRC]\n"
-"                    [--sample-cgroup DIR] [--no-sample] [--no-counters] [--no-latency]\n"
-"                    [--latency-sample N] [--no-sockets]\n"
-"                    [--duration S] [--json-every S] [--control]\n"
-"                    [--bpf-stats sampled|always|off]\n"
-"                    [--verbose] [-- CMD ARGS...]\n"
-"       netio-tracer --probe\n"
-"\n"
-"Counts, per process, the bytes sent, copied from user space, sent zero-copy, copied back on\n"
-"local delivery and copied to user space, and the socket syscalls' latency, with the first\n"
-"attach rung this kernel allows (fentry > kprobe > tp_btf/tracepoint > inferred).\n"
-"  --attach MODE   force a rung (exit 2 if it cannot attach here)\n"
-"  --pid PID       follow PID, its threads and the children it forks from now on\n"
-"  --cgroup DIR    follow every process of the cgroup v2 directory DIR and below it: those\n"
-"                  there now, forked there or moved there later (not with --control); the\n"
-"                  trace then ends with -- CMD, --duration or a signal\n"
-"  --netns NS      network namespaces whose devices' softirq events count (default: ours)\n"
-"  --json FILE     write the trace JSON there (default stdout)\n"
-"  --folded FILE   folded on-CPU stacks of the followed processes\n"
-"  --freq HZ       stack sampling frequency (default 999; tick: at most CONFIG_HZ)\n"
-"  --sample-source auto|cycles|cpu-clock|tick\n"
-"                  what stack samples are taken on: auto (default) is cycles where a PMU\n"
-"                  exists, else tick; tick samples on the scheduler tick (no timer of\n"
-"                  its own, CONFIG_HZ per busy CPU: far cheaper in a VM); a source named\n"
-"                  explicitly exits 2 if it cannot be used here\n"
-"  --sample-cgroup DIR\n"
-"                  a cgroup2 directory the followed processes run in: cycles or cpu-clock\n"
-"                  samples come from one event per CPU that runs only while a task of it\n"
-"                  is on that CPU, not from per-task events, whose timers re-arm at every\n"
-"                  context switch (a VM exit each in a VM); pids outside it keep per-task\n"
-"                  events; -- CMD starts in it\n"
-"  --no-latency    count bytes and calls without timing them: no syscall hook (every\n"
-"                  syscall of the machine would pass it), no latency histogram\n"
-"  --latency-sample N\n"
-"                  time 1 call in N of each thread (default 1: every call); every call is\n"
-"                  still counted, and the histograms hold the timed ones\n"
-"  --no-sockets    count per process only, not per socket\n"
-"  --json-every S  also rewrite --json FILE every S seconds while tracing (atomically), for\n"
-"                  a reader that follows the counts live (trace --openmetrics :PORT)\n"
-"  --control       read commands on stdin (pid add, netns add, clear, reset, detach, attach,\n"
-"                  snapshot, quit)\n"
-"  --bpf-stats M   BPF run-time stats for the self cost: sampled (default: on 10%% of the\n"
-"                  time, scaled), always (exact, costs ~2 clock reads per program run), off\n"
-"  --probe         print what this kernel allows as JSON and exit\n"
-"  -- CMD ARGS     run CMD, followed from its first instruction; stop when it exits\n");
+	fputs("usage: netio-tracer [OPTION]... [-- CMD ARGS...]\n"
+	      "       netio-tracer --probe\n"
+	      "\n"
+	      "Counts, per process, the bytes sent, copied from user space, sent zero-copy, copied\n"
+	      "back on local delivery and copied to user space, and the socket syscalls' latency,\n"
+	      "with the first attach rung this kernel allows (fentry > kprobe > tp_btf/tracepoint >\n"
+	      "inferred).\n", f);
+	for (size_t i = 0; i < NOPTIONS; i++)
+		usage_option(f, &options[i]);
+	fprintf(f, "  -- CMD ARGS%*srun CMD, followed from its first instruction; stop when it "
+		"exits\n", HELP_COLUMN - 13, "");
 }
 
 /* ---- main ---------------------------------------------------------------------------- */
-
-enum { OPT_ATTACH = 256, OPT_PID, OPT_NETNS, OPT_JSON, OPT_FOLDED, OPT_FREQ, OPT_NO_SAMPLE,
-       OPT_NO_COUNTERS, OPT_DURATION, OPT_CONTROL, OPT_PROBE, OPT_VERBOSE, OPT_NO_BPF_STATS,
-       OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP, OPT_NO_LATENCY, OPT_CGROUP, OPT_JSON_EVERY,
-       OPT_LATENCY_SAMPLE, OPT_NO_SOCKETS };
-
-static const struct option long_opts[] = {
-	{ "attach", required_argument, NULL, OPT_ATTACH },
-	{ "pid", required_argument, NULL, OPT_PID },
-	{ "cgroup", required_argument, NULL, OPT_CGROUP },
-	{ "netns", required_argument, NULL, OPT_NETNS },
-	{ "json", required_argument, NULL, OPT_JSON },
-	{ "folded", required_argument, NULL, OPT_FOLDED },
-	{ "freq", required_argument, NULL, OPT_FREQ },
-	{ "sample-source", required_argument, NULL, OPT_SAMPLE_SOURCE },
-	{ "sample-cgroup", required_argument, NULL, OPT_SAMPLE_CGROUP },
-	{ "no-sample", no_argument, NULL, OPT_NO_SAMPLE },
-	{ "no-latency", no_argument, NULL, OPT_NO_LATENCY },
-	{ "latency-sample", required_argument, NULL, OPT_LATENCY_SAMPLE },
-	{ "no-sockets", no_argument, NULL, OPT_NO_SOCKETS },
-	{ "no-counters", no_argument, NULL, OPT_NO_COUNTERS },
-	{ "duration", required_argument, NULL, OPT_DURATION },
-	{ "json-every", required_argument, NULL, OPT_JSON_EVERY },
-	{ "control", no_argument, NULL, OPT_CONTROL },
-	{ "probe", no_argument, NULL, OPT_PROBE },
-	{ "verbose", no_argument, NULL, OPT_VERBOSE },
-	{ "bpf-stats", required_argument, NULL, OPT_NO_BPF_STATS },
-	{ "help", no_argument, NULL, 'h' },
-	{ 0 },
-};
 
 /* What the command line asks beyond the tracer's own settings. */
 struct cli {
@@ -224,7 +268,7 @@ static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
 	case OPT_PROBE:
 		cli->probe = true;
 		return -1;
-	case OPT_NO_BPF_STATS:
+	case OPT_BPF_STATS:
 		if (parse_bpf_stats(arg, &tr->stats_mode)) {
 			fprintf(stderr, "netio-tracer: --bpf-stats %s: choose sampled, always or off\n",
 				arg);
@@ -232,7 +276,6 @@ static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
 		}
 		return -1;
 	case 'v':
-	case OPT_VERBOSE:
 		tr->verbose = true;
 		return -1;
 	case 'h':
@@ -249,7 +292,8 @@ static int parse_args(int argc, char **argv, struct tracer *tr, struct cli *cli)
 {
 	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "+hv", long_opts, NULL)) != -1)
+	make_option_arrays();
+	while ((opt = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1)
 		if ((ret = parse_option(opt, optarg, tr, cli)) >= 0)
 			return ret;
 	if (optind < argc)
