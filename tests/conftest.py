@@ -20,6 +20,7 @@ if REPO not in sys.path:
 from analysis import files  # noqa: E402
 
 from netio_trace.system import paths  # noqa: E402
+from netio_trace.system.netns import Topology  # noqa: E402
 
 BUILD = paths.build_dir()                 # $NETIO_BUILD, default <repo>/build
 SERVER = os.path.join(BUILD, "netio-server")
@@ -42,8 +43,6 @@ def needs_built(*names):
 def namespaces(*transports):
     """A module-wide fixture: the namespaces of each transport in turn (a parameter each,
     none for one transport), removed at the end of the module."""
-    from netio_trace.system.netns import Topology
-
     @pytest.fixture(scope="module", params=list(transports) if len(transports) > 1 else None)
     def topology(request):
         with Topology(getattr(request, "param", transports[0])) as t:

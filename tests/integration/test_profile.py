@@ -352,7 +352,6 @@ needs_workloads = pytest.mark.skipif(
 def run_loopback_pair(tracer, strategy, d, seconds=2):
     """Server (strategy, 64 KiB, one thread) and client over loopback, both followed from
     their first instruction; returns the server's JSON."""
-    import json
     tracer.clear()
     tracer.reset()
     server = GatedProcess([SERVER, "--strategy", strategy, "--size", "64K", "--threads", "1",
@@ -518,7 +517,6 @@ def test_tick_below_hz_keeps_every_nth(busy_bin, tmp_path):
                          "--json", str(tmp_path / "s.json"), "--folded", str(tmp_path / "s.folded"),
                          "--", busy_bin, "1.5"], capture_output=True, text=True, timeout=60)
     assert cp.returncode == 0, cp.stderr
-    import json
     s = json.loads((tmp_path / "s.json").read_text())["samples"]
     assert s["source"] == "tick"
     assert s["freq"] == pytest.approx(hz / every)

@@ -34,7 +34,8 @@ import pytest
 from analysis import files
 from conftest import BUILD, REPO, needs_built, needs_root
 from netio_trace.run import params as P
-from netio_trace.system import cgroup, state
+from netio_trace.system import cgroup, netns, state
+from netio_trace.tracer import probe
 from machine_state import (BINS, Driver, LAUNCHER, _cmdline, _env, _namespaces, _pids,
                            leftovers, snapshot, wait_for)
 
@@ -269,7 +270,6 @@ def test_sigkill_then_next_start(tmp_path):
 def test_stale_namespace_with_own_pid():
     """A name with this process's pid can only be a dead predecessor's (same pid): the start
     removes it (else `ip netns add` of the first run fails); a foreign name stays."""
-    from netio_trace.system import netns
     mine, decoy = f"netio-{os.getpid()}-987-snd", "netio-decoy-own"
     for ns in (mine, decoy):
         subprocess.run(["ip", "netns", "add", ns], check=True)
@@ -340,7 +340,6 @@ def test_workload_dies_mid_run(tmp_path):
 
 
 def test_attach_rung_that_cannot_attach_is_refused(tmp_path):
-    from netio_trace.tracer import probe
     if probe().get("attach", {}).get("fentry") is not False:
         pytest.skip("fentry attaches on this kernel: nothing to refuse")
     before = snapshot()

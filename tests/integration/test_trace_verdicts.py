@@ -10,6 +10,7 @@ all but one take a baseline made here from this machine's identity; the first ru
 so that `--report` runs the short form of `run --preset zerocopy` first, for real."""
 import json
 import os
+import pty
 import socket
 import subprocess
 import sys
@@ -312,7 +313,6 @@ def test_baseline_from_another_machine_is_said_and_left_out(tmp_path, baseline):
 def _on_a_terminal(argv):
     """Run argv with its stdin, stdout and stderr on a pseudo-terminal: (exit status, what it
     showed)."""
-    import pty
     m, s = pty.openpty()
     p = subprocess.Popen(argv, cwd=REPO, env=_env(), stdin=s, stdout=s, stderr=s)
     os.close(s)

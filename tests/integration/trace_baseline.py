@@ -4,11 +4,12 @@ import json
 
 import pytest
 
+from netio_trace.system import machine
+
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory):
     """Zero-copy behind its copy up to 16K and ahead at 63K on forward, in every round."""
-    from netio_trace.system import machine
     d = tmp_path_factory.mktemp("baseline")
     m = machine.info()
     runs = []

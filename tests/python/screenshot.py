@@ -22,7 +22,7 @@ def render(html, shot):
     chromium = _chromium()
     if not chromium:
         pytest.skip("no chromium on this machine")
-    import matplotlib.image as mpimg
+    import matplotlib.image as mpimg    # deferred on purpose: heavy, and only with Chromium
     profile = tempfile.mkdtemp(prefix="netio-chromium-")
     try:
         cp = subprocess.run(

@@ -9,6 +9,7 @@ import types
 
 from bench import markdown, markdown_overhead, pairs
 from bench.config import KiB, OverheadCase, config_tag
+from bench.profiles import Profile
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "bench", "results-2026-11-26.md")
 # (configuration, variant): the rounds (from 0) whose runs saw one machine speed; every
@@ -127,7 +128,6 @@ def test_section_1_tables_come_back_from_the_runs_it_lists():
 
 
 def test_a_missed_target_links_its_profile_and_says_where_its_samples_went():
-    from bench.profiles import Profile
     run = {"bpf_programs": {"tp_xmit": 3000, "sc_enter": 9000}, "messages": 10,
            "bpf_ns_per_msg": 1200.0, "bpf_cpu_share": 0.05}
     p = Profile("veth one-copy 16 KiB: full/untraced 0.850 < 0.88", 0.85, run,

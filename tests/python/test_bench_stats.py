@@ -2,7 +2,7 @@
 interleaved, how paired ratios are taken and summarized, and how a target is judged."""
 import pytest
 
-from bench import harness, markdown, measure_overhead, pairs
+from bench import ab, harness, markdown, measure_overhead, pairs, run
 from bench.config import TARGET_PEER
 
 
@@ -92,7 +92,6 @@ def test_summary_counts_met_undecided_and_missed_and_names_the_worst():
 
 
 def test_ab_compares_two_builds_level_by_level():
-    from bench import ab
     a = ab._args(["--old", "/o", "--new", "/n", "--levels", "counting"])
     assert (a.old, a.new, a.levels) == ("/o", "/n", ["counting"])
     assert ab.LEVELS["counting"] == ["--no-latency", "--no-sample", "--no-counters"]
@@ -114,7 +113,6 @@ def test_the_summary_says_how_steady_the_machine_was():
 
 
 def test_the_bench_refuses_a_number_option_not_above_0(capsys):
-    from bench import run
     for flag in ("--rounds", "--one-copy-rounds", "--duration", "--guest-seconds"):
         with pytest.raises(SystemExit) as e:
             run._parse_args([flag, "0"])

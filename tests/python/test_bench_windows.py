@@ -6,7 +6,8 @@ import types
 
 import pytest
 
-from bench import windows
+from bench import config, markdown, markdown_overhead, windows
+from bench.config import WindowCase
 
 TRACED_GBPS, UNTRACED_GBPS = 8.0, 10.0
 
@@ -100,7 +101,6 @@ def test_run_seconds_hold_every_pair():
 
 
 def test_a_verdict_counts_runs_not_windows():
-    from bench import markdown
     runs = [[(9.0, 10.0)] * 5, [(8.0, 10.0)] * 5, [(9.5, 10.0)] * 5]
     s = windows.runs_summary(runs)
     assert s["n"] == 3 and s["median"] == pytest.approx(0.9)
@@ -137,8 +137,6 @@ def test_with_a_reference_the_two_tracers_take_turns_never_together(fast):
 def test_a_missed_case_shows_where_its_bpf_time_went():
     """Section 1w's profile of a miss: each program's ns per run over the case's runs,
     costliest first; a case that met its target gets none."""
-    from bench import markdown_overhead
-    from bench.config import WindowCase
     runs = [[(9.0, 10.0)] * 5] * 5                     # 0.9 in every run: below 0.95
     progs = [{"tp_send_length": (1800, 10), "tp_xmit": (900, 10)}] * 5
     missed = WindowCase("veth two-copy 16 KiB", "counting", runs, [], progs)
@@ -151,7 +149,6 @@ def test_a_missed_case_shows_where_its_bpf_time_went():
 
 
 def test_the_headline_case_is_also_held_to_its_headline_target():
-    from bench import config, markdown_overhead
     c = config.WindowCase("loopback one-copy 16 KiB", "counting", [], [])
     assert markdown_overhead.window_targets(c) == [config.TARGET_COUNTING,
                                                    config.TARGET_COUNTING_HEADLINE]

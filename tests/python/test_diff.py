@@ -8,6 +8,7 @@ import sys
 
 from conftest import REPO
 from analysis import diff
+from report import build
 
 FIXTURE = os.path.join(REPO, "tests", "python", "fixtures")
 
@@ -56,7 +57,6 @@ def test_identical_sweeps_do_not_regress(tmp_path):
 
 def test_differential_flame_graph_names_its_sides(tmp_path):
     a, b = _sweep(tmp_path, "a"), _sweep(tmp_path, "b", slower=("one-copy", 65536))
-    from report import build
     for d in (a, b):
         build.build(str(d))
     out = tmp_path / "o"

@@ -7,6 +7,7 @@ import os
 import types
 
 import pytest
+from rich.console import Console
 
 from netio_trace import doctor, doctor_ladder as ladder, tracer
 from netio_trace.run import instrument, params as P, sweep
@@ -79,7 +80,6 @@ def test_doctor_says_no_and_exits_2_when_the_tracer_cannot_load(fake_build, monk
 
 
 def _table(d):
-    from rich.console import Console
     buf = io.StringIO()
     doctor.print_table(d, Console(file=buf, width=400, color_system=None))
     return buf.getvalue()
@@ -136,7 +136,6 @@ def _sweep_of(tmp_path, **kw):
     p = P.SweepParams(strategies=("two-copy",), sizes=(4096,), threads=(1,),
                       transports=("veth",), duration=0.2, repeat=1, passes=("traced",), **kw)
     buf = io.StringIO()
-    from rich.console import Console
     return types.SimpleNamespace(params=p, instrument=instrument.Instrument(p, str(tmp_path)),
                                  console=Console(file=buf, width=80, color_system=None)), buf
 

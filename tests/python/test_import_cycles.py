@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from conftest import REPO
 
 SCRIPT = os.path.join(REPO, "scripts", "import-cycles")
@@ -42,34 +44,36 @@ def test_the_repository_has_no_import_cycle():
     assert p.stdout.strip() == "import-cycles: none"
 
 
-def test_a_cycle_hidden_in_a_function_is_found(tmp_path):
-    _tree(tmp_path, {"pkg/__init__.py": "",
-                     "pkg/a.py": "from pkg import b\n",
-                     "pkg/b.py": "def f():\n    from pkg.a import x\n",
-                     "pkg/c.py": "import pkg.a\n"})
+# (files, the cycles they make): an import inside a function, relative and dynamic imports,
+# and packages that import nothing themselves
+PY_TREES = {
+    "hidden": ({"pkg/__init__.py": "", "pkg/a.py": "from pkg import b\n",
+                "pkg/b.py": "def f():\n    from pkg.a import x\n", "pkg/c.py": "import pkg.a\n"},
+               [["pkg.a", "pkg.b"]]),
+    "relative": ({"pkg/__init__.py": "", "pkg/sub/__init__.py": "",
+                  "pkg/sub/a.py": "from ..b import thing\n",
+                  "pkg/b.py": "import importlib\nimportlib.import_module('pkg.sub.a')\n"},
+                 [["pkg.b", "pkg.sub.a"]]),
+    "no-cycle": ({"pkg/__init__.py": '"""doc"""\n', "pkg/a.py": "from pkg import b\n",
+                  "pkg/b.py": "import pkg\n", "notapkg/x.py": "import pkg.a\n"}, []),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PY_TREES))
+def test_python_cycles_are_found(tmp_path, name):
+    files, want = PY_TREES[name]
+    _tree(tmp_path, files)
+    graph, paths = ic.python_graph(str(tmp_path))
+    assert [c for c, _loop in ic.cycles(graph)] == want
+    assert "notapkg.x" not in paths
+
+
+def test_a_cycle_is_printed_with_where_each_import_is(tmp_path):
+    _tree(tmp_path, PY_TREES["hidden"][0])
     p = _run(tmp_path)
     assert p.returncode == 1
     assert "python cycle of 2: pkg.a, pkg.b" in p.stdout
     assert "pkg/b.py:2" in p.stdout and "pkg.c" not in p.stdout
-
-
-def test_relative_and_dynamic_imports_count(tmp_path):
-    _tree(tmp_path, {"pkg/__init__.py": "",
-                     "pkg/sub/__init__.py": "",
-                     "pkg/sub/a.py": "from ..b import thing\n",
-                     "pkg/b.py": "import importlib\nimportlib.import_module('pkg.sub.a')\n"})
-    graph, _paths = ic.python_graph(str(tmp_path))
-    assert "pkg.b" in graph["pkg.sub.a"] and "pkg.sub.a" in graph["pkg.b"]
-    assert [c for c, _loop in ic.cycles(graph)] == [["pkg.b", "pkg.sub.a"]]
-
-
-def test_a_package_that_imports_nothing_makes_no_cycle(tmp_path):
-    _tree(tmp_path, {"pkg/__init__.py": '"""doc"""\n',
-                     "pkg/a.py": "from pkg import b\n",
-                     "pkg/b.py": "import pkg\n",
-                     "notapkg/x.py": "import pkg.a\n"})
-    graph, paths = ic.python_graph(str(tmp_path))
-    assert ic.cycles(graph) == [] and "notapkg.x" not in paths
 
 
 def test_c_files_that_call_each_other_are_a_cycle(tmp_path):

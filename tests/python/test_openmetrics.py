@@ -2,6 +2,8 @@
 the tracer's bytes and its log2 histogram's counts."""
 import json
 import os
+import socket
+import urllib.request
 
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
@@ -68,8 +70,6 @@ def test_copies_are_counted_per_process():
 
 def test_served_on_a_port_from_the_json_the_tracer_rewrites(tmp_path):
     """:PORT serves what the trace JSON holds at each scrape, as OpenMetrics when asked."""
-    import socket
-    import urllib.request
     path = tmp_path / "trace.json"
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -1,13 +1,16 @@
 """Results written under sudo belong to the invoking user (SUDO_UID/SUDO_GID)."""
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
+from analysis import files
 from conftest import REPO
-from netio_trace.system import ownership
+from netio_trace.system import ownership, paths
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
 UID, GID = 4242, 4343
@@ -49,8 +52,6 @@ def test_report_rebuilt_under_sudo_belongs_to_the_user(tmp_path):
 
 
 def _sweep_prereqs():
-    from analysis import files
-    from netio_trace.system import paths
     if not all(paths.have_binary(b) for b in ("netio-server", "netio-client", "netio-tracer")) \
             or not files.find_tool("ip"):
         pytest.skip("needs the built binaries (NETIO_BUILD) and ip")
@@ -68,9 +69,6 @@ def _sweep(out, env):
 def test_sweep_under_sudo_belongs_to_the_user(tmp_path, interrupted):
     """Everything a sweep wrote (runs, raw/, folded/, the report) is the invoking user's,
     whether it finished or was interrupted."""
-    import signal
-    import time
-    from netio_trace.system import paths
     _sweep_prereqs()
     out = tmp_path / "sweep"
     env = dict(os.environ, SUDO_UID=str(UID), SUDO_GID=str(GID), PYTHONPATH=REPO,

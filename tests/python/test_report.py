@@ -1,11 +1,13 @@
 """Report generation from the committed fixture (tests/python/fixtures/runs.jsonl)."""
 import base64
 import csv
+import json
 import os
 import re
 
 import pytest
 
+from analysis import passes, summary
 from report import build as report
 from conftest import run_cli
 
@@ -131,7 +133,6 @@ def test_report_says_the_figures_were_measured_traced(built, fixture_dir):
     assert "`--sample-source tick`" in md       # the fixture sampled on cpu-clock (no PMU)
     # the same sweep run with --no-trace says so instead
     lines = (fixture_dir / "runs.jsonl").read_text().splitlines()
-    import json
     untraced = []
     for line in lines:
         r = json.loads(line)
@@ -151,8 +152,6 @@ def test_two_pass_sweep_answers_from_the_untraced_pass(fixture_dir):
     """Every traced run of the fixture gets an untraced twin 1.25x as fast: the answers take
     the twins' throughput, the tracer's cost is 0.80 per configuration, in the report and in
     results.csv."""
-    import csv
-    import json
     runs = [json.loads(line) for line in (fixture_dir / "runs.jsonl").read_text().splitlines()]
     twins = []
     for r in runs:
@@ -174,7 +173,6 @@ def test_two_pass_sweep_answers_from_the_untraced_pass(fixture_dir):
     assert kept and all(abs(k - 0.8) < 1e-6 for k in kept)
     assert all(r["tracer_kept"] == "" for r in rows if r["traced"] == "false")
     # the summary's throughput is the untraced twins'
-    from analysis import summary, passes
     answers, traced, answers_traced = passes.split(runs + twins)
     assert not answers_traced and all(r["traced"] is False for r in answers)
     row = summary.rows(answers, traced=traced)[0]
@@ -184,7 +182,6 @@ def test_two_pass_sweep_answers_from_the_untraced_pass(fixture_dir):
 def test_report_names_the_causes_of_drops(fixture_dir):
     """Drops over the sweep are summed per cause (the snapshot's drops_by_cause); a sweep
     without any says nothing of them."""
-    import json
     path = fixture_dir / "runs.jsonl"
     report.build(str(fixture_dir))
     assert "dropped" not in (fixture_dir / "report.md").read_text()

@@ -1,4 +1,8 @@
 """report/receive.py: the Receive section's answers from hand-made run records."""
+import os
+
+from analysis import results
+from conftest import FIXTURES
 from report import doc as docmod
 from report import receive as R
 
@@ -81,10 +85,6 @@ def test_answers_of_the_recorded_preset():
     sender; over veth (MTU 1500, MSS 1448) it
     maps less than over loopback and says the MSS is why; discard is cheaper than copy for the
     receiver behind a one-copy sender, splice dearer."""
-    import os
-
-    from analysis import results
-    from conftest import FIXTURES
     runs = results.read_runs(os.path.join(FIXTURES, "receive_run", results.RUNS))
     answers = [r for r in runs if not r["traced"]]
     rows = {(r[0], r[1]): r for r in R.mapped_rows(answers)}

@@ -1,13 +1,21 @@
 """report.html rendered by headless Chromium: the screenshot must show a page with its images."""
+import itertools
+import json
 import os
 import shutil
 
+import numpy as np
+
+from analysis import attribution, results
+from conftest import FIXTURES
 from report import build as report
+from report import doc as docmod
+from report import receive
+from report.colors import CAT_COLORS
 from screenshot import render
 
 
 def test_report_html_renders_not_blank(fixture_dir):
-    import numpy as np
     report.build(str(fixture_dir))
     rgb = render(fixture_dir / "report.html", fixture_dir / "screenshot.png")
     assert rgb.shape[0] >= 1900 and rgb.shape[1] >= 1100
@@ -30,10 +38,6 @@ def _add_sendfile_run(fixture_dir):
     """The hand-built fixture has no sendfile run, so no splice: one is added, a 64 KiB veth
     one-copy run's twin whose attribution comes from the sendfile stacks recorded on the host
     (tests/python/fixtures/stacks/host-6.18)."""
-    import json
-
-    from analysis import attribution, results
-    from conftest import FIXTURES
     path = fixture_dir / results.RUNS
     runs = results.read_runs(str(path))
     twin = dict(next(r for r in runs if (r["strategy"], r["msg_size"], r["transport"]) ==
@@ -52,12 +56,8 @@ def test_headline_shows_every_category_apart(fixture_dir):
     """The headline plot, as the page shows it, draws each category in its own
     colour: every category of the fixture's runs is on screen (its legend swatch and bars),
     and no two category colours are close enough to be confused."""
-    import itertools
 
-    import numpy as np
 
-    from analysis import attribution, results
-    from report.colors import CAT_COLORS
     colours = {c: _hex_rgb(CAT_COLORS[c]) for c in attribution.CATEGORIES}
     gap = min(max(abs(a - b) for a, b in zip(colours[x], colours[y]))
               for x, y in itertools.combinations(colours, 2))
@@ -90,13 +90,6 @@ class _ReceiveContext:
 def test_receive_section_renders(tmp_path):
     """The Receive section of a real receive sweep (fixtures/receive_run), rendered
     alone: its tables and its plot, with copy's and mmap's bars in their colours."""
-    import numpy as np
-
-    from analysis import results
-    from conftest import FIXTURES
-    from report import doc as docmod
-    from report import receive
-    from report.colors import CAT_COLORS
     runs = results.read_runs(os.path.join(FIXTURES, "receive_run", results.RUNS))
     d = docmod.Doc("receive")
     receive.section(d, _ReceiveContext(runs, str(tmp_path)))

@@ -8,6 +8,7 @@ import re
 import shutil
 
 import pytest
+import numpy as np
 
 from conftest import FIXTURES, run_cli
 from report import trace_report
@@ -96,7 +97,6 @@ def test_rebuild_says_when_the_baseline_is_gone(trace_dir, tmp_path):
 
 
 def test_trace_report_renders_in_chromium(trace_dir):
-    import numpy as np
     trace_report.build(str(trace_dir))
     rgb = render(trace_dir / "report.html", trace_dir / "screenshot.png")
     assert (rgb < 0.95).any(axis=2).mean() > 0.05            # text, tables, plots
