@@ -77,6 +77,17 @@ def machine():
             "default_cc": cc}
 
 
+def release_followed(tracer, topo, srv):
+    """A `--control` tracer follows the run's namespaces and the gated server srv, its counts
+    from zero; then srv is released, so that its first send is counted."""
+    tracer.clear()
+    for ns in topo.namespaces:
+        tracer.netns_add(ns)
+    tracer.pid_add(srv.pid)
+    tracer.reset()
+    srv.release()
+
+
 class Run(dict):
     """One run's numbers; printed short in the progress log."""
 

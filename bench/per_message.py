@@ -51,12 +51,7 @@ def workload(tracer, topo, a, tmp):
                         "--size", str(a.size), "--threads", "1", "--port", "0", "--addr",
                         "0.0.0.0", "--netns", topo.sender_ns, "--duration", str(a.seconds),
                         *READY_ARGS], f"{tmp}/s.json", f"{tmp}/s.err", ready=True)
-    tracer.clear()
-    for ns in topo.namespaces:
-        tracer.netns_add(ns)
-    tracer.pid_add(srv.pid)
-    tracer.reset()
-    srv.release()
+    harness.release_followed(tracer, topo, srv)
     cli = None
     try:
         port, _ = wait_listening(srv.ready, TIMEOUT)

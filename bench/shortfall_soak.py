@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 
+from bench import harness
 from netio_trace.system.netns import Topology
 from netio_trace.system.procs import READY_ARGS, GatedProcess, wait_listening
 from netio_trace.tracer import ControlTracer, TracerError
@@ -74,12 +75,7 @@ def one_run(tracer, topo, size, count, tmp, build):
                         str(size), "--threads", "1", "--port", "0", "--addr", "0.0.0.0",
                         "--netns", topo.sender_ns, "--count", str(count), "--cc", "cubic",
                         *READY_ARGS], srv_out, srv_err, ready=True)
-    tracer.clear()
-    for ns in topo.namespaces:
-        tracer.netns_add(ns)
-    tracer.pid_add(srv.pid)
-    tracer.reset()
-    srv.release()
+    harness.release_followed(tracer, topo, srv)
     cli = None
     try:
         port, _ = wait_listening(srv.ready, TIMEOUT)
