@@ -660,7 +660,7 @@ def main(argv=None):
         if a.command is None:
             parser.print_help()
             return 2
-        if a.command in ("run", "doctor", "report"):
+        if a.command in ("run", "trace", "doctor", "report"):
             # from the first step: a signal during the checks ends with 128+N, never a traceback
             guard = Guard().__enter__()
         if a.command == "run":

@@ -100,11 +100,11 @@ static pid_t launch_gated(struct tracer *tr, char **cmd, char *err, size_t errle
 int run_oneshot(struct tracer *tr)
 {
 	char err[512];
-	pid_t child = -1, parent = getppid();
+	pid_t child = -1;
 	int status = 0;
 	double t0, next_json;
 
-	if (tr->cmd) {
+	if (tr->cmd && !stop_signal) {	/* a signal while we loaded: the trace never began */
 		child = launch_gated(tr, tr->cmd, err, sizeof(err));
 		if (child < 0) {
 			fprintf(stderr, "netio-tracer: %s\n", err);
@@ -137,7 +137,7 @@ int run_oneshot(struct tracer *tr)
 		periodic(tr);
 		sleep_ms(tr, child > 0 ? 20 : 50);
 	}
-	if (child > 0 && getppid() != parent) {
+	if (child > 0 && getppid() != tr->parent) {
 		/* whoever started us died (SIGTERM from PR_SET_PDEATHSIG): nobody is left to end
 		 * the command it asked for */
 		kill(child, SIGTERM);

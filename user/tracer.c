@@ -439,6 +439,7 @@ int main(int argc, char **argv)
 	if (geteuid() != 0)
 		fprintf(stderr, "netio-tracer: not root: loading BPF programs will probably fail\n");
 
+	tr.parent = getppid();
 	install_signals();
 	setrlimit(RLIMIT_MEMLOCK, &rl);
 	if (tracer_bpf_open(&tr.bpf, tr.mode, tr.verbose, tr.no_latency, err, sizeof(err))) {

@@ -18,6 +18,8 @@
 
 
 struct tracer {
+	pid_t parent;		/* who started us, at our start: a different getppid() later
+				 * means it died (oneshot.c) */
 	/* options */
 	enum attach_mode mode;
 	unsigned int pids[MAX_PIDS];

@@ -143,7 +143,9 @@ def test_trace_interrupted(tmp_path, point, sig):
     d = Driver(["trace", "--json", str(tmp_path / "trace.json"), "--", *cmd], tmp_path)
 
     def command_pid():
-        return next((p for p in _pids() if token.encode() in _cmdline(p)), None)
+        """The command's pid (the driver's arguments carry the token too)."""
+        return next((p for p in _pids() if _cmdline(p)[:2] == [sys.executable.encode(), b"-c"]
+                     and token.encode() in _cmdline(p)), None)
 
     try:
         if point == "tracer-loading":

@@ -21,9 +21,10 @@ from netio_trace.system import cgroup, state
 from trace_baseline import baseline  # noqa: F401 (a fixture)
 
 pytestmark = [needs_root("BPF, cgroups"), needs_built("netio-tracer")]
-# how soon after the driver's SIGKILL the tracer and its programs are gone: emulated guests
-# (NETIO_VMTEST) run many times slower, and their times mean nothing
-GONE_WITHIN_S = 30.0 if os.environ.get("NETIO_VMTEST") else 3.0
+# emulated guests (NETIO_VMTEST) run many times slower, and their times mean nothing
+SLOWER = 10 if os.environ.get("NETIO_VMTEST") else 1
+# how soon after the driver's SIGKILL the tracer and its programs are gone
+GONE_WITHIN_S = 3.0 * SLOWER
 TRACER = os.path.realpath(os.path.join(BUILD, "netio-tracer"))
 
 
@@ -83,12 +84,12 @@ def _alive(pid):
         return False
 
 
-def _wait_traced(d, timeout=60):
+def _wait_traced(d, timeout=60 * SLOWER):
     """The driver's tracer, once its programs are attached: (pid, program ids)."""
     tracer = wait_for(lambda: _tracer_of(d), timeout, "tracer process", d, step=0.02)
     progs = wait_for(lambda: len(_attached(tracer)) >= 5 and _attached(tracer), timeout,
                      "tracer's programs", d, step=0.05)
-    time.sleep(0.5)                          # the rest of the ladder
+    time.sleep(0.5 * SLOWER)                 # the rest of the ladder
     return tracer, _attached(tracer) | progs
 
 
@@ -239,7 +240,7 @@ def test_kill_9_leaves_no_tracer_and_no_program(tmp_path, how, server):
         d.kill_if_running()
     # the next start removes the killed driver's temporary directory, cgroup and state file
     nxt = subprocess.run([os.path.join(REPO, "netio-trace"), "trace", "--no-sample", "--",
-                          "true"], capture_output=True, text=True, timeout=120,
+                          "true"], capture_output=True, text=True, timeout=120 * SLOWER,
                          env=dict(os.environ, NETIO_BUILD=BUILD))
     if cg:
         os.rmdir(cg)
