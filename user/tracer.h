@@ -16,7 +16,6 @@
 #define MAX_PIDS 256
 #define MAX_NETNS 64
 
-
 struct tracer {
 	pid_t parent;		/* who started us, at our start: a different getppid() later
 				 * means it died (oneshot.c) */
