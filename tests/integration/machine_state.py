@@ -58,10 +58,11 @@ def _bpftool(kind):
         return set()
 
 
-def _held_bpf_ids():
-    """prog and link ids that some live process holds an fd of (fdinfo), links' programs too."""
+def _held_bpf_ids(pids=None):
+    """prog and link ids that some live process (of pids, default all) holds an fd of
+    (fdinfo), links' programs too."""
     progs, links = set(), set()
-    for pid in _pids():
+    for pid in _pids() if pids is None else pids:
         try:
             fds = os.listdir(f"/proc/{pid}/fdinfo")
         except OSError:
@@ -245,3 +246,14 @@ def wait_for(cond, timeout, what, driver=None, step=0.002):
         time.sleep(step)
     raise AssertionError(f"no {what} within {timeout} s"
                          + (f": {driver.stderr()[-1500:]}" if driver else ""))
+
+
+def end_driver(d, sig, timeout=60):
+    """Send sig to the driver and wait for it (killed if it outlives timeout): (exit status,
+    its stderr)."""
+    try:
+        d.proc.send_signal(sig)
+        rc = d.wait(timeout)
+    finally:
+        d.kill_if_running()
+    return rc, d.stderr()

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import BUILD, REPO, needs_built, needs_root
-from machine_state import Driver, _cmdline, _pids, leftovers, snapshot, wait_for
+from machine_state import Driver, _held_bpf_ids, end_driver, _cmdline, _pids, leftovers, snapshot, wait_for
 from netio_trace.system import cgroup, state
 from trace_baseline import baseline  # noqa: F401 (a fixture)
 
@@ -55,19 +55,8 @@ def _tracer_of(d):
 
 
 def _attached(pid):
-    """The BPF program ids the process holds (its fdinfo), once it holds any."""
-    ids = set()
-    try:
-        fds = os.listdir(f"/proc/{pid}/fdinfo")
-    except OSError:
-        return ids
-    for fd in fds:
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                ids.update(int(line.split()[1]) for line in f if line.startswith("prog_id:"))
-        except OSError:
-            pass
-    return ids
+    """The BPF program ids the process holds (its fdinfo)."""
+    return _held_bpf_ids([pid])[0]
 
 
 def _prog_ids():
@@ -128,10 +117,8 @@ def test_a_signal_ends_the_trace_of_a_server_with_everything_written(tmp_path, h
     try:
         _wait_traced(d)
         _iperf_client(server[1])
-        d.proc.send_signal(sig)
-        rc = d.wait(120)
     finally:
-        d.kill_if_running()
+        rc, err = end_driver(d, sig, 120)
         if cg:
             server[0].kill()
             server[0].wait()
@@ -141,7 +128,6 @@ def test_a_signal_ends_the_trace_of_a_server_with_everything_written(tmp_path, h
                     break
                 except OSError:
                     time.sleep(0.05)
-    err = d.stderr()
     assert rc == 0, f"exit {rc}: {err[-2000:]}"
     assert "Traceback" not in err
     for name in ("report.html", "report.md", "verdicts.json", "trace.json"):
@@ -166,11 +152,8 @@ def test_a_second_signal_aborts_and_says_what_was_not_written(tmp_path, server, 
         d.proc.send_signal(signal.SIGINT)
         wait_for(lambda: "tracer detached" in d.stderr(), 30, "the first signal's end", d,
                  step=0.005)
-        d.proc.send_signal(signal.SIGINT)
-        rc = d.wait(30)
     finally:
-        d.kill_if_running()
-    err = d.stderr()
+        rc, err = end_driver(d, signal.SIGINT, 30)
     assert rc == 130, f"exit {rc}: {err[-2000:]}"
     (line,) = [x for x in err.splitlines() if "aborted by a second signal" in x]
     assert "not written:" in line and "Traceback" not in err
@@ -265,11 +248,8 @@ def test_a_signal_during_the_short_form_stops_the_baseline_only(tmp_path, point)
             wait_for(lambda: "running the short form" in d.stderr(), 120, "the short form", d,
                      step=0.02)
         wait_for(lambda: d.child_running("netio-server"), 120, "a workload", d, step=0.02)
-        d.proc.send_signal(signal.SIGINT)
-        rc = d.wait(180)
     finally:
-        d.kill_if_running()
-    err = d.stderr()
+        rc, err = end_driver(d, signal.SIGINT, 180)
     assert rc == 0, f"exit {rc}: {err[-2000:]}"
     v = json.loads((out / "verdicts.json").read_text())
     assert v.get("baseline") is None, v.get("baseline")
