@@ -100,8 +100,12 @@ class Floor:
 
     def read(self):
         """{hook: {"runs", "ns"}}, cumulative since the helper attached them."""
-        self.proc.stdin.write(b"read\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(b"read\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise FloorError(f"netio-bench-floor ended (exit {self.proc.wait()}; log: "
+                             f"{self.log_path})") from None
         return json.loads(self._line(READY_TIMEOUT))
 
     def close(self):
