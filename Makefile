@@ -37,9 +37,9 @@ PROG_SRCS  := $(wildcard tests/programs/*.c)
 PROG_BINS  := $(patsubst tests/programs/%.c,$(BUILD)/tests/programs/%,$(PROG_SRCS))
 
 TARGETS := $(BUILD)/netio-server $(BUILD)/netio-client $(BUILD)/netio-busy-loop \
-           $(BUILD)/netio-getpid-loop
+           $(BUILD)/netio-getpid-loop $(BUILD)/netio-churn
 ifneq ($(BPF_SRCS),)
-TARGETS += $(BUILD)/netio-tracer
+TARGETS += $(BUILD)/netio-tracer $(BUILD)/netio-bench-floor
 endif
 
 .PHONY: all deps run test unittest pytest vmtest bench clean
@@ -79,6 +79,11 @@ $(BUILD)/netio-busy-loop: bench/busy_loop.c | $(BUILD)/workloads
 $(BUILD)/netio-getpid-loop: bench/getpid_loop.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@
 
+# thousands of short-lived processes, threads and TCP connections: the churn bench's load
+# (bench/churn.c, bench/churn.py)
+$(BUILD)/netio-churn: bench/churn.c | $(BUILD)/workloads
+	$(CC) $(CFLAGS) $< -o $@ -lpthread
+
 # ---- BPF and the tracer --------------------------------------------------
 # vmlinux.h comes from the running kernel's BTF; CO-RE relocates it elsewhere.
 $(BUILD)/include/vmlinux.h: | $(BUILD)/include
@@ -105,6 +110,11 @@ $(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard common/*.h) $(wildca
 
 $(BUILD)/netio-tracer: $(USER_OBJS) $(COMMON_OBJS) $(BLAZESYM_LIB)
 	$(CC) $(CFLAGS) $(USER_OBJS) $(COMMON_OBJS) -o $@ -lbpf -lelf -lz $(BLAZESYM_LIBS)
+
+# the empty-program floor beside the tracer's programs (bpf/floor.bpf.c, bench/floor.py); the
+# tracer never loads that object
+$(BUILD)/netio-bench-floor: bench/floor.c $(BUILD)/include/floor.skel.h $(BUILD)/common/sysctl.o | $(BUILD)/workloads
+	$(CC) $(CFLAGS) -I$(BUILD)/include -Icommon $< $(BUILD)/common/sysctl.o -o $@ -lbpf -lelf -lz
 
 $(BLAZESYM_LIB) $(BLAZESYM_HDR) &: third_party/blazesym/Cargo.toml third_party/blazesym/Cargo.lock third_party/blazesym/src/lib.rs
 	./scripts/blazesym.sh

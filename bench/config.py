@@ -77,6 +77,12 @@ SENDFILE_SIZES = (16 * KiB, 64 * KiB)
 IPERF3_SIZES = (4 * KiB, 16 * KiB, 64 * KiB)
 IPERF3_STRATEGIES = ("one-copy", "two-copy")
 
+# ---- bench.per_message: BPF program runs per message sent ------------------------------------
+# every program's runs / the messages sent, at the counting level, where it applies: one-copy
+# 16 KiB over loopback and over veth
+TARGET_RUNS_PER_MESSAGE = 2.0
+RUNS_PER_MESSAGE_CASES = (("loopback", "one-copy", 16 * KiB), ("veth", "one-copy", 16 * KiB))
+
 UNRELATED_TARGET_NAME = "8. unrelated syscalls (getpid loop), fentry rung / untraced, in the guest"
 
 

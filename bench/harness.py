@@ -6,7 +6,7 @@ rounds beside the machine speed probe. Measuring only: the Markdown is bench/mar
 Every run of our workloads goes through Bench.netio(): the server and the client are started
 held at a gate (netio_trace/system/procs.py), an observer is set up on their pids, then they
 are released; their CPU time comes from their own rusage (wait4). Bench.busy_loop() does the
-same for netio-busy-loop (the timer floor).
+same for netio-busy-loop (the timer floor), Bench.churn() for netio-churn (the churn bench).
 """
 import json
 import os
@@ -77,15 +77,19 @@ def machine():
             "default_cc": cc}
 
 
-def release_followed(tracer, topo, srv):
+def release_followed(tracer, topo, srv, at_zero=None):
     """A `--control` tracer follows the run's namespaces and the gated server srv, its counts
-    from zero; then srv is released, so that its first send is counted."""
+    from zero; then srv is released, so that its first send is counted. at_zero, if given,
+    is called at that zero, before the release (another reader's starting point); its result
+    is returned."""
     tracer.clear()
     for ns in topo.namespaces:
         tracer.netns_add(ns)
     tracer.pid_add(srv.pid)
     tracer.reset()
+    started = at_zero() if at_zero else None
     srv.release()
+    return started
 
 
 class Run(dict):
@@ -94,6 +98,9 @@ class Run(dict):
     def __repr__(self):
         if "blocks_per_s" in self:
             return f"{self['blocks_per_s']:.0f} blocks/s (busy loop)"
+        if "connections" in self:
+            return (f"{self['processes']} processes, {self['threads']} threads, "
+                    f"{self['connections']} connections in {self['seconds']:.2f} s (churn)")
         if "seen" in self:
             return (f"{self['send_gbps']:.2f} Gbit/s sent (forward), {self['seen']} of "
                     f"{self['messages']} datagrams seen, {self['copied']} of "
@@ -287,6 +294,34 @@ class Bench:
                 r = json.load(f)
             run = Run({"blocks_per_s": r["blocks_per_s"], "messages": None,
                        "cpu_s": cpu[proc.pid]})
+            observer.stop(run)
+            return run
+        except BaseException:
+            observer.abort()
+            proc.end()
+            raise
+
+    def churn(self, topo, load, observer):
+        """One run of netio-churn (bench/churn.c) in topo's sender namespace and the
+        workloads' cgroup, watched by observer; load: its options ({"processes", "threads",
+        "connections", "bytes"}). The run: the load's own accounting and what the observer
+        adds. Retried once."""
+        return self._retried(f"churn {observer.name}", lambda: self._churn(topo, load, observer))
+
+    def _churn(self, topo, load, observer):
+        d = self.rundir()
+        out, err = os.path.join(d, "churn.out"), os.path.join(d, "churn.err")
+        proc = GatedProcess([os.path.join(BUILD, "netio-churn"), "--netns", topo.sender_ns,
+                             *(f"--{k}={v}" for k, v in load.items())], out, err,
+                            cgroup=self.cgroup)
+        try:
+            observer.start(self, topo, [proc.pid])
+            proc.release()
+            cpu = _reap_all([proc], time.monotonic() + 120)
+            if proc.returncode != 0:
+                raise RuntimeError(f"netio-churn: exit {proc.returncode}: {_tail(err)}")
+            with open(out) as f:
+                run = Run(json.load(f), messages=None, cpu_s=cpu[proc.pid])
             observer.stop(run)
             return run
         except BaseException:

@@ -22,6 +22,7 @@ from bench.harness import Bench, log
 from bench.measure_overhead import section_overhead, section_unrelated, section_windows
 from bench.measure_sweep import section_passes, section_sweep
 from bench.measure_workloads import section_iperf3, section_scale, section_zerocopy
+from bench.churn import section_churn
 from bench.sockets import section_sockets
 
 SECTIONS = [
@@ -34,6 +35,7 @@ SECTIONS = [
     ("zerocopy", section_zerocopy),
     ("unrelated", section_unrelated),
     ("sockets", section_sockets),
+    ("churn", section_churn),
 ]
 
 
@@ -51,6 +53,7 @@ NUMBERS = (
     ("--iperf3-duration", int, 1, "whole seconds per run of section 3 (iperf3 -t takes whole "
      "seconds)"),
     ("--scale-duration", float, 0.5, "seconds per run of section 4"),
+    ("--churn-runs", int, 5, "runs of section 10's load (a verdict needs 5)"),
 )
 
 
@@ -78,7 +81,7 @@ def _parse_args(argv):
     if os.geteuid() != 0:
         ap.error("needs root (network namespaces, BPF)")
     for exe in ("netio-server", "netio-client", "netio-tracer", "netio-busy-loop",
-                "netio-getpid-loop"):
+                "netio-getpid-loop", "netio-churn"):
         if not os.access(os.path.join(BUILD, exe), os.X_OK):
             ap.error(f"{BUILD}/{exe} is not built (make, or set NETIO_BUILD)")
     for tool in ("bpftrace", "bpftool", "iperf3"):
