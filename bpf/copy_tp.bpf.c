@@ -737,7 +737,13 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 	if (counted_proto(proto)) {
 		key = (u64)sk;
 		si = bpf_map_lookup_elem(&sk_owner, &key);
-		if (!si && ns) {
+		/* A socket's first skbs leave inside its first send, before that send's end
+		 * names its owner and makes its entry: made here, to keep them pending, where
+		 * the device's netns is followed, and for every UDP socket, whose datagrams are
+		 * counted for their process only here, whichever netns they leave (a followed
+		 * process in a netns not followed: trace -- CMD) and whichever task sends them
+		 * (a qdisc run by another CPU). A TCP MSG_ZEROCOPY send counts at its end. */
+		if (!si && (ns || proto == NETIO_IPPROTO_UDP)) {
 			struct sk_info n = {};
 
 			count_update_error(bpf_map_update_elem(&sk_owner, &key, &n, BPF_NOEXIST));
