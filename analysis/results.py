@@ -42,6 +42,9 @@ CSV_COLUMNS += (["receive", "mss", "rcv_mss"] + [f"rx_{k}" for k in RX_KINDS]
                 + ["rx_mapped_bytes", "rx_discarded_bytes", "rx_spliced_bytes"])
 # the sender's field placement (--align) and an XDP program on the receiving veth (--rx-xdp)
 CSV_COLUMNS += ["align", "rx_xdp"]
+# of fallback_copy_bytes, the bytes copied a second time (TCP retransmits of segments that had
+# arrived)
+CSV_COLUMNS += ["fallback_copy_again_bytes"]
 
 # perf event names as the tracer writes them (issue 4), and the aliases we accept.
 PERF_ALIASES = {
@@ -222,7 +225,8 @@ def csv_row(run):
                align=align_of(run), rx_xdp=bool(run.get("rx_xdp")))
     for k in RX_KINDS:
         row[f"rx_{k}"] = _num(received.get(k))
-    for f in ("rx_mapped_bytes", "rx_discarded_bytes", "rx_spliced_bytes"):
+    for f in ("rx_mapped_bytes", "rx_discarded_bytes", "rx_spliced_bytes",
+              "fallback_copy_again_bytes"):
         row[f] = _num(trace.get(f))
     return row
 
