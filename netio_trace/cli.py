@@ -14,24 +14,31 @@ import tempfile
 import textwrap
 import time
 
-from rich.console import Console
-
 from analysis import diff
 from analysis.contract import RECEIVE_HELP, STRATEGIES, STRATEGY_HELP, TRANSPORTS, TRANSPORT_HELP
 from analysis.results import read_runs
-from analysis.summary import print_summary
-from netio_trace import doctor, trace_answer, trace_session
 from netio_trace.preflight import check_privileges, preflight
 from netio_trace.run import params as P
 from netio_trace.run.params import UsageError
-from netio_trace.run.sweep import run_sweep
 from netio_trace.system import ownership, paths, state
 from netio_trace.system.cgroup import WorkloadCgroup, cgroup2_root
 from netio_trace.system.privileges import privilege_error
 from netio_trace.system.signals import Guard, Interrupted, import_whole
 from netio_trace.tracer import samples_on_perf_events, trace_argv
-from report import build as report_build
 from report import diff as diff_report
+
+# The commands' modules need the venv's packages (rich, matplotlib's report); a python
+# without them (the system's, run by a user who cannot read the venv) must still answer
+# with the one line of a bad start (needs root, or: run make deps), never a traceback.
+try:
+    from rich.console import Console
+    from analysis.summary import print_summary
+    from netio_trace import doctor, trace_answer, trace_session
+    from netio_trace.run.sweep import run_sweep
+    from report import build as report_build
+    MISSING_PACKAGES = None
+except ImportError as e:
+    MISSING_PACKAGES = e
 
 PROG = "netio-trace"
 EPILOG = """examples:
@@ -647,6 +654,15 @@ def cmd_doctor(a):
     return doctor.main(as_json=a.json)
 
 
+def _missing_packages(command):
+    """One line, exit 2: the privileges this command lacks first (what a user fixes first),
+    else the packages."""
+    err = privilege_error(command) if command in ("run", "trace", "doctor") else None
+    print(err or f"{PROG} {command}: Python packages missing ({MISSING_PACKAGES}); run "
+          f"`make deps`, or start netio-trace with .venv/bin/python", file=sys.stderr)
+    return 2
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     cmd = []
@@ -660,6 +676,8 @@ def main(argv=None):
         if a.command is None:
             parser.print_help()
             return 2
+        if MISSING_PACKAGES is not None:
+            return _missing_packages(a.command)
         if a.command in ("run", "trace", "doctor", "report"):
             # from the first step: a signal during the checks ends with 128+N, never a traceback
             guard = Guard().__enter__()
