@@ -5,7 +5,8 @@ attribution category, from the folded stacks of its command name.
 A flow is a dict: pid, comm, label, proto, local, peer, path (the device its route leaves by:
 loopback, veth, device or unknown), the byte and call counters of the trace object
 (tx_bytes, tx_calls, tx_copy_bytes, tx_spliced_bytes, zc_tx_bytes, rx_copy_bytes, rx_calls,
-fallback_copy_bytes, io_uring_sends; None where not counted), send_sizes (the log2
+fallback_copy_bytes, fallback_copy_again_bytes, io_uring_sends; None where not counted),
+send_sizes (the log2
 histogram of its send sizes, or None), and delivery: how its traffic was delivered, as
 observed or predicted (delivery()).
 """
@@ -13,8 +14,8 @@ from analysis import attribution
 from analysis.sizes import format_bytes
 
 BYTE_FIELDS = ("tx_bytes", "tx_calls", "tx_copy_bytes", "tx_spliced_bytes", "zc_tx_bytes",
-               "rx_copy_bytes", "rx_calls", "fallback_copy_bytes", "zc_kept_bytes",
-               "io_uring_sends")
+               "rx_copy_bytes", "rx_calls", "fallback_copy_bytes", "fallback_copy_again_bytes",
+               "zc_kept_bytes", "io_uring_sends")
 PATHS = {"loopback": "loopback", "veth": "a veth into another namespace of this host",
          "virtual": "a virtual device (bridge, tunnel...)",
          "device": "a network device out of the host", "unknown": "unknown"}
@@ -41,6 +42,8 @@ def process_flows(trace):
                  label=f"pid {pid} ({p.get('comm') or '?'})")
         if f["zc_tx_bytes"] and len(zc_senders) == 1:
             f["fallback_copy_bytes"] = _num(trace.get("fallback_copy_bytes"))
+            f["fallback_copy_again_bytes"] = _num((trace.get("zerocopy") or {})
+                                                  .get("fallback_copy_again_bytes"))
         out.append(f)
     return out
 
@@ -73,6 +76,26 @@ def flow_bytes(f):
     return (f.get("tx_bytes") or 0) + (f.get("rx_copy_bytes") or 0)
 
 
+def copied_again(f):
+    """", A of it a second time, ..." where the fallback copied part of the flow's zero-copy
+    bytes twice (a TCP segment retransmitted after it had arrived is received, and copied,
+    again: its pages were pinned once), else "". The fallback copy less that part is at most
+    the bytes sent zero-copy."""
+    again = f.get("fallback_copy_again_bytes")
+    if not again:
+        return ""
+    return (f", {format_bytes(again)} of it a second time (retransmitted segments that had "
+            f"arrived)")
+
+
+def fallback_fields(f):
+    """The figures a sentence about the copy back stands on."""
+    again = f.get("fallback_copy_again_bytes")
+    return (f"fallback_copy_bytes {f.get('fallback_copy_bytes')}, "
+            + (f"fallback_copy_again_bytes {again}, " if again else "")
+            + f"zc_tx_bytes {f.get('zc_tx_bytes') or 0}")
+
+
 def delivery(f):
     """(kind, why): how the flow's traffic is delivered. kind "local" (the kernel copies
     zero-copy pages back), "kept" (zero-copy pages were seen leaving and none was copied
@@ -81,8 +104,8 @@ def delivery(f):
     zc, fb = f.get("zc_tx_bytes") or 0, f.get("fallback_copy_bytes")
     if zc and fb:
         return "local", (f"the kernel copied {format_bytes(fb)} of its {format_bytes(zc)} "
-                         f"sent zero-copy back at delivery (fallback_copy_bytes {fb}, "
-                         f"zc_tx_bytes {zc})")
+                         f"sent zero-copy back at delivery{copied_again(f)} "
+                         f"({fallback_fields(f)})")
     if zc and fb == 0 and f.get("socket"):
         return "kept", (f"none of its {format_bytes(zc)} sent zero-copy was copied back "
                         f"(fallback_copy_bytes 0, zc_tx_bytes {zc})")

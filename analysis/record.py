@@ -56,6 +56,9 @@ def trace_object(snapshot, server_pid, client_pid):
     netns = snapshot.get("netns") if isinstance(snapshot.get("netns"), dict) else {}
     ns_zc = _sum(v.get("zc_tx_bytes") for v in netns.values() if isinstance(v, dict))
     ns_fb = _sum(v.get("fallback_copy_bytes") for v in netns.values() if isinstance(v, dict))
+    ns_again = _sum(v.get("fallback_copy_again_bytes") for v in netns.values()
+                    if isinstance(v, dict))
+    zerocopy = snapshot.get("zerocopy") if isinstance(snapshot.get("zerocopy"), dict) else {}
 
     def pick(proc, field):
         if proc is not None and field in proc:
@@ -68,6 +71,9 @@ def trace_object(snapshot, server_pid, client_pid):
          "tx_spliced_bytes": pick(srv, "tx_spliced_bytes"),
          "zc_tx_bytes": pick(srv, "zc_tx_bytes"),
          "fallback_copy_bytes": ns_fb if ns_fb is not None else _num(snapshot.get("fallback_copy_bytes")),
+         # of those, copied a second time (null from a tracer that did not count it)
+         "fallback_copy_again_bytes": ns_again if ns_again is not None
+         else _num(zerocopy.get("fallback_copy_again_bytes")),
          "pinned_pages": pick(srv, "pinned_pages"),
          "syscalls": snapshot.get("syscalls") or {},
          "drops": snapshot.get("drops"),

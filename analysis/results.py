@@ -46,6 +46,9 @@ CSV_COLUMNS += (["receive", "mss", "rcv_mss"] + [f"rx_{k}" for k in RX_KINDS]
                 + ["rx_mapped_bytes", "rx_discarded_bytes", "rx_spliced_bytes"])
 # the sender's field placement (--align) and an XDP program on the receiving veth (--rx-xdp)
 CSV_COLUMNS += ["align", "rx_xdp"]
+# of fallback_copy_bytes, the bytes copied a second time (TCP retransmits of segments that had
+# arrived)
+CSV_COLUMNS += ["fallback_copy_again_bytes"]
 
 # perf event names as the tracer writes them, and the aliases we accept (older records and
 # perf's own spellings).
@@ -213,7 +216,8 @@ def csv_row(run):
                align=align_of(run), rx_xdp=bool(run.get("rx_xdp")))
     for k in RX_KINDS:
         row[f"rx_{k}"] = _num(received.get(k))
-    for f in ("rx_mapped_bytes", "rx_discarded_bytes", "rx_spliced_bytes"):
+    for f in ("rx_mapped_bytes", "rx_discarded_bytes", "rx_spliced_bytes",
+              "fallback_copy_again_bytes"):
         row[f] = _num(trace.get(f))
     return row
 

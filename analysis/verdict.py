@@ -89,9 +89,10 @@ def _achieved(f, alt):
                 f"(tx_spliced_bytes {sp})")
     zc, fb = f.get("zc_tx_bytes") or 0, f.get("fallback_copy_bytes")
     back = ("none copied back (fallback copy 0 B)" if fb == 0 else
-            "the copy back not observed" if fb is None else f"{format_bytes(fb)} copied back")
+            "the copy back not observed" if fb is None else
+            f"{format_bytes(fb)} copied back{flows.copied_again(f)}")
     return (f"already in use: {_pct(zc / tx) if tx else '?'} of its {format_bytes(tx)} "
-            f"left as user pages, {back} (zc_tx_bytes {zc}, fallback_copy_bytes {fb})")
+            f"left as user pages, {back} ({flows.fallback_fields(f)})")
 
 
 def _typical(f):

@@ -158,24 +158,48 @@ static __always_inline void on_sendpage_exit(long ret, struct sock *sk)
 	}
 }
 
+/* A zerocopy skb of TCP socket sk copied back, the entry of that socket si: the bytes it had
+ * been copied with before are copied again (maps.h, zc_rx_again). Its TCP header: where xmit
+ * put it (loopback and veth hand the same skb over), or where IP's receive set it (6.17+). */
+static __always_inline void tcp_copy_again(struct sk_buff *skb, u64 sk, struct sk_info *si,
+					   struct netns_stats *ns, u32 len)
+{
+	u16 th = BPF_CORE_READ(skb, transport_header);
+	__be32 seq;
+
+	if (!si || th == (u16)~0U || !sock_is_tcp(sk) ||
+	    bpf_probe_read_kernel(&seq, sizeof(seq), BPF_CORE_READ(skb, head) + th +
+				  bpf_core_field_offset(struct tcphdr, seq)))
+		return;
+	zc_rx_again(si, ns, bpf_ntohl(seq), len);
+}
+
 /* skb_copy_ubufs(): the user pages of a zerocopy skb are copied into kernel pages (local
  * delivery of a MSG_ZEROCOPY skb). Softirq context: filtered by the device's netns. */
 static __always_inline void on_copy_ubufs(struct sk_buff *skb)
 {
 	struct netns_stats *ns = netns_stats_of(BPF_CORE_READ(skb, dev, nd_net.net));
 	unsigned char *sh = BPF_CORE_READ(skb, head);
+	u32 len = BPF_CORE_READ(skb, data_len);
 	struct skb_shared_info *shinfo;
+	struct sk_info *si;
+	void *uarg;
+	u64 sk;
 
 	/* for the record of the socket that sent it (maps.h, sock_zc_seen) */
 	if (bpf_core_field_size(skb->end) == 4)
 		shinfo = (void *)(sh + BPF_CORE_READ(skb, end));
 	else
 		shinfo = (void *)(unsigned long)BPF_CORE_READ(skb, end);
+	uarg = BPF_CORE_READ(shinfo, destructor_arg);
+	sk = zc_uarg_sock(uarg);
 	if (!socks_off())
-		sock_zc_seen(BPF_CORE_READ(shinfo, destructor_arg), BPF_CORE_READ(skb, data_len),
-			     false);
+		si = sock_zc_seen(uarg, len, false);
+	else
+		si = sk ? bpf_map_lookup_elem(&sk_owner, &sk) : NULL;
+	tcp_copy_again(skb, sk, si, ns, len);
 	if (ns) {
-		ns->fallback_copy_bytes += BPF_CORE_READ(skb, data_len);
+		ns->fallback_copy_bytes += len;
 		ns->fallback_copy_skbs++;
 	}
 }

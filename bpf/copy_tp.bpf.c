@@ -737,7 +737,13 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 	if (counted_proto(proto)) {
 		key = (u64)sk;
 		si = bpf_map_lookup_elem(&sk_owner, &key);
-		if (!si && ns) {
+		/* A socket's first skbs leave inside its first send, before that send's end
+		 * names its owner and makes its entry: made here, to keep them pending, where
+		 * the device's netns is followed, and for every UDP socket, whose datagrams are
+		 * counted for their process only here, whichever netns they leave (a followed
+		 * process in a netns not followed: trace -- CMD) and whichever task sends them
+		 * (a qdisc run by another CPU). A TCP MSG_ZEROCOPY send counts at its end. */
+		if (!si && (ns || proto == NETIO_IPPROTO_UDP)) {
 			struct sk_info n = {};
 
 			count_update_error(bpf_map_update_elem(&sk_owner, &key, &n, BPF_NOEXIST));
@@ -802,11 +808,11 @@ static __always_inline void tcp_zc_unseen(struct sk_buff *skb, struct sk_info *s
 	}
 }
 
-/* A zerocopy skb's bytes seen received, for the record of the socket that sent it, whatever
- * namespace received it; returns that socket's entry (sk_owner), or NULL. */
-static __always_inline struct sk_info *sock_zc_rx(struct sk_buff *skb, const bool cast)
+/* A zerocopy skb's bytes seen received, for the record of the socket that sent it (its
+ * MSG_ZEROCOPY notification holds uarg), whatever namespace received it; returns that socket's
+ * entry (sk_owner), or NULL. */
+static __always_inline struct sk_info *sock_zc_rx(struct sk_buff *skb, void *uarg)
 {
-	void *uarg = zc_skb_uarg(skb, cast);
 	u64 sk;
 
 	if (!socks_off())
@@ -815,15 +821,33 @@ static __always_inline struct sk_info *sock_zc_rx(struct sk_buff *skb, const boo
 	return sk ? bpf_map_lookup_elem(&sk_owner, &sk) : NULL;
 }
 
+/* A received zerocopy skb of the socket whose entry is si: if that is a TCP socket, the
+ * bytes it had been received with before are copied again (zc_rx_again), for ns. Its TCP
+ * header is where xmit put it (tcp_zc_unseen). */
+static __always_inline void tcp_zc_again(struct sk_buff *skb, void *uarg, struct sk_info *si,
+					 struct netns_stats *ns, const bool cast)
+{
+	u32 seq;
+
+	if (si && skb->transport_header != (u16)~0U && sock_is_tcp(zc_uarg_sock(uarg)) &&
+	    !tcp_seq(skb, cast, &seq))
+		zc_rx_again(si, ns, seq, skb->data_len);
+}
+
 static __always_inline int on_netif_receive(struct sk_buff *skb, const bool cast)
 {
 	struct netns_stats *ns;
+	struct sk_info *si;
 	u32 zero = 0, *seen;
+	void *uarg;
 
 	if (!skb_zc(skb, cast))
 		return 0;
-	tcp_zc_unseen(skb, sock_zc_rx(skb, cast), cast);
+	uarg = zc_skb_uarg(skb, cast);
+	si = sock_zc_rx(skb, uarg);
+	tcp_zc_unseen(skb, si, cast);
 	ns = netns_stats_of(skb->dev->nd_net.net);
+	tcp_zc_again(skb, uarg, si, ns, cast);
 	if (!ns)
 		return 0;
 	seen = bpf_map_lookup_elem(&zc_state, &zero);

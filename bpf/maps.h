@@ -89,6 +89,8 @@ struct sk_info {
 	u64 kept_pending;	/* the record was known (sock_zc_seen): for the record */
 	u32 zckey;		/* the socket's sk_zckey at its last send seen (copy_tp.bpf.c, */
 	u32 zckey_known;	/* zc_pinned_by_send); 0: none seen yet */
+	struct zc_seq rx_seq;	/* TCP: the bytes its skbs were received (copied) with */
+	u64 again_pending;	/* of rx_pending: received again (zc_rx_again) */
 };
 
 struct {
@@ -141,6 +143,11 @@ static __always_inline u64 zc_uarg_sock(void *uarg)
 	return (u64)BPF_CORE_READ(nskb, sk);
 }
 
+static __always_inline bool sock_is_tcp(u64 sk)
+{
+	return sk && BPF_CORE_READ((struct sock *)sk, sk_protocol) == 6;
+}
+
 static __always_inline struct sk_info *sock_zc_seen(void *uarg, u64 bytes, bool kept)
 {
 	struct sock_stats *r = NULL;
@@ -182,14 +189,37 @@ static __always_inline struct sk_info *sock_zc_seen(void *uarg, u64 bytes, bool 
 static __always_inline void sock_take_pending(struct sk_info *si)
 {
 	struct sock_stats *r = si->slot1 ? sock_rec(si->slot1 - 1) : NULL;
-	u64 rx = si->rx_pending, kept = si->kept_pending;
+	u64 rx = si->rx_pending, kept = si->kept_pending, again = si->again_pending;
 
-	if (!r || !(rx | kept))
+	if (!r || !(rx | kept | again))
 		return;
 	__sync_fetch_and_add(&si->rx_pending, -rx);
 	__sync_fetch_and_add(&si->kept_pending, -kept);
+	__sync_fetch_and_add(&si->again_pending, -again);
 	__sync_fetch_and_add(&r->zc_rx_bytes, rx);
 	__sync_fetch_and_add(&r->zc_kept_bytes, kept);
+	__sync_fetch_and_add(&r->zc_again_bytes, again);
+}
+
+/* A zerocopy skb of TCP socket si received (the tracepoint rung) or copied back (the exact
+ * rungs) with payload [seq, seq + len): the bytes it had been received with before (a
+ * retransmit of a segment that arrived: zc_seq.h, zc_seq_again) are copied a second time, of
+ * the fallback copy of ns (NULL: not followed) and of the socket's record. Their pages were
+ * pinned once: the fallback copy less these is at most the zero-copy bytes. */
+static __always_inline void zc_rx_again(struct sk_info *si, struct netns_stats *ns, u32 seq,
+					u32 len)
+{
+	u32 again = zc_seq_again(&si->rx_seq, seq, len);
+	struct sock_stats *r;
+
+	if (!again)
+		return;
+	if (ns) {
+		ns->fallback_copy_again_bytes += again;
+		ns->fallback_copy_again_skbs++;
+	}
+	r = si->slot1 ? sock_rec(si->slot1 - 1) : NULL;
+	__sync_fetch_and_add(r ? &r->zc_again_bytes : &si->again_pending, again);
 }
 
 /* [0]: all zeros, never written: what a process's new statistics are made from. A map, not a

@@ -101,6 +101,9 @@ struct netns_stats {
 	u64 zc_bytes_unseen_at_xmit;	/* their bytes */
 	u64 zc_bytes_seen_at_xmit;	/* zerocopy bytes net_dev_start_xmit saw leave (once per
 					 * TCP sequence range), counted there or at their send */
+	u64 fallback_copy_again_bytes;	/* of fallback_copy_bytes: TCP bytes received before,
+					 * copied again (retransmits of segments that arrived) */
+	u64 fallback_copy_again_skbs;	/* the skbs that brought them */
 };
 
 /* One class of syscalls of one process. count: calls (send and receive classes: counted when
@@ -205,6 +208,8 @@ struct sock_stats {
 				 * copied (skb_copy_ubufs) */
 	u64 zc_kept_bytes;	/* of those, freed still zerocopy after their receive: not
 				 * copied (forwarded, dropped) */
+	u64 zc_again_bytes;	/* of zc_rx_bytes: received before, copied again (TCP
+				 * retransmits of segments that arrived: maps.h, zc_rx_again) */
 	u64 rx_mapped_bytes;	/* as proc_stats */
 	u64 rx_discarded_bytes;
 	u64 rx_spliced_bytes;

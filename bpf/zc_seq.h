@@ -72,4 +72,21 @@ static inline __u32 zc_seq_unseen(struct zc_seq *z, __u32 seq, __u32 len)
 	return hi - lo;
 }
 
+/* The receive side's own record, of the bytes a socket's zerocopy skbs were received (or
+ * copied) with: the bytes of [seq, seq + len) received before, copied again (a retransmit of a
+ * segment that had arrived). Bytes past the highest end, or in the gap its last jump left (not
+ * received yet: lost on the way), are new; the first skb seen starts the record. The limits
+ * are zc_seq_unseen's: one gap, and a skb received from its middle gives up the rest of its
+ * tail (a later skb there counts as again). */
+static inline __u32 zc_seq_again(struct zc_seq *z, __u32 seq, __u32 len)
+{
+	if (!z->valid) {
+		z->valid = 1;
+		z->max_end = seq + len;
+		z->gap_start = z->gap_end = 0;
+		return 0;
+	}
+	return len - zc_seq_unseen(z, seq, len);
+}
+
 #endif

@@ -177,17 +177,25 @@ def _flows_section(d, c):
         return
     srows = [[s.get("pid"), s.get("proto"), s.get("local"), s.get("peer") or "–",
               s.get("path"), _b(s.get("tx_bytes")), s.get("tx_calls"), _b(s.get("tx_copy_bytes")),
-              _b(s.get("zc_tx_bytes")), _b(s.get("tx_spliced_bytes")),
-              _b(s.get("fallback_copy_bytes")), _b(s.get("rx_copy_bytes"))]
+              _b(s.get("zc_tx_bytes")), _b(s.get("tx_spliced_bytes")), _copied_back(s),
+              _b(s.get("rx_copy_bytes"))]
              for s in sorted(socks, key=lambda s: -((s.get("tx_bytes") or 0)
                                                    + (s.get("rx_copy_bytes") or 0)))]
     d.table(["pid", "proto", "local", "peer", "route", "sent", "sends", "copied from user",
              "zero-copy", "spliced", "copied back", "copied to user"], srows, left=5)
     d.p("Route: the device the socket's cached route left by when it was first counted "
         "(`unknown`: none cached, an unconnected UDP socket); copied back: its zero-copy "
-        "bytes the kernel copied at delivery (the fallback copy).")
+        "bytes the kernel copied at delivery (the fallback copy), and of those, \"again\", "
+        "the bytes it copied a second time: TCP segments retransmitted after they had "
+        "arrived, whose pages were pinned once.")
     for note in _socket_gaps(trace):
         d.p(note, "bad")
+
+
+def _copied_back(s):
+    """A socket's fallback copy, and the part of it copied a second time."""
+    again = s.get("fallback_copy_again_bytes")
+    return _b(s.get("fallback_copy_bytes")) + (f" ({_b(again)} again)" if again else "")
 
 
 def _socket_gaps(trace):

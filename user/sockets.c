@@ -216,6 +216,7 @@ static void write_socket(const struct tracer_bpf *t, const struct snapshot *s,
 	const struct proc_snap *p = proc_of(s, r->tgid);
 	bool inferred = t->rung[PP_TX_COPY] == RUNG_INFERRED;
 	char ep[INET6_ADDRSTRLEN + 16];
+	unsigned long long fallback;
 
 	json_begin_object(j);
 	json_kv_uint(j, "pid", r->tgid);
@@ -254,8 +255,11 @@ static void write_socket(const struct tracer_bpf *t, const struct snapshot *s,
 	kv_kind(j, "rx_spliced_bytes", s->rx_kind_counted[2], r->rx_spliced_bytes);
 	json_kv_uint(j, "zc_rx_bytes", r->zc_rx_bytes);
 	json_kv_uint(j, "zc_kept_bytes", r->zc_kept_bytes);
-	json_kv_uint(j, "fallback_copy_bytes", r->zc_rx_bytes > r->zc_kept_bytes ?
-		     r->zc_rx_bytes - r->zc_kept_bytes : 0);
+	fallback = r->zc_rx_bytes > r->zc_kept_bytes ? r->zc_rx_bytes - r->zc_kept_bytes : 0;
+	json_kv_uint(j, "fallback_copy_bytes", fallback);
+	/* of those, copied a second time (TCP retransmits of segments that had arrived) */
+	json_kv_uint(j, "fallback_copy_again_bytes", r->zc_again_bytes < fallback ?
+		     r->zc_again_bytes : fallback);
 	write_sizes(r, j);
 	json_end(j);
 }

@@ -403,8 +403,16 @@ static unsigned long long total_netns(struct snapshot *s, struct netns_stats *n)
 				  n->zc_rx_kept_bytes : n->fallback_copy_bytes;
 	n->fallback_copy_skbs -= n->zc_rx_kept_skbs < n->fallback_copy_skbs ?
 				 n->zc_rx_kept_skbs : n->fallback_copy_skbs;
+	/* copied again, of what was copied: a skb freed uncopied after its receive may have
+	 * counted as received again */
+	if (n->fallback_copy_again_bytes > n->fallback_copy_bytes)
+		n->fallback_copy_again_bytes = n->fallback_copy_bytes;
+	if (n->fallback_copy_again_skbs > n->fallback_copy_skbs)
+		n->fallback_copy_again_skbs = n->fallback_copy_skbs;
 	s->fallback_copy_bytes += n->fallback_copy_bytes;
 	s->fallback_copy_skbs += n->fallback_copy_skbs;
+	s->fallback_copy_again_bytes += n->fallback_copy_again_bytes;
+	s->fallback_copy_again_skbs += n->fallback_copy_again_skbs;
 	s->zc_tx_skbs += n->zc_tx_skbs;
 	s->zc_skbs_at_tcp += n->zc_skbs_at_tcp;
 	s->zc_skbs_again += n->zc_skbs_again;
@@ -721,6 +729,12 @@ static void write_zerocopy(const struct tracer_bpf *t, const struct snapshot *s,
 	json_begin_object(j);
 	json_kv_uint(j, "zc_skbs_sent", s->zc_tx_skbs);
 	json_kv_uint(j, "fallback_copy_skbs", s->fallback_copy_skbs);
+	/* of the fallback copy, what was copied a second time: TCP retransmits of segments that
+	 * had arrived (their pages pinned once) */
+	kv_counted(j, "fallback_copy_again_bytes", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE,
+		   s->fallback_copy_again_bytes);
+	kv_counted(j, "fallback_copy_again_skbs", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE,
+		   s->fallback_copy_again_skbs);
 	json_kv_uint(j, "zc_skbs_at_tcp", s->zc_skbs_at_tcp);
 	json_kv_uint(j, "zc_skbs_again", s->zc_skbs_again);
 	json_kv_uint(j, "zc_skbs_unseen_at_xmit", s->zc_skbs_unseen_at_xmit);
@@ -790,6 +804,8 @@ static void write_netns(const struct netns_snap *ns, struct json *j)
 	json_kv_uint(j, "zc_tx_skbs", n->zc_tx_skbs);
 	json_kv_uint(j, "fallback_copy_bytes", n->fallback_copy_bytes);
 	json_kv_uint(j, "fallback_copy_skbs", n->fallback_copy_skbs);
+	json_kv_uint(j, "fallback_copy_again_bytes", n->fallback_copy_again_bytes);
+	json_kv_uint(j, "fallback_copy_again_skbs", n->fallback_copy_again_skbs);
 	json_kv_uint(j, "zc_skbs_at_tcp", n->zc_skbs_at_tcp);
 	json_kv_uint(j, "zc_skbs_again", n->zc_skbs_again);
 	json_kv_uint(j, "zc_skbs_unseen_at_xmit", n->zc_skbs_unseen_at_xmit);

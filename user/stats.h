@@ -58,6 +58,8 @@ struct snapshot {
 	unsigned long long zc_completions, zc_completed_sends, zc_copied_sends, zc_skbs_at_tcp,
 			   zc_skbs_again, fallback_copy_skbs, zc_tx_skbs, zc_skbs_unseen_at_xmit,
 			   zc_bytes_unseen_at_xmit, zc_bytes_seen_at_xmit;
+	/* of fallback_copy_bytes (skbs): TCP bytes received before, copied again */
+	unsigned long long fallback_copy_again_bytes, fallback_copy_again_skbs;
 	/* self cost since the last reset */
 	struct prog_snap progs[MAX_ATTACHED];
 	int nprogs;

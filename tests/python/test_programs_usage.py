@@ -12,7 +12,7 @@ import pytest
 from conftest import BUILD, needs_built
 
 NAMES = ("udp-sender", "udp-receiver", "tcp-sink", "file-server", "tcp-zc-late",
-         "uring-send-zc")
+         "uring-send-zc", "udp-zc-sockets")
 pytestmark = needs_built(*(f"tests/programs/{n}" for n in NAMES))
 
 
@@ -39,6 +39,10 @@ BAD = [
     ("tcp-zc-late", ["--addr", "127.0.0.1", "--port", "9", "--count", "1", "--size", "8",
                      "--ready-fd", "3"], "--ready-fd"),
     ("uring-send-zc", ["--addr", "127.0.0.1", "--port", "9"], "--count"),
+    ("udp-zc-sockets", ["--addr", "127.0.0.1", "--port", "9", "--count", "1", "--size", "8"],
+     "--sockets"),
+    ("udp-zc-sockets", ["--addr", "127.0.0.1", "--port", "9", "--sockets", "0", "--count",
+                        "1", "--size", "8"], "--sockets"),
 ]
 
 
@@ -88,6 +92,27 @@ def test_udp_sender_counts_what_it_sent():
     assert (out["messages"], out["datagrams"], out["bytes"], out["send_calls"]) == \
         (3, 3, 300, 3) and got == [100] * 3, out
     assert out["zerocopy"] is None and out["seconds"] >= 0
+
+
+@pytest.mark.parametrize("unconnected", (False, True), ids=("connected", "unconnected"))
+def test_udp_zc_sockets_counts_what_it_sent(unconnected):
+    """Two sockets of two MSG_ZEROCOPY datagrams each to a socket of ours on loopback: every
+    completion read (local delivery copies them: COPIED), and "error" null."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rcv:
+        rcv.bind(("127.0.0.1", 0))
+        rcv.settimeout(5)
+        r = run("udp-zc-sockets", "--addr", "127.0.0.1", "--port", str(rcv.getsockname()[1]),
+                "--sockets", "2", "--count", "2", "--size", "100", "--timeout", "5",
+                *(("--unconnected",) if unconnected else ()))
+        got = [len(rcv.recv(200)) for _ in range(4)]
+    assert r.returncode == 0, r
+    out = one_json(r)
+    assert out["program"] == "udp-zc-sockets" and out["error"] is None, out
+    assert (out["sockets"], out["datagrams"], out["bytes"], out["send_calls"]) == \
+        (2, 4, 400, 4) and got == [100] * 4, out
+    zc = out["zerocopy"]
+    assert zc["sends"] == zc["completed"] == 4 and zc["unexpected"] == 0, zc
+    assert zc["zc_bytes"] + zc["copied_bytes"] == 400, zc
 
 
 def test_uring_check_says_whether_it_runs():

@@ -1,4 +1,4 @@
-from analysis import record
+from analysis import record, results
 from netio_trace.run.params import Config
 
 CFG = Config("zero-copy", 65536, 2, "veth")
@@ -39,6 +39,17 @@ def test_build_run_fields():
     assert t["fallback_copy_bytes"] == 655360000
     assert t["attach"]["fallback_copy"] == "tp_btf"
     assert run["perf"]["cycles"] is None
+    # a tracer that did not count what was copied again: null, not 0
+    assert t["fallback_copy_again_bytes"] is None
+
+
+def test_bytes_copied_again_summed_over_namespaces():
+    netns = {"1": {"fallback_copy_bytes": 300, "fallback_copy_again_bytes": 20},
+             "2": {"fallback_copy_bytes": 400, "fallback_copy_again_bytes": 5}}
+    run = record.build_run(CFG, 1, 0.5, SERVER, CLIENT, dict(SNAP, netns=netns), 100, 101)
+    assert run["trace"]["fallback_copy_again_bytes"] == 25
+    row = results.csv_row(run)
+    assert row["fallback_copy_bytes"] == 700 and row["fallback_copy_again_bytes"] == 25
 
 
 def test_check_consistent_run():

@@ -124,3 +124,12 @@ def test_what_the_fallback_copy_can_miss_is_said():
     (note,) = trace_report._estimated(missed)
     assert "can miss up to 24816 B" in note and "fallback copy" in note
     assert trace_report._estimated(dict(base, zerocopy={"zc_bytes_no_program_saw": None})) == []
+
+
+def test_the_bytes_copied_again_are_said():
+    """A socket's fallback copy with a part copied twice (retransmitted segments that had
+    arrived): its cell says so."""
+    s = {"fallback_copy_bytes": 13 << 20, "fallback_copy_again_bytes": 300 << 10}
+    assert trace_report._copied_back(s) == "13.0 MiB (300.0 KiB again)"
+    assert trace_report._copied_back(dict(s, fallback_copy_again_bytes=0)) == "13.0 MiB"
+    assert trace_report._copied_back({"fallback_copy_bytes": 5}) == "5 B"

@@ -6,13 +6,13 @@ MiB = 1 << 20
 
 
 def _sock(pid=10, comm="srv", proto="tcp", path="loopback", tx=100 * MiB, calls=1600,
-          copy=None, zc=0, spliced=0, fb=None, rx=0, uring=0, sizes=None):
+          copy=None, zc=0, spliced=0, fb=None, rx=0, uring=0, sizes=None, again=None):
     copy = tx - zc - spliced if copy is None else copy
     return {"pid": pid, "comm": comm, "proto": proto, "local": "127.0.0.1:5000",
             "peer": "127.0.0.1:40000", "path": path, "tx_bytes": tx, "tx_calls": calls,
             "tx_copy_bytes": copy, "zc_tx_bytes": zc, "tx_spliced_bytes": spliced,
-            "fallback_copy_bytes": fb, "rx_copy_bytes": rx, "rx_calls": 0,
-            "io_uring_sends": uring, "send_size_log2": sizes or {"65536": calls}}
+            "fallback_copy_bytes": fb, "fallback_copy_again_bytes": again, "rx_copy_bytes": rx,
+            "rx_calls": 0, "io_uring_sends": uring, "send_size_log2": sizes or {"65536": calls}}
 
 
 def _trace(*socks):
@@ -55,6 +55,26 @@ def test_loopback_zerocopy_sender_would_not_help_with_its_evidence():
     assert ("the kernel copied 100.0 MiB of its 100.0 MiB sent zero-copy back at delivery "
             f"(fallback_copy_bytes {100 * MiB}, zc_tx_bytes {100 * MiB})") in v["zero-copy"]
     assert v["io-uring-zc"].startswith("would not help: delivered locally")
+
+
+def test_bytes_copied_twice_are_said_apart():
+    """More copied back than was sent zero-copy: retransmitted segments that had arrived were
+    copied a second time, and the verdict says so in words and figures."""
+    v, _ = _v(_sock(zc=100 * MiB, fb=101 * MiB, again=MiB))
+    assert ("the kernel copied 101.0 MiB of its 100.0 MiB sent zero-copy back at delivery, "
+            "1.0 MiB of it a second time (retransmitted segments that had arrived) "
+            f"(fallback_copy_bytes {101 * MiB}, fallback_copy_again_bytes {MiB}, "
+            f"zc_tx_bytes {100 * MiB})") in v["zero-copy"]
+    # none copied again: no word of it
+    v, _ = _v(_sock(zc=100 * MiB, fb=100 * MiB, again=0))
+    assert "second time" not in v["zero-copy"] and "again" not in v["zero-copy"]
+    # a process's flow (no sockets): the namespaces' figures where one process sends zero-copy
+    t = {"processes": {"10": {"comm": "srv", "tx_bytes": 100 * MiB, "tx_calls": 1600,
+                              "tx_copy_bytes": 0, "zc_tx_bytes": 100 * MiB}},
+         "fallback_copy_bytes": 101 * MiB, "zerocopy": {"fallback_copy_again_bytes": MiB}}
+    (f,) = flows.flows(t)
+    assert f["fallback_copy_again_bytes"] == MiB
+    assert "1.0 MiB of it a second time" in flows.delivery(f)[1]
 
 
 def test_forward_zerocopy_sender_is_already_in_use_with_no_fallback():

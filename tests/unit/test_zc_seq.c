@@ -47,6 +47,26 @@ static void one_missed(__u32 start, __u32 len, int received_late)
 	CHECK(zc_seq_unseen(&z, start + len, len) == 0, "start %u: received twice", start);
 }
 
+/* what the receive side counts as received again: n skbs of len bytes from start, the third
+ * received twice (a spurious retransmit), the fifth lost and received only when sent again
+ * after the sixth */
+static void received_again(__u32 start, __u32 len)
+{
+	struct zc_seq z = { 0 };
+	__u32 again = 0;
+
+	for (int i = 0; i < 4; i++)
+		again += zc_seq_again(&z, start + i * len, len);
+	CHECK(again == 0, "start %u: again %u in order", start, again);
+	CHECK(zc_seq_again(&z, start + 2 * len, len) == len, "start %u: a duplicate", start);
+	CHECK(zc_seq_again(&z, start + 5 * len, len) == 0, "start %u: past a hole", start);
+	CHECK(zc_seq_again(&z, start + 4 * len, len) == 0, "start %u: the hole", start);
+	CHECK(zc_seq_again(&z, start + 4 * len, len) == len, "start %u: the hole twice", start);
+	/* a retransmit that reaches past what arrived: only its head again */
+	CHECK(zc_seq_again(&z, start + 5 * len + len / 2, len) == len / 2, "start %u: overlap",
+	      start);
+}
+
 int main(void)
 {
 	static const __u32 starts[] = { 0, 1000, 0x7fffff00, 0x80000000, 0xfffffe00, 0xffffffff };
@@ -56,6 +76,8 @@ int main(void)
 		contiguous(starts[i], 65536, 3);
 		one_missed(starts[i], 1408, 0);
 		one_missed(starts[i], 1408, 1);
+		received_again(starts[i], 65536);
+		received_again(starts[i], 1448);
 	}
 
 	/* a gap left 1 GiB behind (a range sent without zerocopy) is forgotten, not compared
