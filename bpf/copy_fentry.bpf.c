@@ -8,7 +8,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
-#include "copy_common.h"
+#include "copy_common.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -44,7 +44,7 @@ int BPF_PROG(fx_udp_sendmsg_in, struct sock *sk, struct msghdr *msg)
 	return 0;
 }
 
-/* An fexit program that passes its function's return value to a handler of copy_common.h. */
+/* An fexit program that passes its function's return value to a handler of copy_common.bpf.h. */
 #define FEXIT_RET(prog, handler, type)						\
 SEC("fexit")									\
 int prog(u64 *ctx)								\

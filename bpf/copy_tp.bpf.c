@@ -29,9 +29,9 @@
  *                 counted of every other receive kind
  * The owner of a zerocopy socket whose skbs xmit counts is named at every sock_send_length
  * of a followed process; the bytes of skbs that left before (inside the socket's first send)
- * wait on the socket (maps.h, sk_info) and are claimed then. Without sock_send_length (before 6.3) they
- * are never claimed on this rung: zerocopy bytes are counted per netns only, as tx_bytes is
- * not counted at all.
+ * wait on the socket (maps.bpf.h, sk_info) and are claimed then. Without sock_send_length
+ * (before 6.3) they are never claimed on this rung: zerocopy bytes are counted per netns
+ * only, as tx_bytes is not counted at all.
  * Arguments are typed kernel pointers: fields are read directly (CO-RE relocated loads), a
  * probe read is needed only for the computed skb_shinfo() pointer. */
 #include "vmlinux.h"
@@ -39,9 +39,9 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
-#include "thread.h"
-#include "receive.h"
-#include "exit_wanted.h"
+#include "thread.bpf.h"
+#include "receive.bpf.h"
+#include "exit_wanted.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -142,7 +142,7 @@ static __always_inline bool skb_zc(struct sk_buff *skb, const bool cast)
 }
 
 /* The ubuf_info of zerocopy skb skb (its shared info's destructor_arg): which socket sent it
- * (maps.h, sock_zc_seen). Only for zerocopy skbs: a few loads more. */
+ * (maps.bpf.h, sock_zc_seen). Only for zerocopy skbs: a few loads more. */
 static __always_inline void *zc_skb_uarg(struct sk_buff *skb, const bool cast)
 {
 	unsigned char *sh = skb_shinfo_addr(skb);
@@ -272,7 +272,7 @@ static __always_inline bool socket_call_ending(struct task_state *st, struct tas
 	return thread_syscall_nr(st, task) == st->nr;
 }
 
-/* The record of socket sk for the followed thread st (sockets.h), or NULL: the one it counted
+/* The record of socket sk for the followed thread st (sockets.bpf.h), or NULL: the one it counted
  * on last, if that is still sk's (the same socket, ports and peer), else found or made. The
  * socket's identity words are two loads (sk is a trusted pointer here). */
 static __always_inline struct sock_stats *sock_of_thread(struct task_state *st, struct sock *sk)
@@ -317,7 +317,7 @@ static __always_inline void claim_io_uring_zc(struct sock *sk, struct task_state
 
 /* A zerocopy send of the thread: its process is named the socket's owner at the thread's
  * first send on it, and again only after an owner of any socket changed (zc_owner_gen in
- * bpf/maps.h); what xmit keeps pending in between is claimed at the close or the snapshot. */
+ * bpf/maps.bpf.h); what xmit keeps pending in between is claimed at the close or the snapshot. */
 static __always_inline void note_zc_send(struct sock *sk, struct task_state *st,
 					 struct thread_counts *c)
 {
@@ -761,7 +761,7 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 			udp_socket_renewed(si, sk);
 		if (fresh < data_len && ns)
 			ns->zc_skbs_again++;
-#ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.h, claim_zc_bytes */
+#ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.bpf.h, claim_zc_bytes */
 		if (fresh && !at_send)
 			__sync_fetch_and_add(&si->pending, fresh);
 #endif
@@ -794,7 +794,7 @@ static __always_inline void tcp_zc_unseen(struct sk_buff *skb, struct sk_info *s
 	if (!unseen)
 		return;
 	sk = zc_uarg_sock(zc_skb_uarg(skb, cast));
-#ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.h, claim_zc_bytes */
+#ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.bpf.h, claim_zc_bytes */
 	if (!zc_at_send)	/* else counted at their send: here only told */
 		__sync_fetch_and_add(&si->pending, unseen);
 #endif

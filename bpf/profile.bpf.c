@@ -20,7 +20,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "compat.h"
+#include "compat.bpf.h"
 
 /* Shared with user/profile.c, which checks the key size against the map at load. */
 #define PROFILE_MAX_DEPTH 127 /* PERF_MAX_STACK_DEPTH */
@@ -63,7 +63,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define PF_KTHREAD 0x00200000
 #endif
 
-/* The tracer's filter map (bpf/filter.h); user space passes the tracer's fd to
+/* The tracer's filter map (bpf/filter.bpf.h); user space passes the tracer's fd to
  * bpf_map__reuse_fd() before load (which adopts that map's size), so one `pid add` covers
  * tracing and sampling. */
 struct {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Per-process socket syscall counts, bytes and log2 latency histograms. A call starts at the
  * raw_syscalls sys_enter tracepoint (tp_btf, or raw_tp where BTF-typed attach is refused) and
- * ends where the kernel marks it (maps.h, sc_finish): send and receive calls at the socket
+ * ends where the kernel marks it (maps.bpf.h, sc_finish): send and receive calls at the socket
  * layer's sock_send_length / sock_recv_length (copy_tp.bpf.c), the others (poll, epoll_wait,
  * sendfile) at sys_exit. Where those socket tracepoints exist, the tracer attaches sys_exit
  * only once a followed thread made such a call (exit_wanted below): measured here, a program
@@ -13,8 +13,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "thread.h"
-#include "exit_wanted.h"
+#include "thread.bpf.h"
+#include "exit_wanted.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

@@ -1,7 +1,7 @@
 /* BPF side of "whom do we follow": the followed-tgid map (processes and, through the fork
  * handler in follow.bpf.c, their children) and the followed network namespaces (softirq
  * events have no useful pid: they are filtered by the netns of the device or socket, and
- * counted in the namespace's slot of netns_stats, maps.h).
+ * counted in the namespace's slot of netns_stats, maps.bpf.h).
  *
  * Every skeleton that includes this header has its own definition of the maps; the tracer
  * creates them once and hands the same fds to every skeleton (bpf_map__reuse_fd), so one
@@ -26,9 +26,9 @@ struct {
 } followed_netns SEC(".maps");
 
 /* [0]: generation of the filter, bumped by the tracer whenever followed_tgids or
- * followed_netns changes, so that a thread's cached "followed" (task_state in maps.h) and a
+ * followed_netns changes, so that a thread's cached "followed" (task_state in maps.bpf.h) and a
  * CPU's cached namespace slots (netns_slot) are checked again. [1]: tests only
- * (NETIO_TEST_NO_THREAD_STORAGE): 1 makes every thread's storage fail (maps.h,
+ * (NETIO_TEST_NO_THREAD_STORAGE): 1 makes every thread's storage fail (maps.bpf.h,
  * adopt_thread). [2]: tests only (NETIO_TEST_XMIT_MISS): N > 0 makes the tracepoint rung's
  * xmit pass over about one zerocopy TCP skb in N (copy_tp.bpf.c, test_xmit_miss). [3]: tests
  * only (NETIO_TEST_RX_MISS): 1 makes their receive pass over them too (test_rx_miss). */
