@@ -5,18 +5,12 @@
  *
  * Every skeleton that includes this header has its own definition of the maps; the tracer
  * creates them once and hands the same fds to every skeleton (bpf_map__reuse_fd), so one
- * `pid add` covers every program, including the profiler's. */
+ * `pid add` covers every program, including the profiler's (followed.bpf.h). */
 #ifndef NETIO_FILTER_H
 #define NETIO_FILTER_H
 
 #include "netio.h"
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, NETIO_MAX_PROCS);
-	__type(key, u32);	/* tgid */
-	__type(value, u8);
-} followed_tgids SEC(".maps");
+#include "followed.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -71,11 +65,6 @@ static __always_inline void count_update_error(long err)
 		count_event(CNT_DROP_MAP_BUSY);
 	else
 		count_event(CNT_DROP_MAP_FULL);
-}
-
-static __always_inline bool tgid_followed(u32 tgid)
-{
-	return bpf_map_lookup_elem(&followed_tgids, &tgid) != NULL;
 }
 
 /* The last namespaces a CPU looked up, by struct net address: a zerocopy skb passes two (the
