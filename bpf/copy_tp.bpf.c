@@ -42,6 +42,7 @@
 #include "thread.bpf.h"
 #include "receive.bpf.h"
 #include "exit_wanted.bpf.h"
+#include "syscall_nr.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -49,29 +50,6 @@ char LICENSE[] SEC("license") = "GPL";
 #define NETIO_IPPROTO_UDP 17
 #define NETIO_PF_IO_WORKER 0x00000010	/* io_uring's worker and SQPOLL threads */
 
-/* syscalls whose sends splice pages into the socket, and io_uring's */
-#if defined(__TARGET_ARCH_x86)
-#define NR_SENDFILE 40
-#define NR_SPLICE 275
-#define NR_IO_URING_ENTER 426
-#define NR_SENDTO 44
-#define NR_SENDMSG 46
-#define NR_SENDMMSG 307
-#elif defined(__TARGET_ARCH_arm64)
-#define NR_SENDFILE 71
-#define NR_SPLICE 76
-#define NR_IO_URING_ENTER 426
-#define NR_SENDTO 206
-#define NR_SENDMSG 211
-#define NR_SENDMMSG 269
-#else
-#define NR_SENDFILE -2
-#define NR_SPLICE -2
-#define NR_IO_URING_ENTER -2
-#define NR_SENDTO -2
-#define NR_SENDMSG -2
-#define NR_SENDMMSG -2
-#endif
 #define NETIO_MSG_ZEROCOPY 0x4000000
 #define NETIO_NETIF_F_SG 1	/* NETIF_F_SG_BIT is 0 on every kernel */
 
@@ -207,19 +185,6 @@ static __always_inline long thread_syscall_nr(struct task_state *st, struct task
 	return SYSCALL_NR(thread_regs(st, task));
 }
 
-#if defined(__TARGET_ARCH_x86)
-#define NR_READ 0
-#define NR_RECVFROM 45
-#define NR_RECVMSG 47
-#elif defined(__TARGET_ARCH_arm64)
-#define NR_READ 63
-#define NR_RECVFROM 207
-#define NR_RECVMSG 212
-#else
-#define NR_READ -2
-#define NR_RECVFROM -2
-#define NR_RECVMSG -2
-#endif
 #define NETIO_MAX_IOV 8
 
 /* The buffer the thread's receive syscall offered, from its saved user registers: read's and
@@ -556,12 +521,6 @@ int cg_zc_receive(struct bpf_sockopt *ctx)
 	return 1;
 }
 
-#if defined(__TARGET_ARCH_x86) || defined(__TARGET_ARCH_arm64)
-#define NR_SPLICE_CALL NR_SPLICE
-#else
-#define NR_SPLICE_CALL -2
-#endif
-
 /* What socket sk's reader has consumed since it connected (bytes_received less what is
  * queued) less what st's process counted on it of every kind: the bytes the splice in
  * progress just took. Nothing without the socket's record. */
@@ -604,7 +563,7 @@ int BPF_PROG(tp_rcv_space_adjust, struct sock *sk)
 	task = current_task();
 	/* a receive outside splice(2), most of them: out before the thread's storage is looked
 	 * up */
-	if (SYSCALL_NR(task_regs(task)) != NR_SPLICE_CALL)
+	if (SYSCALL_NR(task_regs(task)) != NR_SPLICE)
 		return 0;
 	st = followed_thread(task);
 	if (!st)

@@ -15,6 +15,7 @@
 #include <bpf/bpf_core_read.h>
 #include "thread.bpf.h"
 #include "exit_wanted.bpf.h"
+#include "syscall_nr.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -24,30 +25,23 @@ char LICENSE[] SEC("license") = "GPL";
 static __always_inline int sc_class(long id)
 {
 	switch (id) {
-#if defined(__TARGET_ARCH_x86)
-	case 44: return SC_SENDTO;
-	case 46: return SC_SENDMSG;
-	case 45: return SC_RECVFROM;
-	case 47: return SC_RECVMSG;
-	case 1: return SC_WRITE;
-	case 0: return SC_READ;
-	case 40: return SC_SENDFILE;
-	case 7:			/* poll */
-	case 271: return SC_POLL;	/* ppoll */
-	case 232:		/* epoll_wait */
-	case 281:		/* epoll_pwait */
-	case 441: return SC_EPOLL_WAIT;	/* epoll_pwait2 */
-#elif defined(__TARGET_ARCH_arm64)
-	case 206: return SC_SENDTO;
-	case 211: return SC_SENDMSG;
-	case 207: return SC_RECVFROM;
-	case 212: return SC_RECVMSG;
-	case 64: return SC_WRITE;
-	case 63: return SC_READ;
-	case 71: return SC_SENDFILE;
-	case 73: return SC_POLL;
-	case 22:
-	case 441: return SC_EPOLL_WAIT;
+#ifdef NETIO_SYSCALL_NRS	/* else no case: every number is -2 (syscall_nr.bpf.h) */
+	case NR_SENDTO: return SC_SENDTO;
+	case NR_SENDMSG: return SC_SENDMSG;
+	case NR_RECVFROM: return SC_RECVFROM;
+	case NR_RECVMSG: return SC_RECVMSG;
+	case NR_WRITE: return SC_WRITE;
+	case NR_READ: return SC_READ;
+	case NR_SENDFILE: return SC_SENDFILE;
+#ifdef NR_POLL
+	case NR_POLL:
+#endif
+	case NR_PPOLL: return SC_POLL;
+#ifdef NR_EPOLL_WAIT
+	case NR_EPOLL_WAIT:
+#endif
+	case NR_EPOLL_PWAIT:
+	case NR_EPOLL_PWAIT2: return SC_EPOLL_WAIT;
 #endif
 	default: return -1;
 	}
@@ -217,14 +211,6 @@ static __always_inline int on_exit(int cls, long ret)
 	return 0;
 }
 
-#if defined(__TARGET_ARCH_x86)
-#define NR_SPLICE_SC 275
-#elif defined(__TARGET_ARCH_arm64)
-#define NR_SPLICE_SC 76
-#else
-#define NR_SPLICE_SC -2
-#endif
-
 /* A followed thread enters splice(2): from now on the spliced bytes' program (copy_tp,
  * tp_rcv_space_adjust) does its work; set before the splice reads the socket. */
 static __always_inline int on_splice_enter(void)
@@ -246,7 +232,7 @@ int BPF_PROG(enter, struct pt_regs *regs, long id)				\
 	int cls = sc_class(id);							\
 										\
 	if (cls < 0)								\
-		return id == NR_SPLICE_SC ? on_splice_enter() : 0;		\
+		return id == NR_SPLICE ? on_splice_enter() : 0;		\
 	return on_enter(cls, id, PT_REGS_PARM1##READ(regs),			\
 			cls == SC_RECVMSG ? PT_REGS_PARM3##READ(regs) : 0);	\
 }										\
