@@ -137,7 +137,8 @@ FENTRY_UDP_RECV(fx_udp6_recv_in_noblock, int noblock, int flags)
 FEXIT_RET(fx_udp_recv_out, on_udp_recv_exit, int)
 FEXIT_RET(fx_udp6_recv_out, on_udp_recv_exit, int)
 
-/* The receive kinds (issue 30), each counted for a followed process and its socket. */
+/* The receive kinds beside rx_copy (receive.bpf.h), each counted for a followed process and
+ * its socket. */
 
 /* rx_mapped: int tcp_zerocopy_receive(sk, zc[, tss]) returned 0: zc->length bytes mapped (what
  * it copied into the copy buffer went through skb_copy_datagram_iter: rx_copy) */

@@ -480,7 +480,7 @@ int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 	return 0;
 }
 
-/* The receive kinds (issue 30) ------------------------------------------------------------ */
+/* The receive kinds beside rx_copy (receive.bpf.h) ---------------------------------------- */
 
 /* 1 (set by the tracer after the climb) where rx_copy counts at sock_recv_length, which a
  * TCP_ZEROCOPY_RECEIVE never passes: the bytes its copy buffer took are added here instead. */

@@ -71,7 +71,7 @@ struct proc_stats {
 				 * no copy from the user */
 	u64 rx_unsized_calls;	/* UDP receives with MSG_TRUNC whose buffer could not be read
 				 * (io_uring, recvmmsg): what they copied is not in rx_copy_bytes */
-	/* the receive side's other kinds (issue 30; bpf/receive.bpf.h) */
+	/* the receive side's other kinds (bpf/receive.bpf.h) */
 	u64 rx_mapped_bytes;	/* mapped into user memory by TCP_ZEROCOPY_RECEIVE, not copied */
 	u64 rx_discarded_bytes;	/* dropped by recv(MSG_TRUNC) on TCP */
 	u64 rx_spliced_bytes;	/* moved from a TCP socket into a pipe by splice(2) */
@@ -163,9 +163,9 @@ enum netio_counter {
 	CNT_NR,
 };
 
-/* Per-socket accounting (bpf/sockets.bpf.h, issue 28): one record per (socket, process), made at
- * the first event a followed process counts on the socket and kept until the next reset, after
- * the socket closes. */
+/* Per-socket accounting (bpf/sockets.bpf.h): one record per (socket, process), made at the
+ * first event a followed process counts on the socket and kept until the next reset, after the
+ * socket closes. */
 #define NETIO_MAX_SOCK_RECORDS 4096
 #define NETIO_MAX_TCP_ENDS 16384	/* TCP connections seen established (tcp_ends) */
 #define NETIO_SEND_SIZE_SLOTS 32	/* log2 slots of send sizes: [2^i, 2^(i+1)) bytes */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-/* On-CPU stack sampling (issue 4). Two ways to get the samples, one body (`do_sample`):
+/* On-CPU stack sampling: where the followed processes spend their CPU time, by stack. Two
+ * ways to get the samples, one body (`do_sample`):
  * - `sample`: a perf_event program on per-task events, or on per-CPU events of the workloads'
  *   cgroup (hardware cycles where a PMU exists, software cpu-clock where none does);
  * - `tick_sample`: tp_btf on timer:hrtimer_expire_entry, kept only for the scheduler tick's

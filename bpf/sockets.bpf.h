@@ -1,4 +1,4 @@
-/* Per-socket accounting (issue 28): the bytes, calls and copies of each socket of a followed
+/* Per-socket accounting: the bytes, calls and copies of each socket of a followed
  * process, in a record of its own, with the socket's protocol, addresses, the device its route
  * leaves by and a log2 histogram of its send sizes.
  *

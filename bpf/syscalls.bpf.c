@@ -246,8 +246,8 @@ SYS_ENTER_EXIT("tp_btf", sc_enter, sc_exit, )
 SYS_ENTER_EXIT("raw_tp", sc_enter_raw, sc_exit_raw, _CORE)
 
 /* fentry/fexit on the syscall functions themselves (the attach ladder's first rung for
- * syscalls, issue 15): only the calls we follow run a program, where sys_enter/sys_exit put
- * every syscall of every task on the slow path. The attach table (attach.c) names each
+ * syscalls): only the calls we follow run a program, where sys_enter/sys_exit put every
+ * syscall of every task on the slow path. The attach table (attach.c) names each
  * program's function (__x64_sys_sendto, __arm64_sys_sendto, ...). The function's one argument
  * is the user's registers (the syscall number, recvmsg's flags); fexit gets the return value
  * after it. */
