@@ -11,6 +11,7 @@
 #define NETIO_THREAD_HASH_H
 
 #include "maps.bpf.h"
+#include "thread_spill.bpf.h"
 
 struct task_state {
 	u64 ts;			/* start of the traced syscall in progress, 0 if none */
@@ -32,22 +33,6 @@ struct {
 	__type(key, u32);	/* thread id */
 	__type(value, struct task_state);
 } task_state SEC(".maps");
-
-/* Unused in this build; defined so that both builds have the same maps (the skeleton opens
- * either by name). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct task_state);
-} thread_spill SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct tgid_stats);
-} spill_discard SEC(".maps");
 
 /* The state of current (task) if its process is followed, else NULL: made at its first event
  * (a drop, counted, if the map is full). "Followed" is looked up at every event: there is no

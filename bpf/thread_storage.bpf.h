@@ -8,6 +8,7 @@
 #define NETIO_THREAD_STORAGE_H
 
 #include "maps.bpf.h"
+#include "thread_spill.bpf.h"
 
 /* Per thread of a followed process (task-local storage: no hash lookup, and absent for
  * threads never followed). sys_enter opens a traced call here; it ends where the kernel
@@ -46,28 +47,6 @@ struct {
 	__type(key, int);
 	__type(value, struct task_state);
 } task_state SEC(".maps");
-
-/* thread_spill: a CPU's stand-in for the storage of a thread that could not get one: the
- * kernel allocates task storage from a per-CPU element cache that an irq_work refills, and an
- * event that finds it empty would be lost. The event counts here instead, and thread_counted()
- * adds it to the process at once and frees the slot (spill_thread). Preallocated; counts ==
- * flushed between events, as after any flush. spill_discard: where a spilled event's flush
- * goes when its process has no statistics (a drop, counted): never read, so that the slot
- * leaves clean. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct task_state);
-} thread_spill SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct tgid_stats);
-} spill_discard SEC(".maps");
-
 
 static __always_inline void read_kernel_counts(struct task_struct *task, struct kernel_counts *k)
 {
