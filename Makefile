@@ -15,7 +15,7 @@ ARCH      := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_SKELS  := $(patsubst bpf/%.bpf.c,$(BUILD)/include/%.skel.h,$(BPF_SRCS))
-# every object also in its compat build, for kernels before 5.17 (bpf/compat.h)
+# every object also in its compat build, for kernels before 5.17 (bpf/compat.bpf.h)
 BPF_COMPAT_SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/include/%.compat.skel.h,$(BPF_SRCS))
 COMMON_SRCS := $(wildcard common/*.c)
 COMMON_OBJS := $(patsubst common/%.c,$(BUILD)/common/%.o,$(COMMON_SRCS))
@@ -105,7 +105,7 @@ $(BUILD)/include/%.compat.skel.h: $(BUILD)/bpf/%.compat.bpf.o $(BUILD)/include/%
 	scripts/check-compat-skel.sh $(BUILD)/include/$*.skel.h $@.tmp
 	mv $@.tmp $@
 
-$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard common/*.h) $(wildcard bpf/*.h) $(BPF_SKELS) $(BPF_COMPAT_SKELS) $(BLAZESYM_HDR) | $(BUILD)/user
+$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard common/*.h) bpf/netio.h $(BPF_SKELS) $(BPF_COMPAT_SKELS) $(BLAZESYM_HDR) | $(BUILD)/user
 	$(CC) $(CFLAGS) -I$(BUILD)/include -I$(BLAZESYM_DIR)/include -Ibpf -Iuser -Icommon -c $< -o $@
 
 $(BUILD)/netio-tracer: $(USER_OBJS) $(COMMON_OBJS) $(BLAZESYM_LIB)

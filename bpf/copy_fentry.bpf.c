@@ -8,7 +8,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
-#include "copy_common.h"
+#include "copy_common.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -44,7 +44,7 @@ int BPF_PROG(fx_udp_sendmsg_in, struct sock *sk, struct msghdr *msg)
 	return 0;
 }
 
-/* An fexit program that passes its function's return value to a handler of copy_common.h. */
+/* An fexit program that passes its function's return value to a handler of copy_common.bpf.h. */
 #define FEXIT_RET(prog, handler, type)						\
 SEC("fexit")									\
 int prog(u64 *ctx)								\
@@ -137,7 +137,8 @@ FENTRY_UDP_RECV(fx_udp6_recv_in_noblock, int noblock, int flags)
 FEXIT_RET(fx_udp_recv_out, on_udp_recv_exit, int)
 FEXIT_RET(fx_udp6_recv_out, on_udp_recv_exit, int)
 
-/* The receive kinds (issue 30), each counted for a followed process and its socket. */
+/* The receive kinds beside rx_copy (receive.bpf.h), each counted for a followed process and
+ * its socket. */
 
 /* rx_mapped: int tcp_zerocopy_receive(sk, zc[, tss]) returned 0: zc->length bytes mapped (what
  * it copied into the copy buffer went through skb_copy_datagram_iter: rx_copy) */

@@ -8,7 +8,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
-#include "copy_common.h"
+#include "copy_common.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -61,7 +61,7 @@ int BPF_KPROBE(kp_sendmsg_in, struct sock *sk, struct msghdr *msg)
 }
 
 /* A kretprobe program that passes its function's return value to a handler of
- * copy_common.h. A kprobe program attaches to any number of functions: one serves each kind of
+ * copy_common.bpf.h. A kprobe program attaches to any number of functions: one serves each kind of
  * return value. */
 #define KRETPROBE_RET(prog, handler, type)					\
 SEC("kretprobe")								\

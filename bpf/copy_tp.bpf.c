@@ -29,9 +29,9 @@
  *                 counted of every other receive kind
  * The owner of a zerocopy socket whose skbs xmit counts is named at every sock_send_length
  * of a followed process; the bytes of skbs that left before (inside the socket's first send)
- * wait on the socket (maps.h, sk_info) and are claimed then. Without sock_send_length (before 6.3) they
- * are never claimed on this rung: zerocopy bytes are counted per netns only, as tx_bytes is
- * not counted at all.
+ * wait on the socket (maps.bpf.h, sk_info) and are claimed then. Without sock_send_length
+ * (before 6.3) they are never claimed on this rung: zerocopy bytes are counted per netns
+ * only, as tx_bytes is not counted at all.
  * Arguments are typed kernel pointers: fields are read directly (CO-RE relocated loads), a
  * probe read is needed only for the computed skb_shinfo() pointer. */
 #include "vmlinux.h"
@@ -39,9 +39,10 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
-#include "thread.h"
-#include "receive.h"
-#include "exit_wanted.h"
+#include "thread.bpf.h"
+#include "receive.bpf.h"
+#include "exit_wanted.bpf.h"
+#include "syscall_nr.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -49,29 +50,6 @@ char LICENSE[] SEC("license") = "GPL";
 #define NETIO_IPPROTO_UDP 17
 #define NETIO_PF_IO_WORKER 0x00000010	/* io_uring's worker and SQPOLL threads */
 
-/* syscalls whose sends splice pages into the socket, and io_uring's */
-#if defined(__TARGET_ARCH_x86)
-#define NR_SENDFILE 40
-#define NR_SPLICE 275
-#define NR_IO_URING_ENTER 426
-#define NR_SENDTO 44
-#define NR_SENDMSG 46
-#define NR_SENDMMSG 307
-#elif defined(__TARGET_ARCH_arm64)
-#define NR_SENDFILE 71
-#define NR_SPLICE 76
-#define NR_IO_URING_ENTER 426
-#define NR_SENDTO 206
-#define NR_SENDMSG 211
-#define NR_SENDMMSG 269
-#else
-#define NR_SENDFILE -2
-#define NR_SPLICE -2
-#define NR_IO_URING_ENTER -2
-#define NR_SENDTO -2
-#define NR_SENDMSG -2
-#define NR_SENDMMSG -2
-#endif
 #define NETIO_MSG_ZEROCOPY 0x4000000
 #define NETIO_NETIF_F_SG 1	/* NETIF_F_SG_BIT is 0 on every kernel */
 
@@ -142,7 +120,7 @@ static __always_inline bool skb_zc(struct sk_buff *skb, const bool cast)
 }
 
 /* The ubuf_info of zerocopy skb skb (its shared info's destructor_arg): which socket sent it
- * (maps.h, sock_zc_seen). Only for zerocopy skbs: a few loads more. */
+ * (maps.bpf.h, sock_zc_seen). Only for zerocopy skbs: a few loads more. */
 static __always_inline void *zc_skb_uarg(struct sk_buff *skb, const bool cast)
 {
 	unsigned char *sh = skb_shinfo_addr(skb);
@@ -207,19 +185,6 @@ static __always_inline long thread_syscall_nr(struct task_state *st, struct task
 	return SYSCALL_NR(thread_regs(st, task));
 }
 
-#if defined(__TARGET_ARCH_x86)
-#define NR_READ 0
-#define NR_RECVFROM 45
-#define NR_RECVMSG 47
-#elif defined(__TARGET_ARCH_arm64)
-#define NR_READ 63
-#define NR_RECVFROM 207
-#define NR_RECVMSG 212
-#else
-#define NR_READ -2
-#define NR_RECVFROM -2
-#define NR_RECVMSG -2
-#endif
 #define NETIO_MAX_IOV 8
 
 /* The buffer the thread's receive syscall offered, from its saved user registers: read's and
@@ -272,7 +237,7 @@ static __always_inline bool socket_call_ending(struct task_state *st, struct tas
 	return thread_syscall_nr(st, task) == st->nr;
 }
 
-/* The record of socket sk for the followed thread st (sockets.h), or NULL: the one it counted
+/* The record of socket sk for the followed thread st (sockets.bpf.h), or NULL: the one it counted
  * on last, if that is still sk's (the same socket, ports and peer), else found or made. The
  * socket's identity words are two loads (sk is a trusted pointer here). */
 static __always_inline struct sock_stats *sock_of_thread(struct task_state *st, struct sock *sk)
@@ -317,7 +282,7 @@ static __always_inline void claim_io_uring_zc(struct sock *sk, struct task_state
 
 /* A zerocopy send of the thread: its process is named the socket's owner at the thread's
  * first send on it, and again only after an owner of any socket changed (zc_owner_gen in
- * bpf/maps.h); what xmit keeps pending in between is claimed at the close or the snapshot. */
+ * bpf/maps.bpf.h); what xmit keeps pending in between is claimed at the close or the snapshot. */
 static __always_inline void note_zc_send(struct sock *sk, struct task_state *st,
 					 struct thread_counts *c)
 {
@@ -515,7 +480,7 @@ int BPF_PROG(tp_recv_length, struct sock *sk, int ret, int flags)
 	return 0;
 }
 
-/* The receive kinds (issue 30) ------------------------------------------------------------ */
+/* The receive kinds beside rx_copy (receive.bpf.h) ---------------------------------------- */
 
 /* 1 (set by the tracer after the climb) where rx_copy counts at sock_recv_length, which a
  * TCP_ZEROCOPY_RECEIVE never passes: the bytes its copy buffer took are added here instead. */
@@ -555,12 +520,6 @@ int cg_zc_receive(struct bpf_sockopt *ctx)
 		count_rx(tgid, copied, sk);
 	return 1;
 }
-
-#if defined(__TARGET_ARCH_x86) || defined(__TARGET_ARCH_arm64)
-#define NR_SPLICE_CALL NR_SPLICE
-#else
-#define NR_SPLICE_CALL -2
-#endif
 
 /* What socket sk's reader has consumed since it connected (bytes_received less what is
  * queued) less what st's process counted on it of every kind: the bytes the splice in
@@ -604,7 +563,7 @@ int BPF_PROG(tp_rcv_space_adjust, struct sock *sk)
 	task = current_task();
 	/* a receive outside splice(2), most of them: out before the thread's storage is looked
 	 * up */
-	if (SYSCALL_NR(task_regs(task)) != NR_SPLICE_CALL)
+	if (SYSCALL_NR(task_regs(task)) != NR_SPLICE)
 		return 0;
 	st = followed_thread(task);
 	if (!st)
@@ -761,7 +720,7 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
 			udp_socket_renewed(si, sk);
 		if (fresh < data_len && ns)
 			ns->zc_skbs_again++;
-#ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.h, claim_zc_bytes */
+#ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.bpf.h, claim_zc_bytes */
 		if (fresh && !at_send)
 			__sync_fetch_and_add(&si->pending, fresh);
 #endif
@@ -794,7 +753,7 @@ static __always_inline void tcp_zc_unseen(struct sk_buff *skb, struct sk_info *s
 	if (!unseen)
 		return;
 	sk = zc_uarg_sock(zc_skb_uarg(skb, cast));
-#ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.h, claim_zc_bytes */
+#ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.bpf.h, claim_zc_bytes */
 	if (!zc_at_send)	/* else counted at their send: here only told */
 		__sync_fetch_and_add(&si->pending, unseen);
 #endif

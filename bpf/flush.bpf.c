@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The flushes of the per-thread counts (thread.h): what a followed thread counted in its own
+/* The flushes of the per-thread counts (thread.bpf.h): what a followed thread counted in its own
  * storage goes to its process's statistics (tgid_stats) when the thread exits and, for the
  * threads alive, when the tracer runs the task iterator before every snapshot and reset
  * (tracer_bpf_flush_threads in user/attach_runtime.c), with the kernel's own per-thread counters.
- * In the compat build (thread_hash.h) a thread's exit only drops its state. Loaded over the
+ * In the compat build (thread_hash.bpf.h) a thread's exit only drops its state. Loaded over the
  * shared maps like every other object. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "thread.h"
+#include "thread.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

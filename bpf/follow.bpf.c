@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Owner of the filter maps (filter.h) and the fork handler: a child forked by a followed
+/* Owner of the filter maps (filter.bpf.h) and the fork handler: a child forked by a followed
  * process is followed too (threads share the tgid and need nothing). The tracepoint fires
  * in kernel_clone() before the child is woken, so the child's first event is already seen.
  *
@@ -12,7 +12,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "thread.h"
+#include "thread.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -58,7 +58,7 @@ static __always_inline long follow_tgid(u32 tgid)
 }
 
 /* btf: child is a trusted pointer (tp_btf), so a thread or process born followed gets its
- * storage here and its kernel counters (maps.h, kernel_counts) are counted from its birth;
+ * storage here and its kernel counters (maps.bpf.h, kernel_counts) are counted from its birth;
  * through raw_tp they are counted from its first event. */
 static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child,
 				   bool btf)

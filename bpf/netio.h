@@ -17,9 +17,9 @@ typedef __u64 u64;
 #define NETIO_HIST_SLOTS 40
 
 #define NETIO_MAX_PROCS   8192
-#define NETIO_COMPAT_MAX_PROCS 2048	/* the compat build's tgid_stats, preallocated (maps.h) */
+#define NETIO_COMPAT_MAX_PROCS 2048	/* the compat build's tgid_stats, preallocated (maps.bpf.h) */
 #define NETIO_MAX_NETNS   256
-#define NETIO_SPILL_PROCS 512	/* tgid_spill (bpf/maps.h), preallocated */
+#define NETIO_SPILL_PROCS 512	/* tgid_spill (bpf/maps.bpf.h), preallocated */
 #define NETIO_MAX_THREADS 16384
 #define NETIO_MAX_SOCKS   4096
 /* --cgroup: directories followed, and how deep below the root the filter looks for them */
@@ -71,7 +71,7 @@ struct proc_stats {
 				 * no copy from the user */
 	u64 rx_unsized_calls;	/* UDP receives with MSG_TRUNC whose buffer could not be read
 				 * (io_uring, recvmmsg): what they copied is not in rx_copy_bytes */
-	/* the receive side's other kinds (issue 30; bpf/receive.h) */
+	/* the receive side's other kinds (bpf/receive.bpf.h) */
 	u64 rx_mapped_bytes;	/* mapped into user memory by TCP_ZEROCOPY_RECEIVE, not copied */
 	u64 rx_discarded_bytes;	/* dropped by recv(MSG_TRUNC) on TCP */
 	u64 rx_spliced_bytes;	/* moved from a TCP socket into a pipe by splice(2) */
@@ -128,7 +128,7 @@ struct kernel_counts {
 };
 
 /* What a followed thread counts on its own send, receive and syscall paths: in its own storage
- * where the kernel has task-local storage (bpf/thread.h), flushed word by word into the same
+ * where the kernel has task-local storage (bpf/thread.bpf.h), flushed word by word into the same
  * struct at the head of its process's statistics; straight into those where it has none
  * (bpf/thread_compat.h). u64 words only. */
 struct thread_counts {
@@ -157,15 +157,15 @@ enum netio_counter {
 	CNT_CGROUP_FOLLOWED,	/* processes the filter added because they started in or moved
 				 * into a followed cgroup (--cgroup) */
 	CNT_THREAD_SPILLED,	/* events of a thread without storage, counted in the CPU's
-				 * thread_spill (maps.h) instead of lost */
-	CNT_SOCK_UNTRACKED,	/* events of a socket that got no record (sockets.h: the table
+				 * thread_spill (maps.bpf.h) instead of lost */
+	CNT_SOCK_UNTRACKED,	/* events of a socket that got no record (sockets.bpf.h: the table
 				 * full): in its process's counts only */
 	CNT_NR,
 };
 
-/* Per-socket accounting (bpf/sockets.h, issue 28): one record per (socket, process), made at
- * the first event a followed process counts on the socket and kept until the next reset, after
- * the socket closes. */
+/* Per-socket accounting (bpf/sockets.bpf.h): one record per (socket, process), made at the
+ * first event a followed process counts on the socket and kept until the next reset, after the
+ * socket closes. */
 #define NETIO_MAX_SOCK_RECORDS 4096
 #define NETIO_MAX_TCP_ENDS 16384	/* TCP connections seen established (tcp_ends) */
 #define NETIO_SEND_SIZE_SLOTS 32	/* log2 slots of send sizes: [2^i, 2^(i+1)) bytes */
@@ -179,7 +179,7 @@ enum netio_path {
 	PATH_DEVICE,		/* a device without link ops: a NIC's driver */
 };
 
-/* What a send was, beside its bytes (sockets.h, sock_count_send). */
+/* What a send was, beside its bytes (sockets.bpf.h, sock_count_send). */
 enum netio_send_kind { SEND_PLAIN = 0, SEND_SPLICED, SEND_IO_URING };
 
 struct sock_stats {
@@ -209,7 +209,7 @@ struct sock_stats {
 	u64 zc_kept_bytes;	/* of those, freed still zerocopy after their receive: not
 				 * copied (forwarded, dropped) */
 	u64 zc_again_bytes;	/* of zc_rx_bytes: received before, copied again (TCP
-				 * retransmits of segments that arrived: maps.h, zc_rx_again) */
+				 * retransmits of segments that arrived: maps.bpf.h, zc_rx_again) */
 	u64 rx_mapped_bytes;	/* as proc_stats */
 	u64 rx_discarded_bytes;
 	u64 rx_spliced_bytes;
@@ -217,7 +217,7 @@ struct sock_stats {
 };
 
 /* A TCP connection seen established on this host, by its local and peer address and port
- * (bpf/sockets.h, tcp_ends). */
+ * (bpf/sockets.bpf.h, tcp_ends). */
 struct tcp_end {
 	u16 family;
 	u16 lport;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-/* On-CPU stack sampling (issue 4). Two ways to get the samples, one body (`do_sample`):
+/* On-CPU stack sampling: where the followed processes spend their CPU time, by stack. Two
+ * ways to get the samples, one body (`do_sample`):
  * - `sample`: a perf_event program on per-task events, or on per-CPU events of the workloads'
  *   cgroup (hardware cycles where a PMU exists, software cpu-clock where none does);
  * - `tick_sample`: tp_btf on timer:hrtimer_expire_entry, kept only for the scheduler tick's
@@ -20,7 +21,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "compat.h"
+#include "compat.bpf.h"
+#include "followed.bpf.h"
 
 /* Shared with user/profile.c, which checks the key size against the map at load. */
 #define PROFILE_MAX_DEPTH 127 /* PERF_MAX_STACK_DEPTH */
@@ -62,16 +64,6 @@ char LICENSE[] SEC("license") = "GPL";
 #ifndef PF_KTHREAD
 #define PF_KTHREAD 0x00200000
 #endif
-
-/* The tracer's filter map (bpf/filter.h); user space passes the tracer's fd to
- * bpf_map__reuse_fd() before load (which adopts that map's size), so one `pid add` covers
- * tracing and sampling. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u8);
-} followed_tgids SEC(".maps");
 
 #define STACK_MAP(name, entries)						\
 struct {									\
@@ -249,7 +241,7 @@ static __always_inline int do_sample(void *ctx, __u64 irq_sp, __u64 irq_ip)
 
 	stat_add(PROFILE_STAT_SEEN);
 
-	if (tgid == 0 || !bpf_map_lookup_elem(&followed_tgids, &tgid)) {
+	if (tgid == 0 || !tgid_followed(tgid)) {
 		int any = 0;
 
 		/* ksoftirqd does nothing but run softirqs (and schedule to do so); its

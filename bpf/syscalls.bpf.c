@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Per-process socket syscall counts, bytes and log2 latency histograms. A call starts at the
  * raw_syscalls sys_enter tracepoint (tp_btf, or raw_tp where BTF-typed attach is refused) and
- * ends where the kernel marks it (maps.h, sc_finish): send and receive calls at the socket
+ * ends where the kernel marks it (maps.bpf.h, sc_finish): send and receive calls at the socket
  * layer's sock_send_length / sock_recv_length (copy_tp.bpf.c), the others (poll, epoll_wait,
  * sendfile) at sys_exit. Where those socket tracepoints exist, the tracer attaches sys_exit
  * only once a followed thread made such a call (exit_wanted below): measured here, a program
@@ -13,8 +13,9 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "thread.h"
-#include "exit_wanted.h"
+#include "thread.bpf.h"
+#include "exit_wanted.bpf.h"
+#include "syscall_nr.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -24,30 +25,23 @@ char LICENSE[] SEC("license") = "GPL";
 static __always_inline int sc_class(long id)
 {
 	switch (id) {
-#if defined(__TARGET_ARCH_x86)
-	case 44: return SC_SENDTO;
-	case 46: return SC_SENDMSG;
-	case 45: return SC_RECVFROM;
-	case 47: return SC_RECVMSG;
-	case 1: return SC_WRITE;
-	case 0: return SC_READ;
-	case 40: return SC_SENDFILE;
-	case 7:			/* poll */
-	case 271: return SC_POLL;	/* ppoll */
-	case 232:		/* epoll_wait */
-	case 281:		/* epoll_pwait */
-	case 441: return SC_EPOLL_WAIT;	/* epoll_pwait2 */
-#elif defined(__TARGET_ARCH_arm64)
-	case 206: return SC_SENDTO;
-	case 211: return SC_SENDMSG;
-	case 207: return SC_RECVFROM;
-	case 212: return SC_RECVMSG;
-	case 64: return SC_WRITE;
-	case 63: return SC_READ;
-	case 71: return SC_SENDFILE;
-	case 73: return SC_POLL;
-	case 22:
-	case 441: return SC_EPOLL_WAIT;
+#ifdef NETIO_SYSCALL_NRS	/* else no case: every number is -2 (syscall_nr.bpf.h) */
+	case NR_SENDTO: return SC_SENDTO;
+	case NR_SENDMSG: return SC_SENDMSG;
+	case NR_RECVFROM: return SC_RECVFROM;
+	case NR_RECVMSG: return SC_RECVMSG;
+	case NR_WRITE: return SC_WRITE;
+	case NR_READ: return SC_READ;
+	case NR_SENDFILE: return SC_SENDFILE;
+#ifdef NR_POLL
+	case NR_POLL:
+#endif
+	case NR_PPOLL: return SC_POLL;
+#ifdef NR_EPOLL_WAIT
+	case NR_EPOLL_WAIT:
+#endif
+	case NR_EPOLL_PWAIT:
+	case NR_EPOLL_PWAIT2: return SC_EPOLL_WAIT;
 #endif
 	default: return -1;
 	}
@@ -217,14 +211,6 @@ static __always_inline int on_exit(int cls, long ret)
 	return 0;
 }
 
-#if defined(__TARGET_ARCH_x86)
-#define NR_SPLICE_SC 275
-#elif defined(__TARGET_ARCH_arm64)
-#define NR_SPLICE_SC 76
-#else
-#define NR_SPLICE_SC -2
-#endif
-
 /* A followed thread enters splice(2): from now on the spliced bytes' program (copy_tp,
  * tp_rcv_space_adjust) does its work; set before the splice reads the socket. */
 static __always_inline int on_splice_enter(void)
@@ -246,7 +232,7 @@ int BPF_PROG(enter, struct pt_regs *regs, long id)				\
 	int cls = sc_class(id);							\
 										\
 	if (cls < 0)								\
-		return id == NR_SPLICE_SC ? on_splice_enter() : 0;		\
+		return id == NR_SPLICE ? on_splice_enter() : 0;		\
 	return on_enter(cls, id, PT_REGS_PARM1##READ(regs),			\
 			cls == SC_RECVMSG ? PT_REGS_PARM3##READ(regs) : 0);	\
 }										\
@@ -260,8 +246,8 @@ SYS_ENTER_EXIT("tp_btf", sc_enter, sc_exit, )
 SYS_ENTER_EXIT("raw_tp", sc_enter_raw, sc_exit_raw, _CORE)
 
 /* fentry/fexit on the syscall functions themselves (the attach ladder's first rung for
- * syscalls, issue 15): only the calls we follow run a program, where sys_enter/sys_exit put
- * every syscall of every task on the slow path. The attach table (attach.c) names each
+ * syscalls): only the calls we follow run a program, where sys_enter/sys_exit put every
+ * syscall of every task on the slow path. The attach table (attach.c) names each
  * program's function (__x64_sys_sendto, __arm64_sys_sendto, ...). The function's one argument
  * is the user's registers (the syscall number, recvmsg's flags); fexit gets the return value
  * after it. */

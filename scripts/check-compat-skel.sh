@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/check-compat-skel.sh SKEL COMPAT_SKEL: the skeletons bpftool generated for an
-# object's two builds (bpf/compat.h) name the same programs and maps (the internal maps' names
+# object's two builds (bpf/compat.bpf.h) name the same programs and maps (the internal maps' names
 # carry each skeleton's own prefix) and lay out their global data alike, so that the tracer can
 # open either build through the first's skeleton. Exit 1 with the difference otherwise.
 set -euo pipefail

@@ -90,7 +90,7 @@ struct tracer_bpf {
 	int followed_tgids, followed_netns, followed_cgroups, filter_gen, counters, tgid_stats,
 	    tgid_spill, netns_stats, in_send, sk_owner, zc_state, exit_wanted, latency_sample;
 	/* copies of each tgid_stats value: one per CPU, or one where the map is not per-CPU
-	 * (the compat build's: bpf/maps.h) */
+	 * (the compat build's: bpf/maps.bpf.h) */
 	int tgid_stats_copies;
 	/* send and receive calls end at the socket layer; sys_exit is attached on demand */
 	bool sc_end_at_socket;
@@ -101,7 +101,7 @@ struct tracer_bpf {
 	 * or reset); NULL where nothing counts per thread */
 	struct bpf_link *flush_iter;
 	/* the kernel's per-thread counters (switches, faults, run time) are added per process
-	 * (bpf/thread_storage.h); else perf events count them */
+	 * (bpf/thread_storage.bpf.h); else perf events count them */
 	bool kernel_counts;
 	/* why each probe point is not on a higher rung (or not at all): the last failure seen
 	 * while climbing, "" where none */

@@ -213,7 +213,7 @@ static void count_tx_at_syscalls(struct tracer_bpf *t)
 }
 
 /* Tests: NETIO_TEST_NO_THREAD_STORAGE=1 makes every thread's storage fail (filter_gen[1],
- * bpf/filter.h), so that every event goes through the CPU's spill slot (bpf/maps.h). */
+ * bpf/filter.bpf.h), so that every event goes through the CPU's spill slot (bpf/maps.bpf.h). */
 static void refuse_thread_storage_for_tests(struct tracer_bpf *t)
 {
 	uint32_t key = 1, on = 1;
@@ -224,7 +224,7 @@ static void refuse_thread_storage_for_tests(struct tracer_bpf *t)
 }
 
 /* Tests: NETIO_TEST_XMIT_MISS=N makes the tracepoint rung's xmit program pass over about one
- * zerocopy TCP skb in N (filter_gen[2], bpf/filter.h), for their receive to count them;
+ * zerocopy TCP skb in N (filter_gen[2], bpf/filter.bpf.h), for their receive to count them;
  * NETIO_TEST_RX_MISS=1 makes their receive pass over them too (filter_gen[3]). */
 static void miss_xmits_for_tests(struct tracer_bpf *t)
 {

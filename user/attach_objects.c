@@ -215,7 +215,7 @@ void find_shared_maps(struct tracer_bpf *t)
 }
 
 /* The syscall hooks and the tracepoint rung's socket-layer programs count in the thread's
- * storage (bpf/maps.h, thread_counts): flush.bpf.c adds it to the thread's process when the
+ * storage (bpf/maps.bpf.h, thread_counts): flush.bpf.c adds it to the thread's process when the
  * thread exits, and over every live thread before each snapshot and reset (its task iterator,
  * run by tracer_bpf_flush_threads). 0, or -1 with err filled: without the flush those counts would be lost. */
 int attach_thread_flush(struct tracer_bpf *t, char *err, size_t errlen)

@@ -116,7 +116,7 @@ static bool skipped(const char *prog)
 	return false;
 }
 
-/* What the compat build cannot load (bpf/compat.h): fexit programs that read the return value
+/* What the compat build cannot load (bpf/compat.bpf.h): fexit programs that read the return value
  * with bpf_get_func_ret (5.17), and programs calling a kfunc (bpf_rdonly_cast is 6.2, later
  * than any kernel the compat build is for; on one that has it, the build is forced for a
  * test and must behave as on the kernels it is for). */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Which build of the BPF objects this kernel takes (builds.h, bpf/compat.h). */
+/* Which build of the BPF objects this kernel takes (builds.h, bpf/compat.bpf.h). */
 #include <stdio.h>
 #include <string.h>
 #include <bpf/btf.h>

@@ -1,4 +1,4 @@
-/* The two builds of every BPF object (bpf/compat.h): the storage build where the kernel has
+/* The two builds of every BPF object (bpf/compat.bpf.h): the storage build where the kernel has
  * what it needs, else the compat build; chosen once, from the kernel's BTF. Every skeleton is
  * opened in the chosen build through OPEN_IN_BUILD's <x>_open_build(). */
 #ifndef NETIO_BUILDS_H

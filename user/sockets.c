@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Per-socket accounting, user space (bpf/sockets.h has how the records are kept).
+/* Per-socket accounting, user space (bpf/sockets.bpf.h has how the records are kept).
  * The records are read through sock_slot (every record in use has its key there), written as
  * the trace object's `sockets` list (docs/tracer.md), and what a process counted on no record
  * (the table full, a send counted at sys_exit) as `sockets_unattributed`. */
@@ -14,7 +14,7 @@
 #include "sockets.h"
 #include "stats.h"
 
-struct sock_key {		/* bpf/sockets.h */
+struct sock_key {		/* bpf/sockets.bpf.h */
 	u64 sk;
 	u32 ports;
 	u32 daddr;

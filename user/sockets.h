@@ -1,4 +1,4 @@
-/* Per-socket accounting, user space (the BPF side is bpf/sockets.h): the records'
+/* Per-socket accounting, user space (the BPF side is bpf/sockets.bpf.h): the records'
  * free slots at every reset, the records into the snapshot, and the trace object's `sockets`
  * list. */
 #ifndef NETIO_SOCKETS_USER_H

@@ -114,7 +114,7 @@ static int prog_stats(int fd, unsigned long long *ns, unsigned long long *runs,
 /* tgid's statistics, made here where a failure can be waited out: the map allocates its
  * entries on demand, and a BPF program making one fails while the map's element cache is
  * being refilled (many followed processes starting or ending at once: a drop). The name is
- * left to the process's exit flush (bpf/maps.h) and to the snapshot (read_comm). */
+ * left to the process's exit flush (bpf/maps.bpf.h) and to the snapshot (read_comm). */
 int stats_make_process(const struct tracer_bpf *t, u32 tgid)
 {
 	const size_t stride = (sizeof(struct tgid_stats) + 7) & ~7UL;
@@ -273,7 +273,7 @@ static int read_procs(const struct tracer_bpf *t, void *buf, size_t stride, stru
 	return 0;
 }
 
-/* Per process with figures in the spill map (bpf/maps.h, tgid_spill): added to the others. */
+/* Per process with figures in the spill map (bpf/maps.bpf.h, tgid_spill): added to the others. */
 static void read_spill(const struct tracer_bpf *t, struct snapshot *s)
 {
 	struct tgid_stats *v = malloc(sizeof(*v));
@@ -428,7 +428,7 @@ static unsigned long long total_netns(struct snapshot *s, struct netns_stats *n)
 /* Whether each process's zero-copy bytes are known: the exact rungs count them in the
  * sender's context; the tracepoint rung counts them at the device, per socket, and gives them
  * to the socket's owner, whom a send names (sock_send_length, or tcp_sendmsg's return on the
- * exact rungs), which the compat build cannot do (bpf/maps.h, claim_zc_bytes). */
+ * exact rungs), which the compat build cannot do (bpf/maps.bpf.h, claim_zc_bytes). */
 static bool zc_per_process(const struct tracer_bpf *t)
 {
 	enum rung pin = t->rung[PP_PINNING];
@@ -442,7 +442,7 @@ static bool zc_per_process(const struct tracer_bpf *t)
 	"namespace, and no send names their socket's owner on this kernel (sock_send_length is " \
 	"6.3+; the exact rungs' tcp_sendmsg could not be attached)"
 
-/* The receive kinds beside rx_copy, in enum rx_kind's order (bpf/receive.h). */
+/* The receive kinds beside rx_copy, in enum rx_kind's order (bpf/receive.bpf.h). */
 const char *const rx_kind_field[3] = { "rx_mapped_bytes", "rx_discarded_bytes", "rx_spliced_bytes" };
 static const enum probe_point rx_kind_pp[3] = { PP_RX_MAPPED, PP_RX_DISCARDED, PP_RX_SPLICED };
 

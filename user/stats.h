@@ -48,7 +48,7 @@ struct snapshot {
 	 * zc_per_process; the totals come from the namespaces) */
 	bool zc_per_process;
 	unsigned long long rx_unsized_calls;	/* rx_copy_bytes unknown (proc_stats) */
-	/* the receive kinds beside rx_copy, [enum rx_kind of bpf/receive.h]: totals,
+	/* the receive kinds beside rx_copy, [enum rx_kind of bpf/receive.bpf.h]: totals,
 	 * whether a rung counts each, and splices no record could size */
 	unsigned long long rx_kind_bytes[3], rx_unsized_splices;
 	bool rx_kind_counted[3];

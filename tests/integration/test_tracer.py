@@ -7,7 +7,7 @@ snapshot), as the driver uses it. Binaries come from $NETIO_BUILD (default <repo
 
 NETIO_VMTEST=1 runs the same exactness and ladder tests with less data inside each kernel of
 the matrix (tests/vm/run-vmtest.sh: Debian's 5.10, 6.1 and 6.12 under QEMU/TCG), and leaves out
-the host's longer tests. What a kernel or the compat build (bpf/compat.h) lacks is told by
+the host's longer tests. What a kernel or the compat build (bpf/compat.bpf.h) lacks is told by
 features the tracer reports (its ready line, --probe, the kernel's BTF), never by a version.
 """
 import json
@@ -256,9 +256,9 @@ def check_histogram(s, snap, spid):
 @pytest.mark.parametrize("strategy", ("one-copy", "zero-copy"))
 def test_threads_without_storage_lose_no_byte(topologies, tmp_path, monkeypatch, strategy):
     """Where the kernel cannot make a thread's storage (its per-CPU element cache empty), the
-    event counts in the CPU's spill slot (bpf/thread_storage.h) and reaches the process at
+    event counts in the CPU's spill slot (bpf/thread_storage.bpf.h) and reaches the process at
     once: with every thread's storage refused, bytes and copies stay exact and nothing is
-    dropped. The compat build keeps no per-thread counts (bpf/thread_hash.h): there nothing
+    dropped. The compat build keeps no per-thread counts (bpf/thread_hash.bpf.h): there nothing
     spills, and the same figures are exact."""
     monkeypatch.setenv("NETIO_TEST_NO_THREAD_STORAGE", "1")
     t = Tracer(log=str(tmp_path / "tracer.log"))
@@ -353,7 +353,7 @@ def test_software_counters_are_the_kernels_own(tracer, tmp_path):
     assert p.returncode == 0
     perf = tracer.snapshot(str(tmp_path / "s.json"))["perf"]
     if tracer.build == "compat":
-        # no per-thread flush there (bpf/thread_hash.h): perf events count the followed tasks
+        # no per-thread flush there (bpf/thread_hash.bpf.h): perf events count the followed tasks
         assert perf["software_from"] == "perf_event"
         assert perf["task-clock"] > 0.1e9   # two busy loops ran (of 0.5 s each, on a loaded host)
         return
@@ -467,7 +467,7 @@ for line in sys.stdin:
 
 
 def test_thread_counts_reach_the_snapshot_and_reset(tracer, tmp_path):
-    """Threads count in their own storage (bpf/maps.h): a live thread's counts are flushed
+    """Threads count in their own storage (bpf/maps.bpf.h): a live thread's counts are flushed
     before the snapshot, an exited thread's at its exit, each exactly once; reset forgets
     what live threads counted before it."""
     script = tmp_path / "sender.py"

@@ -237,7 +237,7 @@ LEVELS = {"full": (), "counting": ("--no-latency",)}
 
 
 # and the full level with every thread's storage refused: each event counted through its
-# CPU's spill slot (bpf/maps.h), which must not take another thread's state with it
+# CPU's spill slot (bpf/maps.bpf.h), which must not take another thread's state with it
 TRACERS = {**LEVELS, "spilled": ()}
 
 

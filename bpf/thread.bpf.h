@@ -1,6 +1,6 @@
-/* The state of each followed thread, in the build the kernel allows (compat.h):
- * thread_storage.h (task-local storage, counts flushed to the process) or thread_hash.h (a hash
- * by thread id, counts straight into the process). Both give:
+/* The state of each followed thread, in the build the kernel allows (compat.bpf.h):
+ * thread_storage.bpf.h (task-local storage, counts flushed to the process) or
+ * thread_hash.bpf.h (a hash by thread id, counts straight into the process). Both give:
  *   followed_thread(task)  the state of current if its process is followed (made if missing)
  *   thread_state(task)     the state of current if it has one
  *   thread_counts_of(st)   where its events count (NULL: a drop)
@@ -12,27 +12,12 @@
 #ifndef NETIO_THREAD_H
 #define NETIO_THREAD_H
 
-#include "maps.h"
-
-/* The storage build's spill slots (thread_storage.h), after its struct task_state. */
-#define THREAD_SPILL_MAPS							\
-struct {									\
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);				\
-	__uint(max_entries, 1);							\
-	__type(key, u32);							\
-	__type(value, struct task_state);					\
-} thread_spill SEC(".maps");							\
-struct {									\
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);				\
-	__uint(max_entries, 1);							\
-	__type(key, u32);							\
-	__type(value, struct tgid_stats);					\
-} spill_discard SEC(".maps");
+#include "maps.bpf.h"
 
 #ifdef NETIO_COMPAT
-#include "thread_hash.h"
+#include "thread_hash.bpf.h"
 #else
-#include "thread_storage.h"
+#include "thread_storage.bpf.h"
 #endif
 
 /* task_state.ts of a traced call that is counted but not timed (--latency-sample): no clock

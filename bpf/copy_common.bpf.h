@@ -5,8 +5,8 @@
 #ifndef NETIO_COPY_COMMON_H
 #define NETIO_COPY_COMMON_H
 
-#include "maps.h"
-#include "receive.h"
+#include "maps.bpf.h"
+#include "receive.bpf.h"
 
 #ifndef PAGE_SIZE
 #define PAGE_SIZE 4096
@@ -29,7 +29,7 @@ static __always_inline void on_sendmsg_enter(struct sock *sk, struct msghdr *msg
 	count_update_error(bpf_map_update_elem(&in_send, &tid, &sc, BPF_ANY));
 }
 
-/* The record of the socket the current send scope sends on (sockets.h), or NULL. */
+/* The record of the socket the current send scope sends on (sockets.bpf.h), or NULL. */
 static __always_inline struct sock_stats *scope_sock(struct send_scope *sc)
 {
 	return sc && sc->slot1 ? sock_rec(sc->slot1 - 1) : NULL;
@@ -159,7 +159,7 @@ static __always_inline void on_sendpage_exit(long ret, struct sock *sk)
 }
 
 /* A zerocopy skb of TCP socket sk copied back, the entry of that socket si: the bytes it had
- * been copied with before are copied again (maps.h, zc_rx_again). Its TCP header: where xmit
+ * been copied with before are copied again (maps.bpf.h, zc_rx_again). Its TCP header: where xmit
  * put it (loopback and veth hand the same skb over), or where IP's receive set it (6.17+). */
 static __always_inline void tcp_copy_again(struct sk_buff *skb, u64 sk, struct sk_info *si,
 					   struct netns_stats *ns, u32 len)
@@ -186,7 +186,7 @@ static __always_inline void on_copy_ubufs(struct sk_buff *skb)
 	void *uarg;
 	u64 sk;
 
-	/* for the record of the socket that sent it (maps.h, sock_zc_seen) */
+	/* for the record of the socket that sent it (maps.bpf.h, sock_zc_seen) */
 	if (bpf_core_field_size(skb->end) == 4)
 		shinfo = (void *)(sh + BPF_CORE_READ(skb, end));
 	else

@@ -1,25 +1,28 @@
 /* The state of each followed thread where the kernel has no task-local storage (before 5.11),
- * or lacks something else the storage build needs (compat.h): the NETIO_COMPAT build. A
+ * or lacks something else the storage build needs (compat.bpf.h): the NETIO_COMPAT build. A
  * followed thread's state (its traced call in progress) is an entry of a hash keyed by thread
  * id, made at its first event and deleted at its exit; what it counts goes straight into its
  * process's per-CPU statistics (one hash lookup per event). There is nothing to flush: the
  * flush of per-thread counts needs atomic exchange (5.12). The kernel's per-thread counters
  * (context switches, faults, run time) are left to perf events here (user/attach_objects.c,
  * kernel_counts), since adding them per thread at its exit and before a snapshot would need
- * it as well. Included through thread.h. */
+ * it as well. Included through thread.bpf.h. */
 #ifndef NETIO_THREAD_HASH_H
 #define NETIO_THREAD_HASH_H
+
+#include "maps.bpf.h"
+#include "thread_spill.bpf.h"
 
 struct task_state {
 	u64 ts;			/* start of the traced syscall in progress, 0 if none */
 	u32 cls;		/* its class */
-	s32 nr;			/* its syscall number (thread_storage.h) */
+	s32 nr;			/* its syscall number (thread_storage.bpf.h) */
 	u32 tgid;
 	u32 calls;		/* traced calls opened, for --latency-sample */
-	u64 zc_sk;		/* as in thread_storage.h: unused here (note_zc_owner, maps.h) */
+	u64 zc_sk;		/* as in thread_storage.bpf.h: unused here (note_zc_owner, maps.bpf.h) */
 	u32 zc_gen;
-	u32 tx_counted;		/* as in thread_storage.h */
-	u32 sock_slot1;		/* as in thread_storage.h */
+	u32 tx_counted;		/* as in thread_storage.bpf.h */
+	u32 sock_slot1;		/* as in thread_storage.bpf.h */
 	u64 regs;		/* unused here: the socket tracepoints that read it are 6.3+ */
 };
 
@@ -30,10 +33,6 @@ struct {
 	__type(key, u32);	/* thread id */
 	__type(value, struct task_state);
 } task_state SEC(".maps");
-
-/* Unused in this build; defined so that both builds have the same maps (the skeleton opens
- * either by name). */
-THREAD_SPILL_MAPS
 
 /* The state of current (task) if its process is followed, else NULL: made at its first event
  * (a drop, counted, if the map is full). "Followed" is looked up at every event: there is no

@@ -1,11 +1,11 @@
-/* The receive side's kinds beside rx_copy (issue 30): bytes mapped by TCP_ZEROCOPY_RECEIVE,
+/* The receive side's kinds beside rx_copy: bytes mapped by TCP_ZEROCOPY_RECEIVE,
  * discarded by recv(MSG_TRUNC) on TCP, spliced from a TCP socket into a pipe. Each counts per
- * process and on the socket's record (sockets.h). Included by copy_common.h (the exact rungs)
- * and copy_tp.bpf.c. */
+ * process and on the socket's record (sockets.bpf.h). Included by copy_common.bpf.h (the
+ * exact rungs) and copy_tp.bpf.c. */
 #ifndef NETIO_RECEIVE_H
 #define NETIO_RECEIVE_H
 
-#include "maps.h"
+#include "maps.bpf.h"
 
 #define NETIO_SOL_TCP 6
 #define NETIO_TCP_ZEROCOPY_RECEIVE 35

@@ -11,7 +11,7 @@
 /* current as an untrusted pointer (bpf_get_current_task_btf is 5.11): fields by probe read */
 #define current_task() ((struct task_struct *)bpf_get_current_task())
 #define TASK_READ(task, field) BPF_CORE_READ(task, field)
-/* Counts go straight into the process's statistics, one copy for all CPUs there (maps.h): an
+/* Counts go straight into the process's statistics, one copy for all CPUs there (maps.bpf.h): an
  * atomic add that returns nothing, which every kernel has. */
 #define COUNT_ADD(lvalue, v) __sync_fetch_and_add(&(lvalue), (v))
 #else

@@ -1,12 +1,14 @@
 /* The tracer's aggregation maps (per-CPU, keyed by tgid or netns slot) and the zerocopy
  * sockets' owners, with helpers to find or create an entry. The per-thread state is in
- * thread.h. Shared by every object: the tracer creates the maps once and reuses the fds. */
+ * thread.bpf.h. Shared by every object: the tracer creates the maps once and reuses the fds. */
 #ifndef NETIO_MAPS_H
 #define NETIO_MAPS_H
 
-#include "filter.h"
-#include "compat.h"
-#include "log2.h"
+#include "filter.bpf.h"
+#include "compat.bpf.h"
+#include "log2.bpf.h"
+#include "zc_seq.h"
+#include "sockets.bpf.h"
 
 #ifdef NETIO_COMPAT
 /* One copy for all CPUs, preallocated, added to atomically (COUNT_ADD): before 5.11 the kernel
@@ -56,7 +58,7 @@ struct send_scope {
 	u32 tgid;
 	u32 spliced;		/* MSG_SPLICE_PAGES: pages handed over, nothing copied */
 	u64 sk;
-	u32 slot1;		/* the socket's record (sockets.h), its slot + 1; 0: none */
+	u32 slot1;		/* the socket's record (sockets.bpf.h), its slot + 1; 0: none */
 	u32 pad;
 };
 
@@ -66,8 +68,6 @@ struct {
 	__type(key, u32);	/* tid */
 	__type(value, struct send_scope);
 } in_send SEC(".maps");
-
-#include "zc_seq.h"
 
 /* Zerocopy sockets: who owns them (skbs leave the host in softirq context where current is
  * anybody), the highest sequence counted (retransmits of a zerocopy skb are not new zerocopy
@@ -81,7 +81,7 @@ struct {
  * given another owner (zc_owner_gen). */
 struct sk_info {
 	u32 tgid;		/* 0: not known yet */
-	u32 slot1;		/* the owner's record of this socket (sockets.h), its slot + 1 */
+	u32 slot1;		/* the owner's record of this socket (sockets.bpf.h), its slot + 1 */
 	struct zc_seq seq;	/* TCP: the bytes counted, by sequence number (zc_seq.h) */
 	u64 pending;		/* bytes counted, not yet claimed */
 	u64 ino;		/* a UDP socket's inode number (copy_tp.bpf.c, udp_socket_renewed) */
@@ -99,8 +99,6 @@ struct {
 	__type(key, u64);	/* struct sock * */
 	__type(value, struct sk_info);
 } sk_owner SEC(".maps");
-
-#include "sockets.h"
 
 /* [0]: bumped whenever an entry of sk_owner is made, deleted or changes owner. */
 struct {
@@ -224,7 +222,7 @@ static __always_inline void zc_rx_again(struct sk_info *si, struct netns_stats *
 
 /* [0]: all zeros, never written: what a process's new statistics are made from. A map, not a
  * static constant, so that no build of an object has a .rodata section only because of it
- * (the two builds must have the same sections: compat.h). */
+ * (the two builds must have the same sections: compat.bpf.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -360,7 +358,7 @@ static __always_inline struct netns_stats *netns_stats_of(struct net *net)
 /* Without atomic exchange (5.12) two claims of one socket could both take its pending bytes:
  * this build keeps none pending (on_xmit in copy_tp.bpf.c), so the zerocopy bytes seen only at
  * xmit count per namespace, and a process's come from the exact rungs
- * (skb_zerocopy_iter_stream, copy_common.h). */
+ * (skb_zerocopy_iter_stream, copy_common.bpf.h). */
 static __always_inline void claim_zc_bytes(struct sk_info *si)
 {
 }

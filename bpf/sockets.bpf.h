@@ -1,4 +1,4 @@
-/* Per-socket accounting (issue 28): the bytes, calls and copies of each socket of a followed
+/* Per-socket accounting: the bytes, calls and copies of each socket of a followed
  * process, in a record of its own, with the socket's protocol, addresses, the device its route
  * leaves by and a log2 histogram of its send sizes.
  *
@@ -13,13 +13,13 @@
  * A thread remembers the slot of the socket it last counted on (copy_tp.bpf.c, its record
  * checked against the socket's identity), so that its next send or receive there makes no
  * lookup. Counts are added atomically: threads of a process may share a socket.
- * Included by maps.h, so every object has these maps (the tracer shares them by name). */
+ * Included by maps.bpf.h, so every object has these maps (the tracer shares them by name). */
 #ifndef NETIO_SOCKETS_H
 #define NETIO_SOCKETS_H
 
 #include <bpf/bpf_endian.h>
-#include "filter.h"
-#include "log2.h"
+#include "filter.bpf.h"
+#include "log2.bpf.h"
 
 #define NETIO_AF_INET 2
 #define NETIO_AF_INET6 10
@@ -229,7 +229,7 @@ static __always_inline void sock_count_recv(struct sock_stats *r, long ret)
 	__sync_fetch_and_add(&r->rx_calls, 1);
 }
 
-/* slot1: a record's slot + 1 (0: none), as sk_info keeps it (maps.h). */
+/* slot1: a record's slot + 1 (0: none), as sk_info keeps it (maps.bpf.h). */
 static __always_inline void sock_add_zc(u32 slot1, u64 bytes)
 {
 	struct sock_stats *r;

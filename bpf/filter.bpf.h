@@ -1,22 +1,16 @@
 /* BPF side of "whom do we follow": the followed-tgid map (processes and, through the fork
  * handler in follow.bpf.c, their children) and the followed network namespaces (softirq
  * events have no useful pid: they are filtered by the netns of the device or socket, and
- * counted in the namespace's slot of netns_stats, maps.h).
+ * counted in the namespace's slot of netns_stats, maps.bpf.h).
  *
  * Every skeleton that includes this header has its own definition of the maps; the tracer
  * creates them once and hands the same fds to every skeleton (bpf_map__reuse_fd), so one
- * `pid add` covers every program, including the profiler's. */
+ * `pid add` covers every program, including the profiler's (followed.bpf.h). */
 #ifndef NETIO_FILTER_H
 #define NETIO_FILTER_H
 
 #include "netio.h"
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, NETIO_MAX_PROCS);
-	__type(key, u32);	/* tgid */
-	__type(value, u8);
-} followed_tgids SEC(".maps");
+#include "followed.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -26,9 +20,9 @@ struct {
 } followed_netns SEC(".maps");
 
 /* [0]: generation of the filter, bumped by the tracer whenever followed_tgids or
- * followed_netns changes, so that a thread's cached "followed" (task_state in maps.h) and a
+ * followed_netns changes, so that a thread's cached "followed" (task_state in maps.bpf.h) and a
  * CPU's cached namespace slots (netns_slot) are checked again. [1]: tests only
- * (NETIO_TEST_NO_THREAD_STORAGE): 1 makes every thread's storage fail (maps.h,
+ * (NETIO_TEST_NO_THREAD_STORAGE): 1 makes every thread's storage fail (maps.bpf.h,
  * adopt_thread). [2]: tests only (NETIO_TEST_XMIT_MISS): N > 0 makes the tracepoint rung's
  * xmit pass over about one zerocopy TCP skb in N (copy_tp.bpf.c, test_xmit_miss). [3]: tests
  * only (NETIO_TEST_RX_MISS): 1 makes their receive pass over them too (test_rx_miss). */
@@ -71,11 +65,6 @@ static __always_inline void count_update_error(long err)
 		count_event(CNT_DROP_MAP_BUSY);
 	else
 		count_event(CNT_DROP_MAP_FULL);
-}
-
-static __always_inline bool tgid_followed(u32 tgid)
-{
-	return bpf_map_lookup_elem(&followed_tgids, &tgid) != NULL;
 }
 
 /* The last namespaces a CPU looked up, by struct net address: a zerocopy skb passes two (the

@@ -1,11 +1,14 @@
 /* The state of each followed thread where the kernel has task-local storage (5.11) and the
- * rest this build needs (compat.h): a followed thread counts in its own storage, with no map
+ * rest this build needs (compat.bpf.h): a followed thread counts in its own storage, with no map
  * lookup on the send, receive and syscall paths, and its counts are flushed into its process's
  * tgid_stats when the thread exits and before every snapshot (flush.bpf.c). Only the thread
  * writes counts; only flushes write flushed, exchanging it atomically, so that a thread's exit
- * and a snapshot flushing it at once add each event once. Included through thread.h. */
+ * and a snapshot flushing it at once add each event once. Included through thread.bpf.h. */
 #ifndef NETIO_THREAD_STORAGE_H
 #define NETIO_THREAD_STORAGE_H
+
+#include "maps.bpf.h"
+#include "thread_spill.bpf.h"
 
 /* Per thread of a followed process (task-local storage: no hash lookup, and absent for
  * threads never followed). sys_enter opens a traced call here; it ends where the kernel
@@ -44,16 +47,6 @@ struct {
 	__type(key, int);
 	__type(value, struct task_state);
 } task_state SEC(".maps");
-
-/* thread_spill: a CPU's stand-in for the storage of a thread that could not get one: the
- * kernel allocates task storage from a per-CPU element cache that an irq_work refills, and an
- * event that finds it empty would be lost. The event counts here instead, and thread_counted()
- * adds it to the process at once and frees the slot (spill_thread). Preallocated; counts ==
- * flushed between events, as after any flush. spill_discard: where a spilled event's flush
- * goes when its process has no statistics (a drop, counted): never read, so that the slot
- * leaves clean. */
-THREAD_SPILL_MAPS
-
 
 static __always_inline void read_kernel_counts(struct task_struct *task, struct kernel_counts *k)
 {
