@@ -22,7 +22,7 @@ enum profile_source {
 /* "auto", "cycles", "cpu-clock" or "tick"; 0, or -1 for anything else. */
 int profile_source_parse(const char *s, enum profile_source *out);
 
-/* filter_map_fd: the tracer's map of followed tgids (bpf/filter.bpf.h), shared so that one
+/* filter_map_fd: the tracer's map of followed tgids (bpf/followed.bpf.h), shared so that one
  * `pid add` covers tracing and sampling. freq_hz: wanted samples per second of CPU; the tick
  * source keeps every round(HZ / freq_hz)-th tick (all of them at freq_hz >= HZ). cgroup_dir
  * (perf event sources; NULL for none): a cgroup2 directory the followed processes live in,
