@@ -280,26 +280,11 @@ class Bench:
                              lambda: self._busy_loop(duration, observer))
 
     def _busy_loop(self, duration, observer):
-        d = self.rundir()
-        out, err = os.path.join(d, "b.out"), os.path.join(d, "b.err")
-        proc = GatedProcess([os.path.join(BUILD, "netio-busy-loop"), "--seconds",
-                             f"{duration:g}"], out, err, cgroup=self.cgroup)
-        try:
-            observer.start(self, NO_NAMESPACES, [proc.pid])
-            proc.release()
-            cpu = _reap_all([proc], time.monotonic() + duration + 30)
-            if proc.returncode != 0:
-                raise RuntimeError(f"netio-busy-loop: exit {proc.returncode}: {_tail(err)}")
-            with open(out) as f:
-                r = json.load(f)
-            run = Run({"blocks_per_s": r["blocks_per_s"], "messages": None,
-                       "cpu_s": cpu[proc.pid]})
-            observer.stop(run)
-            return run
-        except BaseException:
-            observer.abort()
-            proc.end()
-            raise
+        return self._one_binary(
+            "netio-busy-loop", ["--seconds", f"{duration:g}"], NO_NAMESPACES, observer,
+            duration + 30,
+            lambda r, cpu: Run({"blocks_per_s": r["blocks_per_s"], "messages": None,
+                                "cpu_s": cpu}))
 
     def churn(self, topo, load, observer):
         """One run of netio-churn (bench/churn.c) in topo's sender namespace and the
@@ -309,19 +294,25 @@ class Bench:
         return self._retried(f"churn {observer.name}", lambda: self._churn(topo, load, observer))
 
     def _churn(self, topo, load, observer):
+        return self._one_binary(
+            "netio-churn", ["--netns", topo.sender_ns, *(f"--{k}={v}" for k, v in load.items())],
+            topo, observer, 120, lambda r, cpu: Run(r, messages=None, cpu_s=cpu))
+
+    def _one_binary(self, name, args, topo, observer, timeout, make_run):
+        """One gated run of our binary `name` (its JSON on stdout) in the workloads' cgroup,
+        watched by observer from before its first instruction: make_run(its JSON, its CPU
+        seconds), with what the observer adds; the observer is aborted if anything fails."""
         d = self.rundir()
-        out, err = os.path.join(d, "churn.out"), os.path.join(d, "churn.err")
-        proc = GatedProcess([os.path.join(BUILD, "netio-churn"), "--netns", topo.sender_ns,
-                             *(f"--{k}={v}" for k, v in load.items())], out, err,
-                            cgroup=self.cgroup)
+        out, err = os.path.join(d, f"{name}.out"), os.path.join(d, f"{name}.err")
+        proc = GatedProcess([os.path.join(BUILD, name), *args], out, err, cgroup=self.cgroup)
         try:
             observer.start(self, topo, [proc.pid])
             proc.release()
-            cpu = _reap_all([proc], time.monotonic() + 120)
+            cpu = _reap_all([proc], time.monotonic() + timeout)
             if proc.returncode != 0:
-                raise RuntimeError(f"netio-churn: exit {proc.returncode}: {_tail(err)}")
+                raise RuntimeError(f"{name}: exit {proc.returncode}: {_tail(err)}")
             with open(out) as f:
-                run = Run(json.load(f), messages=None, cpu_s=cpu[proc.pid])
+                run = make_run(json.load(f), cpu[proc.pid])
             observer.stop(run)
             return run
         except BaseException:
