@@ -16,13 +16,13 @@
 #
 # Environment: NETIO_BUILD (binaries, default <repo>/build), NETIO_VM_KERNELS (names of
 # tests/vm/kernels to boot, space separated; default all), NETIO_VM_TIMEOUT (seconds per boot,
-# default 1200), NETIO_VM_JOBS, NETIO_VM_KEEP=1 (keep the guests' logs), VMTEST_K (a pytest -k
-# expression).
+# default 2400: TCG runs the guests at half the speed on some of the hosts this VM lands on),
+# NETIO_VM_JOBS, NETIO_VM_KEEP=1 (keep the guests' logs), VMTEST_K (a pytest -k expression).
 set -uo pipefail
 
 root="$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)"
 build="${NETIO_BUILD:-$root/build}"
-timeout_s="${NETIO_VM_TIMEOUT:-1200}"
+timeout_s="${NETIO_VM_TIMEOUT:-2400}"
 jobs="${NETIO_VM_JOBS:-2}"
 export NETIO_VM_TIMEOUT="$timeout_s"
 python="$root/.venv/bin/python"
