@@ -48,7 +48,9 @@ if [ -n "${NETIO_VM_KEEP:-}" ]; then
 else
     trap 'rm -rf "$scratch"' EXIT
 fi
-trap 'kill -TERM $(jobs -p) 2>/dev/null; wait; exit 130' INT TERM HUP
+# a boot runs in a subshell: its vm-exec.sh (whose own trap ends its QEMU) is told first
+trap 'for j in $(jobs -p); do kill -TERM $(cat /proc/"$j"/task/*/children 2>/dev/null) "$j" 2>/dev/null; done
+      wait; exit 130' INT TERM HUP
 
 # the kernels to boot: "name image extra-tests"
 declare -a names images extras
