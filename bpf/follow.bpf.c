@@ -50,46 +50,36 @@ static __always_inline bool task_in_followed_cgroup(struct task_struct *task)
 	return false;
 }
 
-static __always_inline long follow_tgid(u32 tgid)
+/* tgid followed from `since` (followed.bpf.h): a forked child's birth, so that its threads,
+ * all born since, count from their birth. */
+static __always_inline long follow_tgid(u32 tgid, u64 since)
 {
-	u8 one = 1;
-
-	return bpf_map_update_elem(&followed_tgids, &tgid, &one, BPF_NOEXIST);
+	return bpf_map_update_elem(&followed_tgids, &tgid, &since, BPF_NOEXIST);
 }
 
-/* btf: child is a trusted pointer (tp_btf), so a thread or process born followed gets its
- * storage here and its kernel counters (maps.bpf.h, kernel_counts) are counted from its birth;
- * through raw_tp they are counted from its first event. */
-static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child,
-				   bool btf)
+/* Every fork of the machine passes here, so it does no more than the filter needs: a thread
+ * or child of a followed process gets its storage and statistics at its first event, and
+ * its kernel counters count from its birth all the same (born_followed). */
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child)
 {
 	u32 ptgid = BPF_CORE_READ(parent, tgid);
 	u32 ctgid = BPF_CORE_READ(child, tgid);
-	bool parent_followed = tgid_followed(ptgid);
 	long err;
 
-	if (btf && parent_followed)
-		thread_adopt(child, ctgid);
 	if (ctgid == ptgid)
 		return 0;
-	if (parent_followed) {
-		err = follow_tgid(ctgid);
-		if (!err) {
+	if (tgid_followed(ptgid)) {
+		err = follow_tgid(ctgid, BPF_CORE_READ(child, start_time));
+		if (!err)
 			count_event(CNT_FORKS_FOLLOWED);
-			tgid_stats_try(ctgid);	/* a first chance, long before its exit needs them */
-		}
 		count_update_error(err);
 		return 0;
 	}
 	if (!cgroups_followed() || !task_in_followed_cgroup(child))
 		return 0;
-	err = follow_tgid(ctgid);
-	if (!err) {
+	err = follow_tgid(ctgid, BPF_CORE_READ(child, start_time));
+	if (!err)
 		count_event(CNT_CGROUP_FOLLOWED);
-		tgid_stats_try(ctgid);
-		if (btf)
-			thread_adopt(child, ctgid);
-	}
 	count_update_error(err);
 	return 0;
 }
@@ -97,13 +87,13 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(fork_btf, struct task_struct *parent, struct task_struct *child)
 {
-	return on_fork(parent, child, true);
+	return on_fork(parent, child);
 }
 
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(fork_raw, struct task_struct *parent, struct task_struct *child)
 {
-	return on_fork(parent, child, false);
+	return on_fork(parent, child);
 }
 
 /* A process (or, in a threaded cgroup, a thread) moved to another cgroup: the tracepoint
@@ -117,7 +107,7 @@ static __always_inline int on_cgroup_attach(struct task_struct *task)
 
 	if (!cgroups_followed() || tgid_followed(tgid) || !task_in_followed_cgroup(task))
 		return 0;
-	err = follow_tgid(tgid);
+	err = follow_tgid(tgid, bpf_ktime_get_ns());
 	count_update_error(err);
 	if (err)
 		return 0;

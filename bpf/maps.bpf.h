@@ -32,6 +32,56 @@ struct {
 } tgid_stats SEC(".maps");
 #endif
 
+/* Each process's latency histograms (struct tgid_hist), made at its first timed call: the
+ * counting level never makes them. */
+#ifdef NETIO_COMPAT
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NETIO_COMPAT_MAX_PROCS);
+	__type(key, u32);	/* tgid */
+	__type(value, struct tgid_hist);
+} tgid_hist SEC(".maps");
+#else
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, NETIO_MAX_PROCS);
+	__type(key, u32);	/* tgid */
+	__type(value, struct tgid_hist);
+} tgid_hist SEC(".maps");
+#endif
+
+/* [0]: all zeros, never written: what a process's new histograms are made from (as
+ * zero_stats). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct tgid_hist);
+} zero_hist SEC(".maps");
+
+/* A timed call of class cls of process tgid fell in histogram slot `slot`. */
+static __always_inline void hist_count(u32 tgid, u32 cls, u32 slot)
+{
+	struct tgid_hist *h = bpf_map_lookup_elem(&tgid_hist, &tgid);
+	u32 first = 0;
+
+	if (!h) {
+		void *zero = bpf_map_lookup_elem(&zero_hist, &first);
+
+		if (zero)
+			bpf_map_update_elem(&tgid_hist, &tgid, zero, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&tgid_hist, &tgid);
+	}
+	if (!h) {
+		count_event(CNT_DROP_PROCESS_STATS);
+		return;
+	}
+	if (cls < SC_NR_CLASSES && slot < NETIO_HIST_SLOTS)	/* atomic: another task's call
+								 * may end on this CPU meanwhile */
+		__sync_fetch_and_add(&h->hist[cls][slot], 1);
+}
+
 /* A process's statistics where tgid_stats cannot make its entry at once: that map allocates
  * them from an element cache refilled by an irq_work, which a burst of new processes outruns.
  * Preallocated, so an entry is there until all are taken; one copy for all CPUs, for the
@@ -100,7 +150,8 @@ struct {
 	__type(value, struct sk_info);
 } sk_owner SEC(".maps");
 
-/* [0]: bumped whenever an entry of sk_owner is made, deleted or changes owner. */
+/* [0]: bumped whenever an entry of sk_owner is made, deleted or changes owner; 0 while it never
+ * had one (zc_owners_none), which spares every TCP close of the machine a hash lookup. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -113,6 +164,14 @@ static __always_inline u32 *zc_owner_gen_slot(void)
 	u32 zero = 0;
 
 	return bpf_map_lookup_elem(&zc_owner_gen, &zero);
+}
+
+/* Whether sk_owner never had an entry since the tracer loaded (no zero-copy send yet). */
+static __always_inline bool zc_owners_none(void)
+{
+	u32 *gen = zc_owner_gen_slot();
+
+	return gen && !*gen;
 }
 
 static __always_inline void zc_owners_changed(void)
@@ -373,6 +432,7 @@ static __always_inline void note_zc_owner(u64 sk, u32 tgid, struct thread_counts
 		return;
 	if (!si) {
 		count_update_error(bpf_map_update_elem(&sk_owner, &sk, &n, BPF_ANY));
+		zc_owners_changed();
 		return;
 	}
 	si->tgid = tgid;

@@ -107,13 +107,28 @@ struct netns_stats {
 };
 
 /* One class of syscalls of one process. count: calls (send and receive classes: counted when
- * they end; poll, epoll_wait, sendfile: when they start); bytes, errors, total_ns and hist:
- * calls that ended (the timed calls: the sum of hist). */
-struct sc_stats {
+ * they end; poll, epoll_wait, sendfile: when they start); bytes, errors and total_ns: calls
+ * that ended (total_ns: the timed ones, whose histogram is the process's struct tgid_hist). */
+struct sc_counts {
 	u64 count;
 	u64 bytes;		/* sum of positive return values (data classes only) */
 	u64 errors;		/* negative return values */
 	u64 total_ns;		/* summed latency of the timed calls */
+};
+
+/* The latency histograms of a process's timed calls, one per class, per CPU (the tgid_hist
+ * map): apart from its counts, and made only at its first timed call, so that a thread's
+ * counts (and the storage a new thread needs) stay small at every level. */
+struct tgid_hist {
+	u64 hist[SC_NR_CLASSES][NETIO_HIST_SLOTS];
+};
+
+/* One class's figures as the snapshot gives them: its counts and its histogram. */
+struct sc_stats {
+	u64 count;
+	u64 bytes;
+	u64 errors;
+	u64 total_ns;
 	u64 hist[NETIO_HIST_SLOTS];
 };
 
@@ -130,10 +145,10 @@ struct kernel_counts {
 /* What a followed thread counts on its own send, receive and syscall paths: in its own storage
  * where the kernel has task-local storage (bpf/thread.bpf.h), flushed word by word into the same
  * struct at the head of its process's statistics; straight into those where it has none
- * (bpf/thread_compat.h). u64 words only. */
+ * (bpf/thread_hash.bpf.h). u64 words only. */
 struct thread_counts {
 	struct proc_stats p;
-	struct sc_stats sc[SC_NR_CLASSES];
+	struct sc_counts sc[SC_NR_CLASSES];
 };
 
 /* Everything counted per process (tgid), per CPU: one map lookup serves a syscall's exit, its
@@ -160,6 +175,8 @@ enum netio_counter {
 				 * thread_spill (maps.bpf.h) instead of lost */
 	CNT_SOCK_UNTRACKED,	/* events of a socket that got no record (sockets.bpf.h: the table
 				 * full): in its process's counts only */
+	CNT_TCP_ENDS_LOST,	/* TCP connections established that tcp_ends_ring had no room
+				 * for (sockets.bpf.h): a peer not found may be on this host */
 	CNT_NR,
 };
 

@@ -64,7 +64,14 @@ struct {
 } sock_off SEC(".maps");
 
 /* TCP connections seen established on this host (struct tcp_end, netio.h): a followed socket
- * whose mirror (the peer's view) is here has its other end on this host. */
+ * whose mirror (the peer's view) is here has its other end on this host. Kept by the tracer
+ * (user/sockets.c), which drains them from tcp_ends_ring: a hash update at each connection of
+ * the host cost several times the rest of the socket-state program (bench/NOTES.md). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);	/* ~5 000 connections between two drains */
+} tcp_ends_ring SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, NETIO_MAX_TCP_ENDS);
@@ -241,14 +248,19 @@ static __always_inline void sock_add_zc(u32 slot1, u64 bytes)
 		__sync_fetch_and_add(&r->zc_tx_bytes, bytes);
 }
 
-/* A TCP connection reaches ESTABLISHED on this host (sk trusted: tp_btf). */
+/* A TCP connection reaches ESTABLISHED on this host (sk trusted: tp_btf): its ends, for the
+ * tracer to keep in tcp_ends. No wakeup: the tracer drains the ring on its own tick. */
 static __always_inline void tcp_end_seen(struct sock *sk)
 {
-	struct tcp_end e = {};
-	u8 one = 1;
+	struct tcp_end *e = bpf_ringbuf_reserve(&tcp_ends_ring, sizeof(*e), 0);
 
-	sock_end(sk, &e);
-	bpf_map_update_elem(&tcp_ends, &e, &one, BPF_ANY);
+	if (!e) {
+		count_event(CNT_TCP_ENDS_LOST);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	sock_end(sk, e);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
 #endif

@@ -153,8 +153,10 @@ static __always_inline int on_enter(int cls, long id, long fd, u64 flags)
 		u32 key = EXIT_WANTED, *wanted = bpf_map_lookup_elem(&exit_wanted, &key);
 
 		c = thread_counts_of(st);
-		if (c)
+		if (c) {
 			COUNT_ADD(c->sc[cls].count, 1);
+			thread_sc_touched(st, cls);
+		}
 		if (wanted && !*wanted)
 			*wanted = 1;
 	}

@@ -6,7 +6,7 @@
  *   thread_counts_of(st)   where its events count (NULL: a drop)
  *   thread_counted(st, t)  after an event
  *   thread_spilled(st)     the state lasts this event only (its call is not timed)
- *   thread_adopt(t, tgid)  a thread of a followed process born or found
+ *   thread_sc_touched(st, c) its counts of syscall class c were written
  *   thread_flush(t, iter)  at the thread's exit, or from the tracer's iterator
  * and sc_finish below, the end of a traced call. */
 #ifndef NETIO_THREAD_H
@@ -24,13 +24,14 @@
  * read at either end (what the clock reads cost: bench/NOTES.md). */
 #define NETIO_UNTIMED 1
 
-/* The thread's traced call ends with return value ret: its class statistics. */
+/* The thread's traced call ends with return value ret: its class statistics, and the
+ * histogram of its process (hist_count) if it was timed. */
 static __always_inline void sc_finish(struct task_state *st, long ret)
 {
 	u64 start = st->ts, now, delta;
 	struct thread_counts *c;
 	u32 cls = st->cls, slot;
-	struct sc_stats *s;
+	struct sc_counts *s;
 
 	st->ts = 0;
 	if (cls >= SC_NR_CLASSES)
@@ -39,6 +40,7 @@ static __always_inline void sc_finish(struct task_state *st, long ret)
 	if (!c)
 		return;
 	s = &c->sc[cls];
+	thread_sc_touched(st, cls);
 	if (!sc_counted_at_enter(cls))
 		COUNT_ADD(s->count, 1);
 	if (ret < 0)
@@ -53,7 +55,7 @@ static __always_inline void sc_finish(struct task_state *st, long ret)
 	slot = log2_slot(delta);
 	if (slot >= NETIO_HIST_SLOTS)
 		slot = NETIO_HIST_SLOTS - 1;
-	COUNT_ADD(s->hist[slot], 1);
+	hist_count(st->tgid, cls, slot);
 }
 
 #endif

@@ -66,6 +66,11 @@ static __always_inline struct thread_counts *thread_counts_of(struct task_state 
 	return ts ? &ts->c : NULL;
 }
 
+/* Counts go straight to the process: no flush to tell. */
+static __always_inline void thread_sc_touched(struct task_state *st, u32 cls)
+{
+}
+
 static __always_inline bool thread_spilled(const struct task_state *st)
 {
 	return false;
@@ -80,11 +85,6 @@ static __always_inline struct task_state *thread_state(struct task_struct *task)
 
 /* Counted where it happened: nothing left to do after an event. */
 static __always_inline void thread_counted(struct task_state *st, struct task_struct *task)
-{
-}
-
-/* A thread's state is made at its first event; nothing to start at its birth. */
-static __always_inline void thread_adopt(struct task_struct *task, u32 tgid)
 {
 }
 

@@ -36,6 +36,8 @@ struct task_state {
 				 * (syscalls.bpf.c, EXIT_TX_BYTES) */
 	u64 spill;		/* this is a CPU's thread_spill slot, held by the event (u64:
 				 * exchanged atomically) */
+	u32 sc_touched;		/* bit c: counts.sc[c] was written (thread_sc_touched), so that
+				 * a flush reads only the classes the thread used */
 	struct thread_counts counts;	/* written by the thread only */
 	struct thread_counts flushed;	/* what flushes took of counts */
 	struct kernel_counts kbase;	/* the kernel's counters already added (or left out) */
@@ -86,11 +88,19 @@ static __always_inline struct task_state *spill_thread(u32 tgid)
 	return st;
 }
 
+/* Whether thread task of followed process tgid was born while its process was followed
+ * (followed.bpf.h: since when): its kernel counters then count from zero, its birth. */
+static __always_inline bool born_followed(struct task_struct *task, u32 tgid)
+{
+	u64 *since = bpf_map_lookup_elem(&followed_tgids, &tgid);
+
+	return since && task->start_time >= *since;
+}
+
 /* task's storage for a thread of followed process tgid that had none: its kernel counters
- * are counted from now on (from zero for a thread just forked). Without storage an event
- * counts in the CPU's spill slot; a thread adopted ahead of its events (fork, `pid add`)
- * that cannot get it then gets it at its first event, and only its kernel counters start
- * later. */
+ * are counted from its birth if it was born followed, else from now. Without storage an
+ * event counts in the CPU's spill slot, and a thread found ahead of its events (`pid add`'s
+ * iterator pass) that cannot get it gets it at its first event. */
 static __always_inline struct task_state *adopt_thread(struct task_struct *task, u32 tgid,
 						       bool event)
 {
@@ -103,7 +113,8 @@ static __always_inline struct task_state *adopt_thread(struct task_struct *task,
 	st->gen = current_filter_gen();
 	st->followed = 1;
 	st->tgid = tgid;
-	read_kernel_counts(task, &st->kbase);
+	if (!born_followed(task, tgid))
+		read_kernel_counts(task, &st->kbase);	/* new storage is zeroed: else from birth */
 	st->kfollowed = 1;
 	return st;
 }
@@ -161,21 +172,41 @@ static __always_inline u64 flush_one(u64 *count, u64 *flushed)
 
 struct flush_ctx {
 	u64 *from, *done, *to;
+	u32 classes;		/* the thread's sc_touched */
 };
 
 #define NETIO_COUNT_WORDS (sizeof(struct thread_counts) / 8)
+#define NETIO_PROC_WORDS (sizeof(struct proc_stats) / 8)
+#define NETIO_SC_WORDS (sizeof(struct sc_counts) / 8)
 
-/* One word of the thread's counts (a bpf_loop callback: the loop is verified once, not once
- * per word and per program). */
-static long flush_word(u32 i, struct flush_ctx *c)
+/* Word i of the thread's counts: what it counted since the last flush goes to its process.
+ * Compared first, with plain loads: most words never change, and those cost no atomic. */
+static __always_inline void flush_word(struct flush_ctx *c, u32 i)
 {
 	u64 d;
 
-	if (i >= NETIO_COUNT_WORDS)
-		return 1;
+	asm volatile("" : "+r"(i));	/* the bound below is the verifier's: kept */
+	if (i >= NETIO_COUNT_WORDS || *(volatile u64 *)&c->from[i] == c->done[i])
+		return;
 	d = flush_one(&c->from[i], &c->done[i]);
 	if (d)
 		__sync_fetch_and_add(&c->to[i], d);
+}
+
+/* Part k of the thread's counts: 0 its proc_stats, k > 0 class k - 1's statistics if it used
+ * the class (a bpf_loop callback: verified once, not once per program). */
+static long flush_part(u32 k, struct flush_ctx *c)
+{
+	u32 first = 0, n = NETIO_PROC_WORDS;
+
+	if (k > 0) {
+		if (k > SC_NR_CLASSES || !(c->classes & (1u << (k - 1))))
+			return 0;
+		first = NETIO_PROC_WORDS + (k - 1) * NETIO_SC_WORDS;
+		n = NETIO_SC_WORDS;
+	}
+	for (u32 i = 0; i < NETIO_PROC_WORDS && i < n; i++)
+		flush_word(c, first + i);
 	return 0;
 }
 
@@ -199,7 +230,8 @@ static __always_inline void flush_thread_counts(struct task_state *st)
 	c.from = (u64 *)&st->counts;
 	c.done = (u64 *)&st->flushed;
 	c.to = (u64 *)&ts->c;
-	bpf_loop(NETIO_COUNT_WORDS, flush_word, &c, 0);
+	c.classes = *(volatile u32 *)&st->sc_touched;
+	bpf_loop(1 + SC_NR_CLASSES, flush_part, &c, 0);
 }
 
 /* What the kernel counted for the thread since the last flush goes to its process while the
@@ -250,6 +282,13 @@ static __always_inline void thread_counted(struct task_state *st, struct task_st
 		flush_thread_counts(st);
 }
 
+/* The thread wrote its counts' statistics of class cls (< SC_NR_CLASSES): flushes read them
+ * from now on. */
+static __always_inline void thread_sc_touched(struct task_state *st, u32 cls)
+{
+	st->sc_touched |= 1u << cls;
+}
+
 /* The thread's counts: its storage's. */
 static __always_inline struct thread_counts *thread_counts_of(struct task_state *st)
 {
@@ -267,18 +306,30 @@ static __always_inline struct task_state *thread_state(struct task_struct *task)
 	return bpf_task_storage_get(&task_state, task, 0, 0);
 }
 
-/* A thread of followed process tgid born (fork) or found (`pid add`'s iterator pass): its
- * kernel counters are counted from now on. */
-static __always_inline void thread_adopt(struct task_struct *task, u32 tgid)
+/* A thread born followed that exits with no storage (no event, and no snapshot since its
+ * birth): all the kernel counted for it goes to its process. */
+static __always_inline void flush_unadopted(struct task_struct *task, u32 tgid)
 {
-	adopt_thread(task, tgid, false);
+	struct kernel_counts k;
+	struct tgid_stats *ts;
+
+	if (!born_followed(task, tgid))
+		return;
+	ts = flush_target(tgid);
+	if (!ts)
+		return;
+	read_kernel_counts(task, &k);
+	__sync_fetch_and_add(&ts->k.switches, k.switches);
+	__sync_fetch_and_add(&ts->k.migrations, k.migrations);
+	__sync_fetch_and_add(&ts->k.faults, k.faults);
+	__sync_fetch_and_add(&ts->k.run_ns, k.run_ns);
 }
 
 /* task's counts, if it has any, and what the kernel counted for it (struct kernel_counts):
  * at its exit (the storage goes with it), or from the tracer's iterator before a snapshot,
- * where a thread of a followed process that has no storage yet (it was there before
- * `pid add`, which runs the iterator right after) gets one: its kernel counters are counted
- * from then on. */
+ * where a thread of a followed process that has no storage yet gets one (adopt_thread: its
+ * kernel counters from its birth if it was born followed, else from now: it was there before
+ * `pid add`, which runs the iterator right after). */
 static __always_inline void thread_flush(struct task_struct *task, bool iterating)
 {
 	struct task_state *st = thread_state(task);
@@ -292,8 +343,15 @@ static __always_inline void thread_flush(struct task_struct *task, bool iteratin
 		return;
 	}
 	tgid = task->tgid;
-	if (iterating && tgid_followed(tgid))
-		adopt_thread(task, tgid, false);
+	if (!iterating) {
+		flush_unadopted(task, tgid);
+		return;
+	}
+	if (tgid_followed(tgid)) {
+		st = adopt_thread(task, tgid, false);
+		if (st)
+			flush_kernel_counts(task, st, false);
+	}
 }
 
 #endif

@@ -88,10 +88,13 @@ struct tracer_bpf {
 	int nshared;
 	/* fds of the shared maps the rest of the tracer uses (-1: none) */
 	int followed_tgids, followed_netns, followed_cgroups, filter_gen, counters, tgid_stats,
-	    tgid_spill, netns_stats, in_send, sk_owner, zc_state, exit_wanted, latency_sample;
-	/* copies of each tgid_stats value: one per CPU, or one where the map is not per-CPU
-	 * (the compat build's: bpf/maps.bpf.h) */
-	int tgid_stats_copies;
+	    tgid_hist, tgid_spill, netns_stats, in_send, sk_owner, zc_state, exit_wanted,
+	    latency_sample;
+	/* copies of each tgid_stats and tgid_hist value: one per CPU, or one where the map is
+	 * not per-CPU (the compat build's: bpf/maps.bpf.h) */
+	int tgid_stats_copies, tgid_hist_copies;
+	/* the TCP connections the BPF side saw established, drained into tcp_ends (sockets.c) */
+	struct ring_buffer *tcp_ends_ring;
 	/* send and receive calls end at the socket layer; sys_exit is attached on demand */
 	bool sc_end_at_socket;
 	bool detached;		/* tracer_bpf_detach(): loaded, nothing attached */

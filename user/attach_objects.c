@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "attach_internal.h"
+#include "sockets.h"
 #include "builds.h"
 #include "follow.skel.h"
 #include "copy_fentry.skel.h"
@@ -198,7 +199,8 @@ void find_shared_maps(struct tracer_bpf *t)
 		MAP_FD(followed_tgids, "followed_tgids"), MAP_FD(followed_netns, "followed_netns"),
 		MAP_FD(followed_cgroups, "followed_cgroups"), MAP_FD(filter_gen, "filter_gen"),
 		MAP_FD(counters, "netio_counters"), MAP_FD(tgid_stats, "tgid_stats"),
-		MAP_FD(tgid_spill, "tgid_spill"), MAP_FD(netns_stats, "netns_stats"),
+		MAP_FD(tgid_hist, "tgid_hist"), MAP_FD(tgid_spill, "tgid_spill"),
+		MAP_FD(netns_stats, "netns_stats"),
 		MAP_FD(in_send, "in_send"), MAP_FD(sk_owner, "sk_owner"),
 		MAP_FD(zc_state, "zc_state"), MAP_FD(exit_wanted, "exit_wanted"),
 		MAP_FD(latency_sample, "latency_sample"),
@@ -208,6 +210,8 @@ void find_shared_maps(struct tracer_bpf *t)
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		*(int *)((char *)t + fds[i].off) = shared_map_fd(t, fds[i].name);
 	t->tgid_stats_copies = map_value_copies(t->tgid_stats);
+	t->tgid_hist_copies = map_value_copies(t->tgid_hist);
+	sockets_open_ends(t);
 	for (int i = 0; i < t->nprogs; i++)
 		if (t->progs[i].lazy && !strncmp(t->progs[i].name, "tp_tcp_probe",
 							   sizeof("tp_tcp_probe") - 1))
@@ -278,6 +282,8 @@ void tracer_bpf_close(struct tracer_bpf *t)
 	t->copy_kprobe = NULL;
 	t->copy_tp = NULL;
 	t->syscalls = NULL;
+	ring_buffer__free(t->tcp_ends_ring);
+	t->tcp_ends_ring = NULL;
 	for (int i = 0; i < t->nshared; i++)
 		close(t->shared[i].fd);
 	t->nshared = 0;

@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "attach_internal.h"
+#include "sockets.h"
 #include "netio.h"
 #include "flush.skel.h"
 
@@ -112,6 +113,7 @@ void tracer_bpf_poll(struct tracer_bpf *t)
 {
 	if (t->detached)
 		return;
+	sockets_keep_ends(t);
 	for (int i = 0; i < t->nprogs; i++) {
 		struct attached_prog *ap = &t->progs[i];
 		uint32_t zero = 0, wanted = 0;

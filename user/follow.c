@@ -32,13 +32,13 @@ static int tgid_of(unsigned int pid, unsigned int *tgid)
 int follow_pid(struct tracer *tr, unsigned int pid, char *err, size_t errlen)
 {
 	unsigned int tgid;
-	u8 one = 1;
+	u64 since = monotonic_ns();
 
 	if (tgid_of(pid, &tgid)) {
 		snprintf(err, errlen, "no such process %u", pid);
 		return -1;
 	}
-	if (bpf_map_update_elem(tr->bpf.followed_tgids, &tgid, &one, BPF_ANY)) {
+	if (bpf_map_update_elem(tr->bpf.followed_tgids, &tgid, &since, BPF_ANY)) {
 		snprintf(err, errlen, "cannot follow %u: %s", tgid, strerror(errno));
 		return -1;
 	}
@@ -81,9 +81,9 @@ static int follow_cgroup_proc(pid_t pid, void *ctx)
 {
 	struct tracer *tr = ctx;
 	unsigned int tgid = pid;	/* cgroup.procs lists processes */
-	u8 one = 1;
+	u64 since = monotonic_ns();
 
-	bpf_map_update_elem(tr->bpf.followed_tgids, &tgid, &one, BPF_ANY);
+	bpf_map_update_elem(tr->bpf.followed_tgids, &tgid, &since, BPF_ANY);
 	return 0;
 }
 

@@ -79,10 +79,10 @@ int sockets_reset(const struct tracer_bpf *t)
 	return 0;
 }
 
-static unsigned long long untracked_events(const struct tracer_bpf *t)
+/* Counter i of netio_counters (enum netio_counter), summed over the CPUs. */
+static unsigned long long counter_sum(const struct tracer_bpf *t, u32 i)
 {
 	int n = libbpf_num_possible_cpus();
-	u32 i = CNT_SOCK_UNTRACKED;
 	unsigned long long sum = 0;
 	u64 *vals = calloc(n > 0 ? n : 1, sizeof(u64));
 
@@ -93,19 +93,49 @@ static unsigned long long untracked_events(const struct tracer_bpf *t)
 	return sum;
 }
 
+/* One connection the BPF side saw established (tcp_ends_ring), kept in tcp_ends. */
+static int keep_end(void *ctx, void *data, size_t size)
+{
+	const struct tracer_bpf *t = ctx;
+	u8 one = 1;
+
+	if (size >= sizeof(struct tcp_end))
+		bpf_map_update_elem(map_fd(t, "tcp_ends"), data, &one, BPF_ANY);
+	return 0;
+}
+
+void sockets_open_ends(struct tracer_bpf *t)
+{
+	int fd = map_fd(t, "tcp_ends_ring");
+
+	if (fd >= 0 && !t->tcp_ends_ring)
+		t->tcp_ends_ring = ring_buffer__new(fd, keep_end, t, NULL);
+}
+
+/* On the tracer's tick and before a snapshot: what the ring holds goes to tcp_ends. */
+void sockets_keep_ends(const struct tracer_bpf *t)
+{
+	if (t->tcp_ends_ring)
+		ring_buffer__consume(t->tcp_ends_ring);
+}
+
 /* Whether the other end of TCP socket r was seen established on this host: its mirror (the
- * peer's local and remote ends) is in tcp_ends. */
-static bool peer_on_host(const struct tracer_bpf *t, const struct sock_stats *r)
+ * peer's local and remote ends) is in tcp_ends. NETIO_PEER_UNKNOWN where it is not and some
+ * connection found the ring full. */
+static u32 peer_on_host(const struct tracer_bpf *t, const struct sock_stats *r,
+			unsigned long long ends_lost)
 {
 	int fd = map_fd(t, "tcp_ends");
 	struct tcp_end m = { .family = r->family, .lport = r->rport, .rport = r->lport };
 	u8 v;
 
 	if (fd < 0 || r->proto != 6)
-		return false;
+		return 0;
 	memcpy(m.laddr, r->raddr, sizeof(m.laddr));
 	memcpy(m.raddr, r->laddr, sizeof(m.raddr));
-	return bpf_map_lookup_elem(fd, &m, &v) == 0;
+	if (bpf_map_lookup_elem(fd, &m, &v) == 0)
+		return 1;
+	return ends_lost ? NETIO_PEER_UNKNOWN : 0;
 }
 
 /* Its send calls: every send counts in one slot of its size histogram. */
@@ -134,7 +164,9 @@ int sockets_read(const struct tracer_bpf *t, struct snapshot *s)
 	s->socks_off = sockets_off(t);
 	if (slots < 0 || recs < 0 || s->socks_off)
 		return 0;
-	s->sock_untracked = untracked_events(t);
+	s->sock_untracked = counter_sum(t, CNT_SOCK_UNTRACKED);
+	sockets_keep_ends(t);
+	s->tcp_ends_lost = counter_sum(t, CNT_TCP_ENDS_LOST);
 	while (bpf_map_get_next_key(slots, prev, &next) == 0) {
 		key = next;
 		prev = &key;
@@ -144,7 +176,7 @@ int sockets_read(const struct tracer_bpf *t, struct snapshot *s)
 		struct sock_stats *grown = realloc(s->socks, (s->nsocks + 1) * sizeof(r));
 		if (!grown)
 			return -ENOMEM;
-		r.peer_local = peer_on_host(t, &r);
+		r.peer_local = peer_on_host(t, &r, s->tcp_ends_lost);
 		s->socks = grown;
 		s->socks[s->nsocks++] = r;
 	}
@@ -233,7 +265,10 @@ static void write_socket(const struct tracer_bpf *t, const struct snapshot *s,
 	json_kv_uint(j, "netns", r->netns);
 	json_kv_string(j, "path", path_name(r->path));
 	json_kv_uint(j, "ifindex", r->ifindex);
-	json_kv_bool(j, "peer_local", r->peer_local);
+	if (r->peer_local == NETIO_PEER_UNKNOWN)
+		json_kv_null(j, "peer_local");	/* see tcp_ends_lost */
+	else
+		json_kv_bool(j, "peer_local", r->peer_local);
 	json_kv_uint(j, "tx_bytes", r->tx_bytes);
 	json_kv_uint(j, "tx_calls", tx_calls(r));
 	if (!inferred || s->zc_per_process)
@@ -309,6 +344,7 @@ void sockets_write_json(const struct tracer_bpf *t, const struct snapshot *s, st
 		write_socket(t, s, &s->socks[i], j);
 	json_end(j);
 	json_kv_uint(j, "sockets_untracked", s->sock_untracked);
+	json_kv_uint(j, "tcp_ends_lost", s->tcp_ends_lost);
 	write_unattributed(s, j);
 }
 

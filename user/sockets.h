@@ -16,6 +16,11 @@ int sockets_set_off(const struct tracer_bpf *t, bool off);
 int sockets_reset(const struct tracer_bpf *t);
 /* The records into s->socks (stats_read). */
 int sockets_read(const struct tracer_bpf *t, struct snapshot *s);
+void sockets_open_ends(struct tracer_bpf *t);
+void sockets_keep_ends(const struct tracer_bpf *t);
+
+/* sock_stats.peer_local where the peer was not found and the ring lost connections */
+#define NETIO_PEER_UNKNOWN 2
 /* The trace object's "sockets", "sockets_untracked" and "sockets_unattributed". */
 void sockets_write_json(const struct tracer_bpf *t, const struct snapshot *s, struct json *j);
 /* Its entry of "unavailable", where sockets are not counted (else nothing). */

@@ -35,6 +35,15 @@ double monotonic_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* CLOCK_MONOTONIC in ns: bpf_ktime_get_ns()'s and task_struct.start_time's clock. */
+u64 monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 static int ncpus(void)
 {
 	static int n;
@@ -153,6 +162,7 @@ int stats_reset(struct tracer_bpf *t, struct stats_baseline *base)
 	tracer_bpf_flush_threads(t);	/* what threads counted so far goes, too */
 	sockets_reset(t);
 	delete_all(t->tgid_stats, sizeof(u32));
+	delete_all(t->tgid_hist, sizeof(u32));
 	delete_all(t->tgid_spill, sizeof(u32));
 	make_followed_processes(t);
 	reset_netns(t);
@@ -334,7 +344,31 @@ static void read_counters(const struct tracer_bpf *t, struct snapshot *s)
 	free(vals);
 }
 
-/* The three maps into s, processes sorted by pid. */
+/* Per process: the latency histograms of its timed calls (tgid_hist), summed over the CPUs. */
+static void read_hists(const struct tracer_bpf *t, struct snapshot *s)
+{
+	const size_t stride = (sizeof(struct tgid_hist) + 7) & ~7UL;
+	void *buf = malloc(stride * ncpus());
+	struct tgid_hist *sum = malloc(sizeof(*sum));
+	u32 key, next;
+	void *prev;
+
+	for (prev = NULL; buf && sum && t->tgid_hist >= 0 &&
+	     bpf_map_get_next_key(t->tgid_hist, prev, &next) == 0; prev = &key) {
+		struct proc_snap *p;
+
+		key = next;
+		if (bpf_map_lookup_elem(t->tgid_hist, &key, buf) || !(p = find_proc(s, key, true)))
+			continue;
+		sum_copies(buf, t->tgid_hist_copies, sizeof(*sum), sizeof(*sum) / 8, sum);
+		for (int c = 0; c < SC_NR_CLASSES; c++)
+			add_words(p->sc[c].hist, sum->hist[c], sizeof(sum->hist[c]));
+	}
+	free(sum);
+	free(buf);
+}
+
+/* The maps into s, processes sorted by pid. */
 static int read_maps(const struct tracer_bpf *t, const unsigned int *extra, int nextra,
 		     struct snapshot *s)
 {
@@ -348,6 +382,7 @@ static int read_maps(const struct tracer_bpf *t, const unsigned int *extra, int 
 		return -ENOMEM;
 	}
 	read_spill(t, s);
+	read_hists(t, s);
 	for (int i = 0; i < nextra; i++)
 		find_proc(s, extra[i], true);
 	read_netns(t, buf, s);

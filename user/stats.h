@@ -73,6 +73,8 @@ struct snapshot {
 	struct sock_stats *socks;
 	int nsocks;
 	unsigned long long sock_untracked;
+	unsigned long long tcp_ends_lost;	/* connections established the BPF side could not
+						 * report (its ring full) */
 	bool socks_off;		/* --no-sockets, or no record maps */
 };
 
@@ -91,6 +93,7 @@ const char *sc_class_name(int cls);
 unsigned long long sc_hist(const struct sc_stats *sc, unsigned long long h[NETIO_HIST_SLOTS]);
 
 double monotonic_s(void);
+u64 monotonic_ns(void);
 /* Zero every counter and histogram (not the filter), remember the program run-time baseline. */
 int stats_make_process(const struct tracer_bpf *t, u32 tgid);
 int stats_reset(struct tracer_bpf *t, struct stats_baseline *base);
