@@ -289,8 +289,9 @@ def tracer_memory(pid):
 SYSCALL_HOOKS = "sc_enter,sc_exit,sc_enter_raw,sc_exit_raw"
 SOCKET_EVENTS = "tp_send_length,tp_recv_length"
 SKB_EVENTS = "tp_xmit,tp_sock_state,tp_netif_receive,tp_tcp_probe,tp_kfree_skb"
-# the receive kinds' own programs (mapped: getsockopt; spliced: tcp_rcv_space_adjust)
-RECEIVE_KINDS = "cg_zc_receive,tp_rcv_space_adjust"
+# the receive kinds' own programs (mapped: getsockopt; spliced: sys_exit_splice, or its
+# fallback tcp_rcv_space_adjust)
+RECEIVE_KINDS = "cg_zc_receive,tp_splice_exit,tp_rcv_space_adjust"
 
 # What sampling at 999 Hz keeps of untraced throughput. The tracer refuses to run
 # with no probe point, so "sampling alone" keeps its cheapest one: rx_copy on

@@ -43,6 +43,7 @@
 #include "receive.bpf.h"
 #include "exit_wanted.bpf.h"
 #include "syscall_nr.bpf.h"
+#include "fd_sock.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -571,6 +572,41 @@ int BPF_PROG(tp_rcv_space_adjust, struct sock *sk)
 	c = thread_counts_of(st);
 	if (c)
 		count_splice(st, c, sk);
+	thread_counted(st, task);
+	return 0;
+}
+
+/* syscalls:sys_exit_splice's record (its format file) */
+struct splice_exit {
+	u64 common;
+	s32 nr;
+	s64 ret;
+};
+
+/* rx_spliced where the kernel has the syscalls' own tracepoints: splice(2) returns, and what
+ * the socket it read from (its first descriptor) consumed that no other kind counted is
+ * spliced (count_splice). Only splice calls run it; no other receive of the machine does. */
+SEC("tracepoint/syscalls/sys_exit_splice")
+int tp_splice_exit(struct splice_exit *ctx)
+{
+	struct task_struct *task;
+	struct task_state *st;
+	struct thread_counts *c;
+	struct sock *sk;
+
+	if (ctx->ret <= 0)
+		return 0;
+	task = current_task();
+	st = followed_thread(task);
+	if (!st)
+		return 0;
+	sk = fd_sock(task, PT_REGS_PARM1(task_regs(task)));
+	if (sk && BPF_CORE_READ(sk, sk_protocol) == NETIO_IPPROTO_TCP) {
+		sk = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct sock));
+		c = thread_counts_of(st);
+		if (c)
+			count_splice(st, c, sk);
+	}
 	thread_counted(st, task);
 	return 0;
 }

@@ -47,9 +47,9 @@ enum netio_sc_class {
  * EXIT_SOCKET_END: set by the tracer when send and receive calls end at the socket layer;
  * EXIT_TX_BYTES: set by the tracer when no other rung counts the bytes sent, which then come
  * from the send calls' return values (on TCP and UDP sockets); EXIT_SPLICE: set by BPF once a
- * followed thread entered splice(2) (until then copy_tp's tp_rcv_space_adjust, which every TCP
- * receive of the machine runs, leaves at its first test), or by the tracer where no sys_enter
- * program runs. */
+ * followed thread entered splice(2) (until then copy_tp's tp_rcv_space_adjust, the fallback of
+ * tp_splice_exit, which every TCP receive of the machine runs, leaves at its first test), or by
+ * the tracer where no sys_enter program runs. */
 enum netio_exit_state {
 	EXIT_WANTED = 0,
 	EXIT_SOCKET_END,

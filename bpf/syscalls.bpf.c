@@ -16,6 +16,7 @@
 #include "thread.bpf.h"
 #include "exit_wanted.bpf.h"
 #include "syscall_nr.bpf.h"
+#include "fd_sock.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -67,8 +68,6 @@ static __always_inline u64 call_start(struct task_state *st)
 	return bpf_ktime_get_ns();
 }
 
-#define NETIO_S_IFMT 00170000
-#define NETIO_S_IFSOCK 0140000
 #define NETIO_AF_INET 2
 #define NETIO_AF_INET6 10
 
@@ -78,21 +77,11 @@ enum fd_kind { FD_OTHER, FD_SOCKET, FD_IP_SOCKET };
 
 static __always_inline enum fd_kind fd_kind(struct task_struct *task, long fd)
 {
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds, *f = NULL;
-	struct socket *sock;
-	struct sock *sk;
+	struct sock *sk = fd_sock(task, fd);
 	u16 family, proto;
 
-	if (!fdt || fd < 0 || (unsigned long)fd >= BPF_CORE_READ(fdt, max_fds))
+	if (!sk)
 		return FD_OTHER;
-	fds = BPF_CORE_READ(fdt, fd);
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
-		return FD_OTHER;
-	if ((BPF_CORE_READ(f, f_inode, i_mode) & NETIO_S_IFMT) != NETIO_S_IFSOCK)
-		return FD_OTHER;
-	sock = BPF_CORE_READ(f, private_data);
-	sk = BPF_CORE_READ(sock, sk);
 	family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	proto = BPF_CORE_READ(sk, sk_protocol);
 	if ((family == NETIO_AF_INET || family == NETIO_AF_INET6) &&

@@ -15,8 +15,9 @@
 enum objkind { OBJ_FOLLOW, OBJ_FENTRY, OBJ_KPROBE, OBJ_TP, OBJ_SYSCALLS, OBJ_NR };
 
 /* H_CGROUP: a cgroup program (cgroup/getsockopt), attached to the root cgroup: every
- * process's calls pass it, the program itself keeps the followed ones */
-enum how { H_FENTRY, H_FEXIT, H_KPROBE, H_KRETPROBE, H_TP_BTF, H_RAW_TP, H_CGROUP };
+ * process's calls pass it, the program itself keeps the followed ones. H_TRACEPOINT: a
+ * tracefs event ("category/name"), such as one syscall's own (syscalls/sys_exit_splice). */
+enum how { H_FENTRY, H_FEXIT, H_KPROBE, H_KRETPROBE, H_TP_BTF, H_RAW_TP, H_CGROUP, H_TRACEPOINT };
 
 struct row {
 	enum rung rung;

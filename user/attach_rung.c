@@ -69,7 +69,19 @@ static void keep_obj(struct tracer_bpf *t, enum objkind k, void *skel)
 
 /* enum how by name, for messages and the records' targets */
 static const char *how_names[] = { "fentry", "fexit", "kprobe", "kretprobe", "tp_btf", "raw_tp",
-				   "cgroup" };
+				   "cgroup", "tracepoint" };
+
+/* Whether tracefs has event "category/name" (CONFIG_FTRACE_SYSCALLS for the syscalls'). */
+static bool tracefs_event_exists(const char *event)
+{
+	char category[64];
+	const char *slash = strchr(event, '/');
+
+	if (!slash || slash - event >= (long)sizeof(category))
+		return false;
+	snprintf(category, sizeof(category), "%.*s", (int)(slash - event), event);
+	return tracefs_event_id(category, slash + 1) >= 0;
+}
 
 static struct bpf_program *row_prog(const struct row *r, void *skel)
 {
@@ -154,6 +166,10 @@ static const char *resolve_row(const struct ladder *l, const struct row *r)
 		}
 		case H_TP_BTF:
 			if (btf_tracepoint_exists(btf, t))
+				return t;
+			break;
+		case H_TRACEPOINT:
+			if (tracefs_event_exists(t))
 				return t;
 			break;
 		case H_RAW_TP:
