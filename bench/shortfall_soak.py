@@ -151,7 +151,7 @@ def soak(a, log):
                 line = {"run": runs, "case": f"{transport}:{size}",
                         "s": round(time.monotonic() - t0, 3), "load": os.getloadavg()[0]}
                 unseen = info.get("zerocopy", {}).get("zc_skbs_unseen_at_xmit", 0)
-                if unseen:      # seen at their receive (bpf/copy_tp.bpf.c, tcp_zc_unseen)
+                if unseen:      # seen at their receive (bpf/zc_skb.bpf.c, tcp_zc_unseen)
                     unseen_runs += 1
                     unseen_skbs += unseen
                     line.update(unseen_skbs=unseen, info=info)

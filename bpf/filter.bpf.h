@@ -24,7 +24,7 @@ struct {
  * CPU's cached namespace slots (netns_slot) are checked again. [1]: tests only
  * (NETIO_TEST_NO_THREAD_STORAGE): 1 makes every thread's storage fail (maps.bpf.h,
  * adopt_thread). [2]: tests only (NETIO_TEST_XMIT_MISS): N > 0 makes the tracepoint rung's
- * xmit pass over about one zerocopy TCP skb in N (copy_tp.bpf.c, test_xmit_miss). [3]: tests
+ * xmit pass over about one zerocopy TCP skb in N (zc_skb.bpf.c, test_xmit_miss). [3]: tests
  * only (NETIO_TEST_RX_MISS): 1 makes their receive pass over them too (test_rx_miss). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

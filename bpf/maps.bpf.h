@@ -134,7 +134,7 @@ struct sk_info {
 	u32 slot1;		/* the owner's record of this socket (sockets.bpf.h), its slot + 1 */
 	struct zc_seq seq;	/* TCP: the bytes counted, by sequence number (zc_seq.h) */
 	u64 pending;		/* bytes counted, not yet claimed */
-	u64 ino;		/* a UDP socket's inode number (copy_tp.bpf.c, udp_socket_renewed) */
+	u64 ino;		/* a UDP socket's inode number (zc_skb.bpf.c, udp_socket_renewed) */
 	u64 rx_pending;		/* its zerocopy bytes seen received, and freed uncopied, before */
 	u64 kept_pending;	/* the record was known (sock_zc_seen): for the record */
 	u32 zckey;		/* the socket's sk_zckey at its last send seen (copy_tp.bpf.c, */
@@ -415,7 +415,7 @@ static __always_inline struct netns_stats *netns_stats_of(struct net *net)
 
 #ifdef NETIO_COMPAT
 /* Without atomic exchange (5.12) two claims of one socket could both take its pending bytes:
- * this build keeps none pending (on_xmit in copy_tp.bpf.c), so the zerocopy bytes seen only at
+ * this build keeps none pending (on_xmit in zc_skb.bpf.c), so the zerocopy bytes seen only at
  * xmit count per namespace, and a process's come from the exact rungs
  * (skb_zerocopy_iter_stream, copy_common.bpf.h). */
 static __always_inline void claim_zc_bytes(struct sk_info *si)

@@ -1,7 +1,7 @@
 /* The receive side's kinds beside rx_copy: bytes mapped by TCP_ZEROCOPY_RECEIVE,
  * discarded by recv(MSG_TRUNC) on TCP, spliced from a TCP socket into a pipe. Each counts per
  * process and on the socket's record (sockets.bpf.h). Included by copy_common.bpf.h (the
- * exact rungs) and copy_tp.bpf.c. */
+ * exact rungs) and tp_rung.bpf.h (the tracepoint rung). */
 #ifndef NETIO_RECEIVE_H
 #define NETIO_RECEIVE_H
 

@@ -1,5 +1,5 @@
 /* Which bytes of a zerocopy TCP socket's stream were counted, by sequence number: shared by
- * the tracepoint rung's xmit and receive programs (copy_tp.bpf.c) and its unit test
+ * the tracepoint rung's xmit and receive programs (zc_skb.bpf.c) and its unit test
  * (tests/unit/test_zc_seq.c). Sequence numbers compare as TCP's do (within 2^31). */
 #ifndef NETIO_ZC_SEQ_H
 #define NETIO_ZC_SEQ_H

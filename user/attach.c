@@ -12,6 +12,8 @@
 #include "copy_fentry.skel.h"
 #include "copy_kprobe.skel.h"
 #include "copy_tp.skel.h"
+#include "zc_skb.skel.h"
+#include "rx_mapped.skel.h"
 #include "syscalls.skel.h"
 
 static const char *rung_names[RUNG_NR] = {
@@ -58,6 +60,8 @@ int parse_attach_mode(const char *s, enum attach_mode *mode)
 #define KIND_copy_fentry OBJ_FENTRY
 #define KIND_copy_kprobe OBJ_KPROBE
 #define KIND_copy_tp OBJ_TP
+#define KIND_zc_skb OBJ_TP_SKB
+#define KIND_rx_mapped OBJ_TP_RXMAP
 #define KIND_syscalls OBJ_SYSCALLS
 
 /* A row's rung, probe point, program (a field of skeleton skel's progs), how it attaches and
@@ -126,19 +130,19 @@ static const struct row rows[] = {
 	/* BTF-typed tracepoints */
 	{ ROW(RUNG_TP_BTF, PP_TX_BYTES, copy_tp, tp_send_length, H_TP_BTF, "sock_send_length"), .required = true, .kfunc = CAST },
 	/* the per-skb programs: reading through bpf_rdonly_cast (6.2+), else probe reads */
-	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_xmit, H_TP_BTF, "net_dev_start_xmit"), .group = 1, .kfunc = CAST },
-	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_xmit_pre62, H_TP_BTF, "net_dev_start_xmit"), .group = 1, .fallback = true },
-	{ ROW(RUNG_TP_BTF, PP_PINNING, copy_tp, tp_sock_state, H_TP_BTF, "inet_sock_set_state") },
-	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_netif_receive, H_TP_BTF, "netif_receive_skb"), .group = 1, .kfunc = CAST },
-	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_netif_receive_pre62, H_TP_BTF, "netif_receive_skb"), .group = 1, .fallback = true },
-	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_tcp_probe, H_TP_BTF, "tcp_probe"), .group = 2, .lazy = true, .kfunc = CAST },
-	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_tcp_probe_pre62, H_TP_BTF, "tcp_probe"), .group = 2, .lazy = true, .fallback = true },
-	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_kfree_skb, H_TP_BTF, "kfree_skb"), .group = 3, .kfunc = CAST },
-	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, copy_tp, tp_kfree_skb_pre62, H_TP_BTF, "kfree_skb"), .group = 3, .fallback = true },
+	{ ROW(RUNG_TP_BTF, PP_PINNING, zc_skb, tp_xmit, H_TP_BTF, "net_dev_start_xmit"), .group = 1, .kfunc = CAST },
+	{ ROW(RUNG_TP_BTF, PP_PINNING, zc_skb, tp_xmit_pre62, H_TP_BTF, "net_dev_start_xmit"), .group = 1, .fallback = true },
+	{ ROW(RUNG_TP_BTF, PP_PINNING, zc_skb, tp_sock_state, H_TP_BTF, "inet_sock_set_state") },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, zc_skb, tp_netif_receive, H_TP_BTF, "netif_receive_skb"), .group = 1, .kfunc = CAST },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, zc_skb, tp_netif_receive_pre62, H_TP_BTF, "netif_receive_skb"), .group = 1, .fallback = true },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, zc_skb, tp_tcp_probe, H_TP_BTF, "tcp_probe"), .group = 2, .lazy = true, .kfunc = CAST },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, zc_skb, tp_tcp_probe_pre62, H_TP_BTF, "tcp_probe"), .group = 2, .lazy = true, .fallback = true },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, zc_skb, tp_kfree_skb, H_TP_BTF, "kfree_skb"), .group = 3, .kfunc = CAST },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, zc_skb, tp_kfree_skb_pre62, H_TP_BTF, "kfree_skb"), .group = 3, .fallback = true },
 	{ ROW(RUNG_TP_BTF, PP_RX_COPY, copy_tp, tp_recv_length, H_TP_BTF, "sock_recv_length"), .group = 1, .kfunc = CAST },
 	{ ROW(RUNG_TP_BTF, PP_RX_COPY, copy_tp, tp_rx_copy, H_TP_BTF, "skb_copy_datagram_iovec"), .group = 1, .fallback = true },
 	/* rx_discarded on this rung is tp_recv_length's (attach_climb.c, infer) */
-	{ ROW(RUNG_TP_BTF, PP_RX_MAPPED, copy_tp, cg_zc_receive, H_CGROUP, "getsockopt"), .required = true },
+	{ ROW(RUNG_TP_BTF, PP_RX_MAPPED, rx_mapped, cg_zc_receive, H_CGROUP, "getsockopt"), .required = true },
 	{ ROW(RUNG_TP_BTF, PP_RX_SPLICED, copy_tp, tp_splice_exit, H_TRACEPOINT, "syscalls/sys_exit_splice"), .group = 1, .kfunc = CAST },
 	{ ROW(RUNG_TP_BTF, PP_RX_SPLICED, copy_tp, tp_rcv_space_adjust, H_TP_BTF, "tcp_rcv_space_adjust"), .group = 1, .fallback = true, .kfunc = CAST },
 	/* syscalls on fentry/fexit of the syscall functions, so that other syscalls pay nothing;

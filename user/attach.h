@@ -75,13 +75,16 @@ struct tracer_bpf {
 	struct follow_bpf *follow_cgroups;	/* --cgroup: the handler of moved processes */
 	struct copy_fentry_bpf *copy_fentry;	/* the copy probe points on each rung */
 	struct copy_kprobe_bpf *copy_kprobe;
-	struct copy_tp_bpf *copy_tp;
+	struct copy_tp_bpf *copy_tp;		/* the tracepoint rung's, in three by job */
+	struct zc_skb_bpf *zc_skb;
+	struct rx_mapped_bpf *rx_mapped;
 	struct syscalls_bpf *syscalls;		/* syscall counts and latency */
 	struct flush_bpf *flush;		/* per-thread counts to their process */
 	enum rung rung[PP_NR];
 	bool pinned_pages_counted;	/* a page pinning function is probed */
 	bool tx_from_syscalls;		/* tx_bytes from sys_exit of sendto/sendmsg/write */
-	bool zc_at_send;		/* TCP MSG_ZEROCOPY bytes counted at the send (copy_tp) */
+	bool zc_at_send;		/* TCP MSG_ZEROCOPY bytes counted at the send (copy_tp,
+					 * zc_skb) */
 	struct attached_prog progs[MAX_ATTACHED];
 	int nprogs;
 	struct shared_map shared[MAX_SHARED_MAPS];

@@ -12,6 +12,8 @@
 #include "builds.h"
 #include "netio.h"
 #include "copy_tp.skel.h"
+#include "zc_skb.skel.h"
+#include "rx_mapped.skel.h"
 
 /* The receive kinds beside rx_copy: climbed with the copy points, but a forced
  * rung that lacks one of them does not fail for it (it says why in attach_why). */
@@ -95,26 +97,31 @@ static bool prog_attached(const struct tracer_bpf *t, const char *name)
 	return false;
 }
 
-/* The tracepoint rung's switches (bpf/copy_tp.bpf.c), set from what the climb attached.
- * Through the map: the skeleton's view of .bss is not the map's where the ladder loads the
- * object itself. */
-static void set_copy_tp_switches(struct tracer_bpf *t)
+/* The tracepoint rung's switches (bpf/tp_rung.bpf.h), set from what the climb attached, in
+ * each object that reads them. Through the map: the skeleton's view of .bss is not the map's
+ * where the ladder loads the object itself. */
+static void set_tp_switches(struct tracer_bpf *t)
 {
-	struct copy_tp_bpf__bss v = {};
+	struct copy_tp_bpf__bss send = {};
+	struct zc_skb_bpf__bss skb = {};
+	struct rx_mapped_bpf__bss mapped = {};
 	uint32_t zero = 0;
 
-	if (!t->copy_tp)
-		return;
-	/* the copy buffer of TCP_ZEROCOPY_RECEIVE never passes sock_recv_length: the cgroup
-	 * program adds it to rx_copy */
-	v.rx_copybuf_uncounted = t->rung[PP_RX_MAPPED] == RUNG_TP_BTF &&
-				 prog_attached(t, "tp_recv_length");
 	/* a TCP socket's MSG_ZEROCOPY bytes count where its send returns, with the thread's
 	 * own counts, which only the storage build keeps there */
 	t->zc_at_send = t->rung[PP_PINNING] == RUNG_TP_BTF && bpf_build() == BUILD_STORAGE &&
 			prog_attached(t, "tp_send_length");
-	v.zc_at_send = t->zc_at_send;
-	bpf_map_update_elem(bpf_map__fd(t->copy_tp->maps.bss), &zero, &v, BPF_ANY);
+	send.zc_at_send = skb.zc_at_send = t->zc_at_send;
+	/* the copy buffer of TCP_ZEROCOPY_RECEIVE never passes sock_recv_length: the cgroup
+	 * program adds it to rx_copy */
+	mapped.rx_copybuf_uncounted = t->rung[PP_RX_MAPPED] == RUNG_TP_BTF &&
+				      prog_attached(t, "tp_recv_length");
+	if (t->copy_tp)
+		bpf_map_update_elem(bpf_map__fd(t->copy_tp->maps.bss), &zero, &send, BPF_ANY);
+	if (t->zc_skb)
+		bpf_map_update_elem(bpf_map__fd(t->zc_skb->maps.bss), &zero, &skb, BPF_ANY);
+	if (t->rx_mapped)
+		bpf_map_update_elem(bpf_map__fd(t->rx_mapped->maps.bss), &zero, &mapped, BPF_ANY);
 }
 
 /* What cannot be measured is inferred where it can be. */
@@ -129,7 +136,7 @@ static void infer(struct tracer_bpf *t)
 	/* sock_recv_length's flags say MSG_TRUNC: tp_recv_length counts discards too */
 	if (t->rung[PP_RX_DISCARDED] == RUNG_UNAVAILABLE && prog_attached(t, "tp_recv_length"))
 		t->rung[PP_RX_DISCARDED] = RUNG_TP_BTF;
-	set_copy_tp_switches(t);
+	set_tp_switches(t);
 }
 
 /* The copy probe points not on the forced rung (zc_completion aside: the error queue tells),

@@ -12,7 +12,11 @@
 #include "trace_helpers.h"
 
 /* The BPF objects the ladder's rows live in. */
-enum objkind { OBJ_FOLLOW, OBJ_FENTRY, OBJ_KPROBE, OBJ_TP, OBJ_SYSCALLS, OBJ_NR };
+/* The objects the ladder loads: a copy object per rung (the tracepoint rung's in three, by
+ * job: OBJ_TP its send and receive calls, OBJ_TP_SKB its zero-copy skbs, OBJ_TP_RXMAP its
+ * getsockopt receive), and the syscall hooks'. */
+enum objkind { OBJ_FOLLOW, OBJ_FENTRY, OBJ_KPROBE, OBJ_TP, OBJ_TP_SKB, OBJ_TP_RXMAP, OBJ_SYSCALLS,
+	       OBJ_NR };
 
 /* H_CGROUP: a cgroup program (cgroup/getsockopt), attached to the root cgroup: every
  * process's calls pass it, the program itself keeps the followed ones. H_TRACEPOINT: a

@@ -16,6 +16,8 @@
 #include "copy_fentry.skel.h"
 #include "copy_kprobe.skel.h"
 #include "copy_tp.skel.h"
+#include "zc_skb.skel.h"
+#include "rx_mapped.skel.h"
 #include "syscalls.skel.h"
 #include "flush.skel.h"
 #include "follow.compat.skel.h"
@@ -227,7 +229,7 @@ int attach_thread_flush(struct tracer_bpf *t, char *err, size_t errlen)
 	struct flush_bpf *skel;
 	struct attached_prog *ap;
 
-	if (!t->copy_tp && !t->syscalls)
+	if (!t->copy_tp && !t->zc_skb && !t->syscalls)
 		return 0;
 	skel = flush_open_build();
 	if (!skel || obj_reuse_maps(t, skel->obj) || flush_bpf__load(skel))
@@ -276,11 +278,15 @@ void tracer_bpf_close(struct tracer_bpf *t)
 	copy_fentry_bpf__destroy(t->copy_fentry);
 	copy_kprobe_bpf__destroy(t->copy_kprobe);
 	copy_tp_bpf__destroy(t->copy_tp);
+	zc_skb_bpf__destroy(t->zc_skb);
+	rx_mapped_bpf__destroy(t->rx_mapped);
 	syscalls_bpf__destroy(t->syscalls);
 	t->follow = NULL;
 	t->copy_fentry = NULL;
 	t->copy_kprobe = NULL;
 	t->copy_tp = NULL;
+	t->zc_skb = NULL;
+	t->rx_mapped = NULL;
 	t->syscalls = NULL;
 	ring_buffer__free(t->tcp_ends_ring);
 	t->tcp_ends_ring = NULL;

@@ -18,15 +18,21 @@
 #include "copy_fentry.skel.h"
 #include "copy_kprobe.skel.h"
 #include "copy_tp.skel.h"
+#include "zc_skb.skel.h"
+#include "rx_mapped.skel.h"
 #include "syscalls.skel.h"
 #include "copy_fentry.compat.skel.h"
 #include "copy_kprobe.compat.skel.h"
 #include "copy_tp.compat.skel.h"
+#include "zc_skb.compat.skel.h"
+#include "rx_mapped.compat.skel.h"
 #include "syscalls.compat.skel.h"
 
 OPEN_IN_BUILD(copy_fentry)
 OPEN_IN_BUILD(copy_kprobe)
 OPEN_IN_BUILD(copy_tp)
+OPEN_IN_BUILD(zc_skb)
+OPEN_IN_BUILD(rx_mapped)
 OPEN_IN_BUILD(syscalls)
 
 /* A skeleton of any kind through one interface: the ladder opens several kinds alike. */
@@ -40,6 +46,8 @@ OPEN_IN_BUILD(syscalls)
 SKELETON(copy_fentry)
 SKELETON(copy_kprobe)
 SKELETON(copy_tp)
+SKELETON(zc_skb)
+SKELETON(rx_mapped)
 SKELETON(syscalls)
 
 static const struct objdef {
@@ -50,6 +58,8 @@ static const struct objdef {
 	[OBJ_FENTRY] = { copy_fentry_open, copy_fentry_object, copy_fentry_destroy },
 	[OBJ_KPROBE] = { copy_kprobe_open, copy_kprobe_object, copy_kprobe_destroy },
 	[OBJ_TP] = { copy_tp_open, copy_tp_object, copy_tp_destroy },
+	[OBJ_TP_SKB] = { zc_skb_open, zc_skb_object, zc_skb_destroy },
+	[OBJ_TP_RXMAP] = { rx_mapped_open, rx_mapped_object, rx_mapped_destroy },
 	[OBJ_SYSCALLS] = { syscalls_open, syscalls_object, syscalls_destroy },
 };
 
@@ -60,7 +70,9 @@ static void keep_obj(struct tracer_bpf *t, enum objkind k, void *skel)
 {
 	void **slot = k == OBJ_FENTRY ? (void **)&t->copy_fentry :
 		      k == OBJ_KPROBE ? (void **)&t->copy_kprobe :
-		      k == OBJ_TP ? (void **)&t->copy_tp : (void **)&t->syscalls;
+		      k == OBJ_TP ? (void **)&t->copy_tp :
+		      k == OBJ_TP_SKB ? (void **)&t->zc_skb :
+		      k == OBJ_TP_RXMAP ? (void **)&t->rx_mapped : (void **)&t->syscalls;
 
 	if (!*slot)
 		*slot = skel;
@@ -237,15 +249,16 @@ bool pp_resolvable(const struct ladder *l, enum probe_point pp, enum rung r)
 	return any;
 }
 
-static enum objkind rung_obj(enum rung r, unsigned mask)
+/* The probe points of mask whose rows at rung r are in objects of kind k (a point's rows at a
+ * rung are in one object). */
+static unsigned obj_pps(enum rung r, enum objkind k, unsigned mask)
 {
-	if (mask == (1u << PP_SYSCALLS))
-		return OBJ_SYSCALLS;
-	if (r == RUNG_FENTRY)
-		return OBJ_FENTRY;
-	if (r == RUNG_KPROBE)
-		return OBJ_KPROBE;
-	return OBJ_TP;
+	unsigned in = 0;
+
+	for (int i = 0; i < ladder_nrows; i++)
+		if (ladder_rows[i].rung == r && ladder_rows[i].obj == k)
+			in |= 1u << ladder_rows[i].pp;
+	return in & mask;
 }
 
 /* Open the object of kind k for rung r with the programs of the probe points in mask, load
@@ -490,10 +503,10 @@ static unsigned loadable_alone(struct ladder *l, enum rung r, enum objkind k, un
 	return ok;
 }
 
-/* Try the probe points in mask at rung r; returns those that attached. */
-unsigned try_rung(struct ladder *l, enum rung r, unsigned mask)
+/* Try the probe points in mask at rung r from the object of kind k; returns those that
+ * attached. */
+static unsigned try_obj(struct ladder *l, enum rung r, enum objkind k, unsigned mask)
 {
-	enum objkind k = rung_obj(r, mask);
 	unsigned ok;
 	void *skel;
 	int err;
@@ -514,5 +527,16 @@ unsigned try_rung(struct ladder *l, enum rung r, unsigned mask)
 		keep_obj(l->t, k, skel);
 	else
 		objdefs[k].destroy(skel);
+	return ok;
+}
+
+/* Try the probe points in mask at rung r, each from the object its rows are in; returns those
+ * that attached. */
+unsigned try_rung(struct ladder *l, enum rung r, unsigned mask)
+{
+	unsigned ok = 0;
+
+	for (int k = OBJ_FENTRY; k < OBJ_NR; k++)
+		ok |= try_obj(l, r, k, obj_pps(r, k, mask));
 	return ok;
 }
