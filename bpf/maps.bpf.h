@@ -51,6 +51,16 @@ struct {
 } tgid_hist SEC(".maps");
 #endif
 
+/* A process's histograms where tgid_hist cannot make its entry at once (as tgid_spill for
+ * tgid_stats: an element cache that a burst of new processes outruns). Preallocated, one copy
+ * for all CPUs, added to atomically; the tracer adds both maps' figures per process. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NETIO_SPILL_PROCS);
+	__type(key, u32);	/* tgid */
+	__type(value, struct tgid_hist);
+} tgid_hist_spill SEC(".maps");
+
 /* [0]: all zeros, never written: what a process's new histograms are made from (as
  * zero_stats). */
 struct {
@@ -60,25 +70,36 @@ struct {
 	__type(value, struct tgid_hist);
 } zero_hist SEC(".maps");
 
+/* tgid's entry in map (tgid_hist or tgid_hist_spill), made if missing; NULL if it cannot be
+ * made now. */
+static __always_inline struct tgid_hist *hist_entry_try(void *map, u32 tgid)
+{
+	struct tgid_hist *h = bpf_map_lookup_elem(map, &tgid);
+	void *zero;
+	u32 first = 0;
+
+	if (h)
+		return h;
+	zero = bpf_map_lookup_elem(&zero_hist, &first);
+	if (zero)
+		bpf_map_update_elem(map, &tgid, zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, &tgid);
+}
+
 /* A timed call of class cls of process tgid fell in histogram slot `slot`. */
 static __always_inline void hist_count(u32 tgid, u32 cls, u32 slot)
 {
-	struct tgid_hist *h = bpf_map_lookup_elem(&tgid_hist, &tgid);
-	u32 first = 0;
+	struct tgid_hist *h = hist_entry_try(&tgid_hist, tgid);
 
-	if (!h) {
-		void *zero = bpf_map_lookup_elem(&zero_hist, &first);
-
-		if (zero)
-			bpf_map_update_elem(&tgid_hist, &tgid, zero, BPF_NOEXIST);
-		h = bpf_map_lookup_elem(&tgid_hist, &tgid);
-	}
+	if (!h)
+		h = hist_entry_try(&tgid_hist_spill, tgid);
 	if (!h) {
 		count_event(CNT_DROP_PROCESS_STATS);
 		return;
 	}
-	if (cls < SC_NR_CLASSES && slot < NETIO_HIST_SLOTS)	/* atomic: another task's call
-								 * may end on this CPU meanwhile */
+	/* atomic: another task's call may end on this CPU meanwhile, and the spill map's one
+	 * copy is every CPU's */
+	if (cls < SC_NR_CLASSES && slot < NETIO_HIST_SLOTS)
 		__sync_fetch_and_add(&h->hist[cls][slot], 1);
 }
 

@@ -91,8 +91,8 @@ struct tracer_bpf {
 	int nshared;
 	/* fds of the shared maps the rest of the tracer uses (-1: none) */
 	int followed_tgids, followed_netns, followed_cgroups, filter_gen, counters, tgid_stats,
-	    tgid_hist, tgid_spill, netns_stats, in_send, sk_owner, zc_state, exit_wanted,
-	    latency_sample;
+	    tgid_hist, tgid_hist_spill, tgid_spill, netns_stats, in_send, sk_owner, zc_state,
+	    exit_wanted, latency_sample;
 	/* copies of each tgid_stats and tgid_hist value: one per CPU, or one where the map is
 	 * not per-CPU (the compat build's: bpf/maps.bpf.h) */
 	int tgid_stats_copies, tgid_hist_copies;

@@ -120,24 +120,35 @@ static int prog_stats(int fd, unsigned long long *ns, unsigned long long *runs,
 	return 0;
 }
 
-/* tgid's statistics, made here where a failure can be waited out: the map allocates its
- * entries on demand, and a BPF program making one fails while the map's element cache is
- * being refilled (many followed processes starting or ending at once: a drop). The name is
- * left to the process's exit flush (bpf/maps.bpf.h) and to the snapshot (read_comm). */
-int stats_make_process(const struct tracer_bpf *t, u32 tgid)
+/* tgid's zeroed entry in map fd (values of size bytes, copies of them), made here where a
+ * failure can be waited out. */
+static int make_entry(int fd, int copies, size_t size, u32 tgid)
 {
-	const size_t stride = (sizeof(struct tgid_stats) + 7) & ~7UL;
-	void *zero = calloc(t->tgid_stats_copies, stride);
+	void *zero = calloc(copies, (size + 7) & ~7UL);
 	int err = -ENOMEM;
 
-	for (int i = 0; zero && t->tgid_stats >= 0 && i < 100; i++) {
-		err = bpf_map_update_elem(t->tgid_stats, &tgid, zero, BPF_NOEXIST) ? -errno : 0;
+	for (int i = 0; zero && fd >= 0 && i < 100; i++) {
+		err = bpf_map_update_elem(fd, &tgid, zero, BPF_NOEXIST) ? -errno : 0;
 		if (err != -ENOMEM && err != -EBUSY)
 			break;
 		usleep(1000);	/* the cache refills from an irq_work */
 	}
 	free(zero);
 	return err == -EEXIST ? 0 : err;
+}
+
+/* tgid's statistics (and its histograms where calls are timed), made here where a failure
+ * can be waited out: the maps allocate their entries on demand, and a BPF program making one
+ * fails while the map's element cache is being refilled (many followed processes starting or
+ * ending at once: the spill maps, else a drop). The name is left to the process's exit flush
+ * (bpf/maps.bpf.h) and to the snapshot (read_comm). */
+int stats_make_process(const struct tracer_bpf *t, u32 tgid)
+{
+	int err = make_entry(t->tgid_stats, t->tgid_stats_copies, sizeof(struct tgid_stats), tgid);
+
+	if (!err && !t->no_latency)
+		err = make_entry(t->tgid_hist, t->tgid_hist_copies, sizeof(struct tgid_hist), tgid);
+	return err;
 }
 
 /* The statistics of every followed process still there (after a reset emptied them). */
@@ -163,6 +174,7 @@ int stats_reset(struct tracer_bpf *t, struct stats_baseline *base)
 	sockets_reset(t);
 	delete_all(t->tgid_stats, sizeof(u32));
 	delete_all(t->tgid_hist, sizeof(u32));
+	delete_all(t->tgid_hist_spill, sizeof(u32));
 	delete_all(t->tgid_spill, sizeof(u32));
 	make_followed_processes(t);
 	reset_netns(t);
@@ -344,8 +356,9 @@ static void read_counters(const struct tracer_bpf *t, struct snapshot *s)
 	free(vals);
 }
 
-/* Per process: the latency histograms of its timed calls (tgid_hist), summed over the CPUs. */
-static void read_hists(const struct tracer_bpf *t, struct snapshot *s)
+/* Per process: the latency histograms of its timed calls in map fd (tgid_hist, or its spill
+ * map), summed over the value's copies (one per CPU, or one). */
+static void read_hist_map(int fd, int copies, struct snapshot *s)
 {
 	const size_t stride = (sizeof(struct tgid_hist) + 7) & ~7UL;
 	void *buf = malloc(stride * ncpus());
@@ -353,19 +366,25 @@ static void read_hists(const struct tracer_bpf *t, struct snapshot *s)
 	u32 key, next;
 	void *prev;
 
-	for (prev = NULL; buf && sum && t->tgid_hist >= 0 &&
-	     bpf_map_get_next_key(t->tgid_hist, prev, &next) == 0; prev = &key) {
+	for (prev = NULL; buf && sum && fd >= 0 && bpf_map_get_next_key(fd, prev, &next) == 0;
+	     prev = &key) {
 		struct proc_snap *p;
 
 		key = next;
-		if (bpf_map_lookup_elem(t->tgid_hist, &key, buf) || !(p = find_proc(s, key, true)))
+		if (bpf_map_lookup_elem(fd, &key, buf) || !(p = find_proc(s, key, true)))
 			continue;
-		sum_copies(buf, t->tgid_hist_copies, sizeof(*sum), sizeof(*sum) / 8, sum);
+		sum_copies(buf, copies, sizeof(*sum), sizeof(*sum) / 8, sum);
 		for (int c = 0; c < SC_NR_CLASSES; c++)
 			add_words(p->sc[c].hist, sum->hist[c], sizeof(sum->hist[c]));
 	}
 	free(sum);
 	free(buf);
+}
+
+static void read_hists(const struct tracer_bpf *t, struct snapshot *s)
+{
+	read_hist_map(t->tgid_hist, t->tgid_hist_copies, s);
+	read_hist_map(t->tgid_hist_spill, 1, s);
 }
 
 /* The maps into s, processes sorted by pid. */
