@@ -253,6 +253,7 @@ static int climb(struct ladder *l, enum attach_mode mode, bool no_latency, char 
 	struct tracer_bpf *t = l->t;
 	enum rung forced = forced_rung(mode);
 
+	l->no_latency = no_latency;
 	resolve_rows(l);
 	if (open_follow(t, err, errlen))
 		return -1;

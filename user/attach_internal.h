@@ -57,6 +57,7 @@ struct ladder {
 	struct ksyms *traceable;
 	char fail_reason[PP_NR][512];	/* for the message of a forced rung */
 	bool kprobes;			/* the kernel has kprobes at all */
+	bool no_latency;		/* --no-latency: no syscall tracepoint is wanted */
 };
 
 /* attach_rung.c */
