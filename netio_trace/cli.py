@@ -216,8 +216,7 @@ def build_parser():
                    help="time 1 call in N of each thread (default 1: every call); every call "
                    "is still counted, the histograms hold the timed ones (latency.sampled_1_in)")
 
-    agent_parser(sub)
-
+    _machine_parsers(sub)
     rep = sub.add_parser("report", help="rebuild results.csv, plots, flame graphs and the report "
                          "of DIR from runs.jsonl and the folded stacks (a sweep), or from "
                          "trace.json and stacks.folded (trace --report DIR)")
@@ -233,19 +232,19 @@ def build_parser():
     df.add_argument("--threshold", metavar="PCT", default="5",
                     help="a regression is B/A below 1 - PCT/100, beyond the noise (default 5)")
     df.add_argument("--out", metavar="DIR", help="where diff.md and diff.html go (default B)")
-
-    doc = sub.add_parser("doctor", help="what this kernel and machine allow (probed)")
-    doc.add_argument("--json", action="store_true", help="print docs/DESIGN.md's doctor object")
     return p
 
 
-def agent_parser(sub):
-    """agent's options live with its code (netio_trace/agent/command.py); without the venv's
-    packages only its name is known, and main() says what is missing."""
+def _machine_parsers(sub):
+    """agent and doctor, the commands about this machine. agent's options live with its code
+    (netio_trace/agent/command.py); without the venv's packages only its name is known, and
+    main() says what is missing."""
     if MISSING_PACKAGES is None:
         agent_command.add_parser(sub)
     else:
         sub.add_parser("agent", help="long-running: serve OpenMetrics")
+    doc = sub.add_parser("doctor", help="what this kernel and machine allow (probed)")
+    doc.add_argument("--json", action="store_true", help="print docs/DESIGN.md's doctor object")
 
 
 # ---- run -------------------------------------------------------------------------------------
