@@ -206,6 +206,11 @@ def test_each_cgroups_bytes_exactly_on_metrics_and_in_prometheus(cgroups, promet
     status = None
     try:
         assert get(port, "/healthz")[0] in (200, 503)
+        # a client that says nothing, one that sends half a request line: each holds only
+        # its own thread; the scrapes and the tracing go on (held open through the test)
+        idle = socket.create_connection(("127.0.0.1", port))
+        half = socket.create_connection(("127.0.0.1", port))
+        half.sendall(b"GET /metr")
         pport = prometheus(port)
         for k, cg in cgroups.items():
             send_from(cg, BYTES[k])
@@ -221,6 +226,9 @@ def test_each_cgroups_bytes_exactly_on_metrics_and_in_prometheus(cgroups, promet
                               proto="tcp")) == want
         assert get(port, "/healthz") == (200, "ok\n")
         assert get(port, "/nope")[0] == 404 and get(port, "/metrics", "POST")[0] == 405
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as junk:
+            junk.sendall(b"\x00\xffnot http\r\n\r\n")
+            assert b" 400 " in junk.recv(4096)
         # Prometheus: the counters' values (each series began with its sender: from absent
         # to N), and a recording rule evaluated on them
         q = 'sum by (cgroup) (netio_tx_bytes_total{cgroup=~"/netio-agent-test-.*"})'
@@ -236,6 +244,8 @@ def test_each_cgroups_bytes_exactly_on_metrics_and_in_prometheus(cgroups, promet
         rules = [rule for g in groups for rule in g["rules"]]
         assert len(rules) == 5 and all(rule["health"] == "ok" for rule in rules), rules
         status = stop(agent)
+        idle.close()
+        half.close()
     finally:
         stop(agent, signal.SIGKILL)
     assert status == 0
