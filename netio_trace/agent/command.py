@@ -201,6 +201,7 @@ class Agent:
         argv = trace_argv(cgroups=self.opts["cgroups"], attach=self.opts["attach"],
                           json_path=json_path, json_every=SNAPSHOT_S, no_sample=True,
                           no_counters=True)
+        argv.append("--prune-exited")   # ended processes leave its maps: it runs for days
         parent = os.getpid()
         self.tracer = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.PIPE, start_new_session=True,

@@ -139,6 +139,20 @@ def send_from(cg, nbytes):
     conn.close()
     lsock.close()
     assert sender.wait(timeout=TIMEOUT) == 0 and got == nbytes
+    return sender.pid
+
+
+def tracer_trace(agent_pid):
+    """The trace object the agent's tracer last wrote into the agent's temporary directory."""
+    tmp = tempfile.gettempdir()
+    for d in os.listdir(tmp):
+        if d.startswith(f"netio-trace-{agent_pid}-"):
+            try:
+                with open(os.path.join(tmp, d, "trace.json")) as f:
+                    return json.load(f)
+            except (OSError, ValueError):
+                pass
+    return {}
 
 
 def wait_for(what, fn, timeout=30):
@@ -212,8 +226,7 @@ def test_each_cgroups_bytes_exactly_on_metrics_and_in_prometheus(cgroups, promet
         half = socket.create_connection(("127.0.0.1", port))
         half.sendall(b"GET /metr")
         pport = prometheus(port)
-        for k, cg in cgroups.items():
-            send_from(cg, BYTES[k])
+        pids = [send_from(cg, BYTES[k]) for k, cg in cgroups.items()]
         want = {"/" + os.path.basename(cg): BYTES[k] for k, cg in cgroups.items()}
 
         def ours(d):
@@ -224,6 +237,10 @@ def test_each_cgroups_bytes_exactly_on_metrics_and_in_prometheus(cgroups, promet
             get(port, "/metrics")[1]))
         assert ours(by_cgroup(text, "netio_socket_tx_bytes_total", peer="local",
                               proto="tcp")) == want
+        # the senders ended: the tracer forgot them (--prune-exited), their bytes stay
+        wait_for("the ended senders pruned", lambda: not set(map(str, pids)) & set(
+            tracer_trace(agent.pid).get("processes") or {}))
+        assert ours(by_cgroup(get(port, "/metrics")[1], "netio_tx_bytes_total")) == want
         assert get(port, "/healthz") == (200, "ok\n")
         assert get(port, "/nope")[0] == 404 and get(port, "/metrics", "POST")[0] == 405
         with socket.create_connection(("127.0.0.1", port), timeout=10) as junk:
