@@ -15,6 +15,7 @@ import threading
 import time
 
 from netio_trace.agent import exposition, labels
+from netio_trace.agent.verdicts import zerocopy_verdicts
 from netio_trace.agent.procinfo import Whois
 from netio_trace.agent.server import ListenError, MetricsServer
 from netio_trace.run.params import UsageError
@@ -260,8 +261,17 @@ class Agent:
         traced = cpu_seconds(self.tracer.pid)
         if traced is not None:
             cpu["tracer"] = traced
-        self.server.publish(exposition.render(self.agg, trace, cpu))
+        self.server.publish(exposition.render(self.agg, trace, cpu, self._verdicts(trace)))
         self.last_snapshot = time.monotonic()
+
+    def _verdicts(self, trace):
+        """trace's verdicts on this snapshot; a flow the rules cannot read costs the metric,
+        never the agent (the counters go on)."""
+        try:
+            return zerocopy_verdicts(trace, self.agg.whois)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
+            print(f"{PROG}: verdicts skipped: {e!r}", file=sys.stderr)
+            return set()
 
     def _end_tracer(self):
         """SIGTERM (it detaches and exits), then SIGKILL, by the pid we started."""

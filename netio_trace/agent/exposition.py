@@ -9,6 +9,7 @@ from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
 from prometheus_client.openmetrics.exposition import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
+from netio_trace.agent import labels
 from netio_trace.agent.labels import PROCESS_COUNTERS, SOCKET_COUNTERS
 from report.openmetrics import COUNTERS, bucket_bounds
 
@@ -74,21 +75,33 @@ def _own(trace, cpu, agg):
     yield folded
 
 
+def _verdicts(found):
+    m = GaugeMetricFamily("netio_zerocopy_verdict", "netio-trace agent: whether MSG_ZEROCOPY "
+                          "would pay off (trace's verdicts, no stacks, no baseline), 1 per "
+                          "verdict a cgroup and command's flows got", labels=["cgroup", "comm",
+                                                                              "verdict"])
+    for key in sorted(found):
+        m.add_metric([labels.bound(x) for x in key], 1)
+    yield m
+
+
 class _Collector:
-    def __init__(self, agg, trace, cpu):
-        self.agg, self.trace, self.cpu = agg, trace, cpu
+    def __init__(self, agg, trace, cpu, verdicts):
+        self.agg, self.trace, self.cpu, self.verdicts = agg, trace, cpu, verdicts
 
     def collect(self):
         yield from _counters(self.agg.processes, PROCESS_COUNTERS, "netio_", "")
         yield from _latency(self.agg.processes)
         yield from _counters(self.agg.sockets, SOCKET_COUNTERS, "netio_socket_",
                              " (per socket, by peer and protocol)")
+        yield from _verdicts(self.verdicts)
         yield from _own(self.trace, self.cpu, self.agg)
 
 
-def render(agg, trace, cpu):
+def render(agg, trace, cpu, verdicts=()):
     """The whole exposition (bytes, ends with `# EOF`): the aggregator's label sets, the
-    tracer's drops from the last snapshot `trace`, and `cpu` {process: seconds}."""
+    tracer's drops from the last snapshot `trace`, `cpu` {process: seconds} and the verdicts
+    {(cgroup, comm, verdict)}."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Collector(agg, trace or {}, cpu))
+    registry.register(_Collector(agg, trace or {}, cpu, verdicts))
     return generate_latest(registry)

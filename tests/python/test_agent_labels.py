@@ -145,3 +145,14 @@ def test_whois_reads_proc_once_per_pid_and_comm(tmp_path):
     assert w.of(5, "x")["cgroup"] == "/a/b"         # cached
     assert w.of(5, "y")["cgroup"] == "/moved"       # it exec'd: read again
     assert w.of(6, "z") == {"cgroup": "unknown", "netns": "unknown"}   # gone before seen
+
+
+def test_the_verdict_metric_says_trace_s_zero_copy_verdict_per_cgroup_and_comm():
+    from netio_trace.agent.verdicts import zerocopy_verdicts
+    s = sock(101, 1000)
+    s.update(comm="a", path="loopback", tx_calls=1, send_size_log2={"512": 1})
+    trace = {"processes": {"101": proc("a", 1000)}, "sockets": [s]}
+    found = zerocopy_verdicts(trace, FakeWhois())
+    assert found == {("/cg1", "a", "would not help")}       # delivered locally
+    text = exposition.render(labels.Aggregator(FakeWhois()), {}, {}, found).decode()
+    assert 'netio_zerocopy_verdict{cgroup="/cg1",comm="a",verdict="would not help"} 1.0' in text
