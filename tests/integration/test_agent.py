@@ -5,6 +5,7 @@ recording rules of docs/agent/rules.yml loaded); /healthz, a 404; the bad inputs
 exit 2, nothing started); SIGTERM ends it cleanly; SIGKILL leaves no BPF program."""
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,6 +33,8 @@ TIMEOUT = 120
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF, cgroups)"),
     pytest.mark.skipif(not cgroup2_root(), reason="no cgroup2 mount"),
+    pytest.mark.skipif(not shutil.which("prometheus") or not shutil.which("promtool"),
+                       reason="no prometheus/promtool (make deps installs Debian's prometheus)"),
 ]
 
 
