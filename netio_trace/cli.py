@@ -1,6 +1,7 @@
 """netio-trace: where do the bytes get copied, and what does each copy cost?
 
-Subcommands: run (the sweep), trace (the tracer on any process), report DIR, doctor.
+Subcommands: run (the sweep), trace (the tracer on any process), agent (long-running,
+OpenMetrics), report DIR, diff, doctor.
 Every bad value gets one line on stderr and exit status 2, before anything starts.
 """
 import argparse
@@ -34,6 +35,7 @@ try:
     from rich.console import Console
     from analysis.summary import print_summary
     from netio_trace import doctor, trace_answer, trace_session
+    from netio_trace.agent import command as agent_command
     from netio_trace.run.sweep import run_sweep
     from report import build as report_build
     MISSING_PACKAGES = None
@@ -49,6 +51,7 @@ EPILOG = """examples:
   sudo ./netio-trace run --resume results/20250101-120000   finish an interrupted sweep
   ./netio-trace report results/20250101-120000  rebuild the report from runs.jsonl
   sudo ./netio-trace trace -- iperf3 -c 127.0.0.1 -t 2
+  sudo ./netio-trace agent --listen 127.0.0.1:9464   every process's bytes as OpenMetrics
   sudo ./netio-trace doctor --json
 """
 
@@ -118,7 +121,7 @@ def build_parser():
                "veth, loopback or the forward path, and what each copy costs: eBPF copy "
                "accounting, syscall latency, sampled stacks, perf counters.",
                epilog=EPILOG + STRATEGY_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", metavar="{run,trace,report,diff,doctor}")
+    sub = p.add_subparsers(dest="command", metavar="{run,trace,agent,report,diff,doctor}")
 
     r = sub.add_parser("run", help="run the sweep: workloads × strategies × sizes × threads, "
                        "untraced and traced; writes runs.jsonl, results.csv, plots, flame "
@@ -213,6 +216,7 @@ def build_parser():
                    help="time 1 call in N of each thread (default 1: every call); every call "
                    "is still counted, the histograms hold the timed ones (latency.sampled_1_in)")
 
+    _machine_parsers(sub)
     rep = sub.add_parser("report", help="rebuild results.csv, plots, flame graphs and the report "
                          "of DIR from runs.jsonl and the folded stacks (a sweep), or from "
                          "trace.json and stacks.folded (trace --report DIR)")
@@ -228,10 +232,19 @@ def build_parser():
     df.add_argument("--threshold", metavar="PCT", default="5",
                     help="a regression is B/A below 1 - PCT/100, beyond the noise (default 5)")
     df.add_argument("--out", metavar="DIR", help="where diff.md and diff.html go (default B)")
+    return p
 
+
+def _machine_parsers(sub):
+    """agent and doctor, the commands about this machine. agent's options live with its code
+    (netio_trace/agent/command.py); without the venv's packages only its name is known, and
+    main() says what is missing."""
+    if MISSING_PACKAGES is None:
+        agent_command.add_parser(sub)
+    else:
+        sub.add_parser("agent", help="long-running: serve OpenMetrics")
     doc = sub.add_parser("doctor", help="what this kernel and machine allow (probed)")
     doc.add_argument("--json", action="store_true", help="print docs/DESIGN.md's doctor object")
-    return p
 
 
 # ---- run -------------------------------------------------------------------------------------
@@ -657,7 +670,7 @@ def cmd_doctor(a):
 def _missing_packages(command):
     """One line, exit 2: the privileges this command lacks first (what a user fixes first),
     else the packages."""
-    err = privilege_error(command) if command in ("run", "trace", "doctor") else None
+    err = privilege_error(command) if command in ("run", "trace", "agent", "doctor") else None
     print(err or f"{PROG} {command}: Python packages missing ({MISSING_PACKAGES}); run "
           f"`make deps`, or start netio-trace with .venv/bin/python", file=sys.stderr)
     return 2
@@ -678,13 +691,15 @@ def main(argv=None):
             return 2
         if MISSING_PACKAGES is not None:
             return _missing_packages(a.command)
-        if a.command in ("run", "trace", "doctor", "report"):
+        if a.command in ("run", "trace", "agent", "doctor", "report"):
             # from the first step: a signal during the checks ends with 128+N, never a traceback
             guard = Guard().__enter__()
         if a.command == "run":
             return cmd_run(a)
         if a.command == "trace":
             return cmd_trace(a, cmd)
+        if a.command == "agent":
+            return agent_command.main(a)
         if a.command == "report":
             return cmd_report(a)
         if a.command == "diff":

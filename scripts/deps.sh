@@ -7,7 +7,9 @@ cd "$(dirname "$0")/.."
 APT_PKGS=(clang-16 llvm libbpf-dev bpftool libelf-dev zlib1g-dev linux-perf iproute2
           iperf3 bpftrace make gcc pkg-config python3-venv liburing-dev
           linux-image-amd64 qemu-system-x86 busybox-static chromium golang-go
-          python3-bpfcc bpfcc-tools)
+          python3-bpfcc bpfcc-tools prometheus)
+# prometheus: promtool and the server tests/integration/test_agent.py starts as its own
+# process (on a systemd host the package also enables its own service, which we never use)
 PY_PKGS=(pandas seaborn matplotlib rich pytest virtme-ng prometheus_client protobuf)
 
 # apt_install PKG...: install those not installed yet

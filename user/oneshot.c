@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -97,8 +98,23 @@ static pid_t launch_gated(struct tracer *tr, char **cmd, char *err, size_t errle
 	return pid;
 }
 
+/* --json-every's rewrite; with --prune-exited, the processes that had ended before it are
+ * forgotten once it holds their last counts (prune.c). */
+static void rewrite_json(struct tracer *tr, struct pruned *pruned)
+{
+	char err[512];
+
+	if (tr->prune_exited)
+		prune_gather(tr, pruned);
+	if (snapshot_to(tr, tr->json_path, NULL, err, sizeof(err), false))
+		fprintf(stderr, "netio-tracer: %s\n", err);
+	else if (tr->prune_exited)
+		prune_apply(tr, pruned);
+}
+
 int run_oneshot(struct tracer *tr)
 {
+	struct pruned pruned = { 0 };
 	char err[512];
 	pid_t child = -1;
 	int status = 0;
@@ -115,8 +131,7 @@ int run_oneshot(struct tracer *tr)
 	next_json = t0 + tr->json_every;
 	while (!stop_signal) {
 		if (tr->json_every > 0 && monotonic_s() >= next_json) {
-			if (snapshot_to(tr, tr->json_path, NULL, err, sizeof(err), false))
-				fprintf(stderr, "netio-tracer: %s\n", err);
+			rewrite_json(tr, &pruned);
 			next_json += tr->json_every;
 		}
 		if (tr->duration > 0 && monotonic_s() - t0 >= tr->duration)
@@ -137,6 +152,7 @@ int run_oneshot(struct tracer *tr)
 		periodic(tr);
 		sleep_ms(tr, child > 0 ? 20 : 50);
 	}
+	free(pruned.one);
 	if (child > 0 && getppid() != tr->parent) {
 		/* whoever started us died (SIGTERM from PR_SET_PDEATHSIG): nobody is left to end
 		 * the command it asked for */

@@ -23,7 +23,7 @@
 enum { OPT_ATTACH = 256, OPT_PID, OPT_CGROUP, OPT_NETNS, OPT_JSON, OPT_FOLDED, OPT_FREQ,
        OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP, OPT_NO_SAMPLE, OPT_NO_LATENCY, OPT_LATENCY_SAMPLE,
        OPT_NO_SOCKETS, OPT_NO_COUNTERS, OPT_DURATION, OPT_JSON_EVERY, OPT_CONTROL, OPT_PROBE,
-       OPT_BPF_STATS };
+       OPT_BPF_STATS, OPT_PRUNE_EXITED };
 
 struct option_doc {
 	const char *name;	/* --name */
@@ -77,6 +77,10 @@ static const struct option_doc options[] = {
 	{ "json-every", "S", OPT_JSON_EVERY,
 	  "also rewrite --json FILE every S seconds while tracing (atomically), for\n"
 	  "a reader that follows the counts live (trace --openmetrics :PORT)" },
+	{ "prune-exited", NULL, OPT_PRUNE_EXITED,
+	  "with --json-every: after each rewrite, forget the processes that had\n"
+	  "ended before it (their last counts are in it), so that a tracer that\n"
+	  "runs for days does not fill its maps (netio-trace agent)" },
 	{ "control", NULL, OPT_CONTROL,
 	  "read commands on stdin (pid add, netns add, clear, reset, detach, attach,\n"
 	  "snapshot, quit)" },
@@ -265,6 +269,9 @@ static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
 	case OPT_CONTROL:
 		tr->control = true;
 		return -1;
+	case OPT_PRUNE_EXITED:
+		tr->prune_exited = true;
+		return -1;
 	case OPT_PROBE:
 		cli->probe = true;
 		return -1;
@@ -430,6 +437,10 @@ int main(int argc, char **argv)
 	}
 	if (tr.json_every > 0 && (!tr.json_path || tr.control)) {
 		fprintf(stderr, "netio-tracer: --json-every needs --json FILE (and no --control)\n");
+		return 2;
+	}
+	if (tr.prune_exited && !(tr.json_every > 0)) {
+		fprintf(stderr, "netio-tracer: --prune-exited needs --json-every\n");
 		return 2;
 	}
 	if (tr.ncgroups && tr.control) {

@@ -1,8 +1,8 @@
 /* netio-tracer's own state, shared by the files of its main program: tracer.c (main, options,
  * setup and teardown), follow.c (what is followed; clear and reset), snapshot.c (the trace
  * object), runstats.c (BPF run-time stats), loop.c (signals, and the wait both modes share),
- * control.c (--control) and oneshot.c (-- CMD, --pid, --cgroup, --duration). CLI and
- * --control protocol: docs/tracer.md. */
+ * control.c (--control), oneshot.c (-- CMD, --pid, --cgroup, --duration) and prune.c
+ * (--prune-exited). CLI and --control protocol: docs/tracer.md. */
 #ifndef NETIO_TRACER_H
 #define NETIO_TRACER_H
 #include <signal.h>
@@ -37,6 +37,7 @@ struct tracer {
 	enum stats_mode { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
 	double duration;
 	double json_every;	/* one-shot: rewrite --json every so many seconds (0: at the end) */
+	bool prune_exited;	/* --prune-exited: forget ended processes after each rewrite */
 	char **cmd;
 	/* state */
 	struct tracer_bpf bpf;
@@ -68,6 +69,18 @@ void stats_tick(struct tracer *tr);
 void stats_restart(struct tracer *tr);
 double stats_share(struct tracer *tr);
 void stats_restore(struct tracer *tr);
+
+/* prune.c: --prune-exited, the processes that ended gathered before a snapshot, deleted after */
+struct pruned_one {
+	u32 tgid;
+	u64 since;	/* its followed-since value; 0: it had statistics only */
+};
+struct pruned {
+	struct pruned_one *one;
+	int n, cap;
+};
+void prune_gather(const struct tracer *tr, struct pruned *p);
+void prune_apply(const struct tracer *tr, const struct pruned *p);
 
 /* follow.c: what is followed (0, or -1 with err filled), and starting over */
 int follow_pid(struct tracer *tr, unsigned int pid, char *err, size_t errlen);

@@ -1,0 +1,102 @@
+"""The agent's HTTP side: GET /metrics and GET /healthz, nothing else (404 for another path,
+405 for another method).
+
+A thread per connection with a socket timeout: a scraper that stalls or sends garbage holds
+its own thread for at most TIMEOUT_S, never the tracing loop (which runs in the main thread
+and only swaps the exposition in). The exposition is one bytes object replaced whole by
+`publish()`: a scrape during a snapshot gets the last complete one, never half of the next."""
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+TIMEOUT_S = 10.0
+
+
+class ListenError(ValueError):
+    pass
+
+
+def parse_listen(text):
+    """ADDR:PORT (IPv6 as [ADDR]:PORT) → (address family, host, port)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or not host:
+        raise ListenError(f"--listen {text}: not ADDR:PORT")
+    if host.startswith("[") and host.endswith("]"):
+        return socket.AF_INET6, host[1:-1], int(port)
+    return socket.AF_INET, host, int(port)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    timeout = TIMEOUT_S             # a stalled client's socket times out
+    server_version = "netio-trace-agent"
+
+    def do_GET(self):
+        path = self.path.split("?", 1)[0]
+        if path == "/metrics":
+            self._send(200, OPENMETRICS, self.server.exposition)
+        elif path == "/healthz":
+            ok, why = self.server.health()
+            self._send(200 if ok else 503, "text/plain; charset=utf-8", (why + "\n").encode())
+        else:
+            self._send(404, "text/plain; charset=utf-8", b"not found: GET /metrics or /healthz\n")
+
+    def _not_allowed(self):
+        self.send_response(405)
+        self.send_header("Allow", "GET")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = do_OPTIONS = _not_allowed
+
+    def _send(self, code, ctype, body):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, fmt, *args):
+        pass        # a scrape a second is not news: stderr stays for what goes wrong
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True       # a connection in its timeout does not hold up the exit
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+class MetricsServer:
+    """Bound at construction (so that a port in use or an address not on this host is known
+    before anything else starts), serving from start()."""
+
+    def __init__(self, listen, health):
+        family, host, port = parse_listen(listen)
+        cls = _Server6 if family == socket.AF_INET6 else _Server
+        try:
+            self.httpd = cls((host, port), _Handler)
+        except OSError as e:
+            raise ListenError(f"--listen {listen}: {e.strerror or e}") from None
+        self.httpd.exposition = b"# EOF\n"
+        self.httpd.health = health
+        self.thread = None
+
+    @property
+    def port(self):
+        return self.httpd.server_address[1]
+
+    def publish(self, exposition):
+        """Swap in a complete exposition (one reference assignment: atomic for readers)."""
+        self.httpd.exposition = exposition
+
+    def start(self):
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="metrics",
+                                       daemon=True)
+        self.thread.start()
+
+    def close(self):
+        if self.thread is not None:
+            self.httpd.shutdown()
+        self.httpd.server_close()
