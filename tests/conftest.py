@@ -81,8 +81,11 @@ def run_cli(*args, env=None, cwd=None, prefix=()):
     e["NETIO_ROOT"] = REPO
     if env:
         e.update(env)
+    # a guest under QEMU/TCG loads the tracer about ten times slower (doctor loads it once
+    # per rung there: two minutes on 5.10 with both guests booted)
+    timeout = 600 if os.environ.get("NETIO_VMTEST") == "1" else 120
     return subprocess.run([*prefix, sys.executable, "-m", "netio_trace.cli", *args],
-                          capture_output=True, text=True, env=e, cwd=cwd or REPO, timeout=120)
+                          capture_output=True, text=True, env=e, cwd=cwd or REPO, timeout=timeout)
 
 
 def wait_line(proc, needle, timeout):
