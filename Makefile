@@ -72,16 +72,16 @@ $(BUILD)/netio-client: $(BUILD)/workloads/client.o $(WL_LIB_OBJS) $(COMMON_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ -lpthread -luring
 
 # the bench's timer floor: computation only (bench/busy_loop.c)
-$(BUILD)/netio-busy-loop: bench/busy_loop.c | $(BUILD)/workloads
+$(BUILD)/netio-busy-loop: bench/busy_loop.c bench/loops.h | $(BUILD)/workloads
 	$(CC) $(CFLAGS) -fno-omit-frame-pointer $< -o $@
 
 # unrelated syscalls only: what a hook on every syscall costs (bench/getpid_loop.c)
-$(BUILD)/netio-getpid-loop: bench/getpid_loop.c | $(BUILD)/workloads
+$(BUILD)/netio-getpid-loop: bench/getpid_loop.c bench/loops.h | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@
 
 # thousands of short-lived processes, threads and TCP connections: the churn bench's load
 # (bench/churn.c, bench/churn.py)
-$(BUILD)/netio-churn: bench/churn.c | $(BUILD)/workloads
+$(BUILD)/netio-churn: bench/churn.c bench/loops.h | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ -lpthread
 
 # ---- BPF and the tracer --------------------------------------------------

@@ -8,15 +8,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "loops.h"
+
 #define BLOCK 100000	/* additions between two clock reads: ~0.2 ms here */
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv)
 {
@@ -30,17 +24,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: netio-busy-loop [--seconds S]\n");
 		return 2;
 	}
-	if (!(seconds > 0 && seconds <= 3600)) {
-		fprintf(stderr, "netio-busy-loop: --seconds must be in (0, 3600]\n");
+	if (!bench_seconds_ok("netio-busy-loop", seconds))
 		return 2;
-	}
-	start = now();
+	start = bench_now();
 	end = start + seconds;
 	do {
 		for (int i = 0; i < BLOCK; i++)
 			sink += (uint64_t)i;
 		blocks++;
-		t = now();
+		t = bench_now();
 	} while (t < end);
 	printf("{\"blocks\": %llu, \"seconds\": %.6f, \"blocks_per_s\": %.3f}\n",
 	       (unsigned long long)blocks, t - start, (double)blocks / (t - start));

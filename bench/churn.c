@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "loops.h"
+
 struct opts {
 	long processes, threads, connections, bytes, parallel;
 	const char *netns;
@@ -44,14 +46,6 @@ struct client {
 };
 
 static char payload[65536];
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* one connection: connect, send every byte, close; 0 when all were sent */
 static int one_connection(const struct sockaddr_in *addr, long bytes)
@@ -260,7 +254,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	a.connections = o.connections;
-	t0 = now();
+	t0 = bench_now();
 	if (pthread_create(&acc, NULL, acceptor_thread, &a)) {
 		fprintf(stderr, "netio-churn: acceptor thread: %s\n", strerror(errno));
 		return 1;
@@ -272,7 +266,7 @@ int main(int argc, char **argv)
 	printf("{\"processes\": %ld, \"threads\": %ld, \"connections\": %ld, \"bytes_sent\": %ld, "
 	       "\"bytes_received\": %llu, \"processes_failed\": %ld, \"seconds\": %.6f}\n",
 	       o.processes, o.processes * o.threads, a.accepted, o.connections * o.bytes,
-	       (unsigned long long)a.bytes, failed, now() - t0);
+	       (unsigned long long)a.bytes, failed, bench_now() - t0);
 	if (failed || a.bytes != (uint64_t)(o.connections * o.bytes)) {
 		fprintf(stderr, "netio-churn: %ld of %ld processes failed, %llu of %ld bytes "
 			"received\n", failed, o.processes, (unsigned long long)a.bytes,

@@ -8,12 +8,12 @@ Floor is the running helper (a context manager); the functions below it only com
 bench's tables and their tests."""
 import json
 import os
-import select
 import signal
 import subprocess
 import time
 
 from bench.config import BUILD
+from netio_trace.system.procs import read_by
 from netio_trace.tracer import set_pdeathsig
 
 READY_TIMEOUT = 30.0
@@ -86,11 +86,10 @@ class Floor:
     def _line(self, timeout):
         fd, deadline = self.proc.stdout.fileno(), time.monotonic() + timeout
         while b"\n" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            chunk = read_by(fd, deadline, 65536)
+            if chunk is None:
                 raise FloorError(f"netio-bench-floor: no answer within {timeout:g} s "
                                  f"(log: {self.log_path})")
-            chunk = os.read(fd, 65536)
             if not chunk:
                 raise FloorError(f"netio-bench-floor ended (exit {self.proc.wait()}; log: "
                                  f"{self.log_path})")

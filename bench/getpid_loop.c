@@ -12,16 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "loops.h"
+
 #define BATCH 1000	/* calls between two clock reads */
 #define BLOCK 20000	/* additions in a reference block */
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static uint64_t getpid_batch(void)
 {
@@ -58,22 +52,20 @@ int main(int argc, char **argv)
 		else
 			return usage();
 	}
-	if (!(seconds > 0 && seconds <= 3600)) {
-		fprintf(stderr, "netio-getpid-loop: --seconds must be in (0, 3600]\n");
+	if (!bench_seconds_ok("netio-getpid-loop", seconds))
 		return 2;
-	}
-	t = now();
+	t = bench_now();
 	end = t + seconds;
 	do {
 		t0 = t;
 		calls += getpid_batch();
-		t = now();
+		t = bench_now();
 		in_calls += t - t0;
 		if (reference) {
 			t0 = t;
 			reference_block();
 			blocks++;
-			t = now();
+			t = bench_now();
 			in_blocks += t - t0;
 		}
 	} while (t < end);

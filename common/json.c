@@ -163,6 +163,14 @@ void json_kv_string(struct json *j, const char *k, const char *s) { json_key(j, 
 void json_kv_bool(struct json *j, const char *k, bool v) { json_key(j, k); json_bool(j, v); }
 void json_kv_null(struct json *j, const char *k) { json_key(j, k); json_null(j); }
 
+void json_kv_count(struct json *j, const char *k, bool counted, unsigned long long v)
+{
+	if (counted)
+		json_kv_uint(j, k, v);
+	else
+		json_kv_null(j, k);
+}
+
 void json_finish(struct json *j)
 {
 	fputc('\n', j->f);

@@ -54,6 +54,8 @@ void json_kv_double(struct json *j, const char *key, double v);
 void json_kv_string(struct json *j, const char *key, const char *s);
 void json_kv_bool(struct json *j, const char *key, bool v);
 void json_kv_null(struct json *j, const char *key);
+/* key: v where it was counted, else null (a count nobody could take is not a zero) */
+void json_kv_count(struct json *j, const char *key, bool counted, unsigned long long v);
 
 /* Write a trailing newline and flush. */
 void json_finish(struct json *j);

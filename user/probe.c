@@ -55,11 +55,19 @@ static bool attach_perf(int prog, int pfd)
 	return ok;
 }
 
-/* A trivial BPF_PROG_TYPE_TRACING program of that attach type on BTF id loads and attaches. */
-static bool tracing_prog_attaches(enum bpf_attach_type type, int btf_id)
+/* A trivial BPF_PROG_TYPE_TRACING program of that attach type loads and attaches to the
+ * vmlinux BTF type of that name and kind. */
+static bool tracing_prog_attaches(enum bpf_attach_type type, const char *name, __u32 kind)
 {
-	int prog = load_trivial(BPF_PROG_TYPE_TRACING, type, btf_id), link;
+	const struct btf *btf = vmlinux_btf();
+	int btf_id, prog, link;
 
+	if (!btf)
+		return false;
+	btf_id = btf__find_by_name_kind(btf, name, kind);
+	if (btf_id <= 0)
+		return false;
+	prog = load_trivial(BPF_PROG_TYPE_TRACING, type, btf_id);
 	if (prog < 0)
 		return false;
 	link = bpf_raw_tracepoint_open(NULL, prog);
@@ -72,28 +80,13 @@ static bool tracing_prog_attaches(enum bpf_attach_type type, int btf_id)
 
 static bool probe_fentry(void)
 {
-	const struct btf *btf = vmlinux_btf();
-	int id;
-
-	if (!btf)
-		return false;
-	id = btf__find_by_name_kind(btf, "tcp_sendmsg", BTF_KIND_FUNC);
-	if (id <= 0)
-		return false;
-	return tracing_prog_attaches(BPF_TRACE_FENTRY, id);
+	return tracing_prog_attaches(BPF_TRACE_FENTRY, "tcp_sendmsg", BTF_KIND_FUNC);
 }
 
 static bool probe_tp_btf(void)
 {
-	const struct btf *btf = vmlinux_btf();
-	int id;
-
-	if (!btf)
-		return false;
-	id = btf__find_by_name_kind(btf, "btf_trace_sched_process_fork", BTF_KIND_TYPEDEF);
-	if (id <= 0)
-		return false;
-	return tracing_prog_attaches(BPF_TRACE_RAW_TP, id);
+	return tracing_prog_attaches(BPF_TRACE_RAW_TP, "btf_trace_sched_process_fork",
+				     BTF_KIND_TYPEDEF);
 }
 
 static bool probe_kprobe(void)

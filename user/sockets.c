@@ -234,14 +234,6 @@ static void write_sizes(const struct sock_stats *r, struct json *j)
 	json_end(j);
 }
 
-static void kv_kind(struct json *j, const char *key, bool counted, unsigned long long v)
-{
-	if (counted)
-		json_kv_uint(j, key, v);
-	else
-		json_kv_null(j, key);
-}
-
 static void write_socket(const struct tracer_bpf *t, const struct snapshot *s,
 			 const struct sock_stats *r, struct json *j)
 {
@@ -285,9 +277,9 @@ static void write_socket(const struct tracer_bpf *t, const struct snapshot *s,
 	json_kv_uint(j, "rx_copy_bytes", r->rx_copy_bytes);
 	json_kv_uint(j, "rx_calls", r->rx_calls);
 	/* the receive kinds: null where no rung counts the kind */
-	kv_kind(j, "rx_mapped_bytes", s->rx_kind_counted[0], r->rx_mapped_bytes);
-	kv_kind(j, "rx_discarded_bytes", s->rx_kind_counted[1], r->rx_discarded_bytes);
-	kv_kind(j, "rx_spliced_bytes", s->rx_kind_counted[2], r->rx_spliced_bytes);
+	json_kv_count(j, "rx_mapped_bytes", s->rx_kind_counted[0], r->rx_mapped_bytes);
+	json_kv_count(j, "rx_discarded_bytes", s->rx_kind_counted[1], r->rx_discarded_bytes);
+	json_kv_count(j, "rx_spliced_bytes", s->rx_kind_counted[2], r->rx_spliced_bytes);
 	json_kv_uint(j, "zc_rx_bytes", r->zc_rx_bytes);
 	json_kv_uint(j, "zc_kept_bytes", r->zc_kept_bytes);
 	fallback = r->zc_rx_bytes > r->zc_kept_bytes ? r->zc_rx_bytes - r->zc_kept_bytes : 0;

@@ -746,15 +746,6 @@ void stats_write_attach(const struct tracer_bpf *t, struct json *j)
 	json_end(j);
 }
 
-/* key: the count, or null where the probe point that counts it is unavailable. */
-static void kv_counted(struct json *j, const char *key, bool counted, unsigned long long v)
-{
-	if (counted)
-		json_kv_uint(j, key, v);
-	else
-		json_kv_null(j, key);
-}
-
 /* The bytes of docs/DESIGN.md's trace object, over every followed process and namespace. */
 static void write_bytes(const struct tracer_bpf *t, const struct snapshot *s, struct json *j)
 {
@@ -763,15 +754,15 @@ static void write_bytes(const struct tracer_bpf *t, const struct snapshot *s, st
 	json_kv_uint(j, "tx_copy_bytes", s->tx_copy_bytes);
 	json_kv_bool(j, "tx_copy_inferred", s->tx_copy_inferred);
 	json_kv_uint(j, "tx_spliced_bytes", s->tx_spliced_bytes);
-	kv_counted(j, "zc_tx_bytes", t->rung[PP_PINNING] != RUNG_UNAVAILABLE, s->zc_tx_bytes);
-	kv_counted(j, "fallback_copy_bytes", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE,
-		   s->fallback_copy_bytes);
-	kv_counted(j, "rx_copy_bytes", t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE &&
-		   !s->rx_unsized_calls, s->rx_copy_bytes);
-	kv_counted(j, "pinned_pages", !s->pinned_pages_null, s->pinned_pages);
+	json_kv_count(j, "zc_tx_bytes", t->rung[PP_PINNING] != RUNG_UNAVAILABLE, s->zc_tx_bytes);
+	json_kv_count(j, "fallback_copy_bytes", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE,
+		      s->fallback_copy_bytes);
+	json_kv_count(j, "rx_copy_bytes", t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE &&
+		      !s->rx_unsized_calls, s->rx_copy_bytes);
+	json_kv_count(j, "pinned_pages", !s->pinned_pages_null, s->pinned_pages);
 	for (int k = 0; k < 3; k++)
-		kv_counted(j, rx_kind_field[k], s->rx_kind_counted[k] &&
-			   !(k == 2 && s->rx_unsized_splices), s->rx_kind_bytes[k]);
+		json_kv_count(j, rx_kind_field[k], s->rx_kind_counted[k] &&
+			      !(k == 2 && s->rx_unsized_splices), s->rx_kind_bytes[k]);
 }
 
 /* "zerocopy": zero-copy skbs and completions, as the kernel saw them. */
@@ -785,19 +776,19 @@ static void write_zerocopy(const struct tracer_bpf *t, const struct snapshot *s,
 	json_kv_uint(j, "fallback_copy_skbs", s->fallback_copy_skbs);
 	/* of the fallback copy, what was copied a second time: TCP retransmits of segments that
 	 * had arrived (their pages pinned once) */
-	kv_counted(j, "fallback_copy_again_bytes", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE,
-		   s->fallback_copy_again_bytes);
-	kv_counted(j, "fallback_copy_again_skbs", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE,
-		   s->fallback_copy_again_skbs);
+	json_kv_count(j, "fallback_copy_again_bytes", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE,
+		      s->fallback_copy_again_bytes);
+	json_kv_count(j, "fallback_copy_again_skbs", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE,
+		      s->fallback_copy_again_skbs);
 	json_kv_uint(j, "zc_skbs_at_tcp", s->zc_skbs_at_tcp);
 	json_kv_uint(j, "zc_skbs_again", s->zc_skbs_again);
 	json_kv_uint(j, "zc_skbs_unseen_at_xmit", s->zc_skbs_unseen_at_xmit);
 	json_kv_uint(j, "zc_bytes_unseen_at_xmit", s->zc_bytes_unseen_at_xmit);
 	json_kv_uint(j, "zc_bytes_seen_at_xmit", s->zc_bytes_seen_at_xmit);
-	kv_counted(j, "zc_bytes_no_program_saw", s->zc_at_send, s->zc_bytes_no_program_saw);
-	kv_counted(j, "completions", completions, s->zc_completions);
-	kv_counted(j, "completed_sends", completions, s->zc_completed_sends);
-	kv_counted(j, "copied_sends", completions, s->zc_copied_sends);
+	json_kv_count(j, "zc_bytes_no_program_saw", s->zc_at_send, s->zc_bytes_no_program_saw);
+	json_kv_count(j, "completions", completions, s->zc_completions);
+	json_kv_count(j, "completed_sends", completions, s->zc_completed_sends);
+	json_kv_count(j, "copied_sends", completions, s->zc_copied_sends);
 	json_end(j);
 }
 
@@ -829,18 +820,18 @@ static void write_process(const struct snapshot *s, const struct proc_snap *p, s
 	json_kv_string(j, "comm", p->comm);
 	json_kv_uint(j, "tx_bytes", p->st.tx_bytes);
 	json_kv_uint(j, "tx_calls", p->st.tx_calls);
-	kv_counted(j, "tx_copy_bytes", !s->tx_copy_inferred || s->zc_per_process,
-		   p->st.tx_copy_bytes);
+	json_kv_count(j, "tx_copy_bytes", !s->tx_copy_inferred || s->zc_per_process,
+		      p->st.tx_copy_bytes);
 	json_kv_bool(j, "tx_copy_inferred", s->tx_copy_inferred);
 	json_kv_uint(j, "tx_spliced_bytes", p->st.tx_spliced_bytes);
-	kv_counted(j, "zc_tx_bytes", s->zc_per_process, p->st.zc_tx_bytes);
-	kv_counted(j, "rx_copy_bytes", !p->st.rx_unsized_calls, p->st.rx_copy_bytes);
+	json_kv_count(j, "zc_tx_bytes", s->zc_per_process, p->st.zc_tx_bytes);
+	json_kv_count(j, "rx_copy_bytes", !p->st.rx_unsized_calls, p->st.rx_copy_bytes);
 	json_kv_uint(j, "rx_copy_calls", p->st.rx_calls);
-	kv_counted(j, "rx_mapped_bytes", s->rx_kind_counted[0], p->st.rx_mapped_bytes);
-	kv_counted(j, "rx_discarded_bytes", s->rx_kind_counted[1], p->st.rx_discarded_bytes);
-	kv_counted(j, "rx_spliced_bytes", s->rx_kind_counted[2] && !p->st.rx_unsized_splices,
-		   p->st.rx_spliced_bytes);
-	kv_counted(j, "pinned_pages", !s->pinned_pages_null, p->st.pinned_pages);
+	json_kv_count(j, "rx_mapped_bytes", s->rx_kind_counted[0], p->st.rx_mapped_bytes);
+	json_kv_count(j, "rx_discarded_bytes", s->rx_kind_counted[1], p->st.rx_discarded_bytes);
+	json_kv_count(j, "rx_spliced_bytes", s->rx_kind_counted[2] && !p->st.rx_unsized_splices,
+		      p->st.rx_spliced_bytes);
+	json_kv_count(j, "pinned_pages", !s->pinned_pages_null, p->st.pinned_pages);
 	json_key(j, "syscalls");
 	write_syscalls(j, p->sc, p->has_sc);
 	json_end(j);

@@ -171,6 +171,13 @@ static int parse_bpf_stats(const char *arg, enum stats_mode *mode)
 	return 0;
 }
 
+/* The one line on stderr for a bad value of --option; 2, the exit status it calls for. */
+static int bad_value(const char *option, const char *arg, const char *why)
+{
+	fprintf(stderr, "netio-tracer: --%s %s: %s\n", option, arg, why);
+	return 2;
+}
+
 /* One option from getopt_long into tr or cli: -1 to go on, else the exit status (2 with one
  * line on stderr for a bad value, 0 after --help). */
 static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
@@ -179,18 +186,13 @@ static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
 
 	switch (opt) {
 	case OPT_ATTACH:
-		if (parse_attach_mode(arg, &tr->mode)) {
-			fprintf(stderr, "netio-tracer: --attach %s: choose auto, fentry, kprobe or tracepoint\n",
-				arg);
-			return 2;
-		}
+		if (parse_attach_mode(arg, &tr->mode))
+			return bad_value("attach", arg, "choose auto, fentry, kprobe or tracepoint");
 		return -1;
 	case OPT_PID: {
 		long p = strtol(arg, &end, 10);
-		if (*end || p <= 0 || cli->npids == MAX_PIDS) {
-			fprintf(stderr, "netio-tracer: --pid %s: not a pid\n", arg);
-			return 2;
-		}
+		if (*end || p <= 0 || cli->npids == MAX_PIDS)
+			return bad_value("pid", arg, "not a pid");
 		cli->pids[cli->npids++] = p;
 		return -1;
 	}
@@ -216,17 +218,12 @@ static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
 		return -1;
 	case OPT_FREQ:
 		tr->freq = strtol(arg, &end, 10);
-		if (*end || tr->freq <= 0 || tr->freq > 100000) {
-			fprintf(stderr, "netio-tracer: --freq %s: not a frequency in Hz\n", arg);
-			return 2;
-		}
+		if (*end || tr->freq <= 0 || tr->freq > 100000)
+			return bad_value("freq", arg, "not a frequency in Hz");
 		return -1;
 	case OPT_SAMPLE_SOURCE:
-		if (profile_source_parse(arg, &tr->sample_source)) {
-			fprintf(stderr, "netio-tracer: --sample-source %s: choose auto, cycles, "
-				"cpu-clock or tick\n", arg);
-			return 2;
-		}
+		if (profile_source_parse(arg, &tr->sample_source))
+			return bad_value("sample-source", arg, "choose auto, cycles, cpu-clock or tick");
 		return -1;
 	case OPT_SAMPLE_CGROUP:
 		tr->sample_cgroup = arg;
@@ -239,11 +236,8 @@ static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
 		return -1;
 	case OPT_LATENCY_SAMPLE:
 		tr->latency_sample = strtoul(arg, &end, 10);
-		if (*end || *arg == '-' || tr->latency_sample < 1 || tr->latency_sample > 65536) {
-			fprintf(stderr, "netio-tracer: --latency-sample %s: a whole number from 1 "
-				"to 65536\n", arg);
-			return 2;
-		}
+		if (*end || *arg == '-' || tr->latency_sample < 1 || tr->latency_sample > 65536)
+			return bad_value("latency-sample", arg, "a whole number from 1 to 65536");
 		return -1;
 	case OPT_NO_COUNTERS:
 		tr->no_counters = true;
@@ -253,18 +247,13 @@ static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
 		return -1;
 	case OPT_DURATION:
 		tr->duration = strtod(arg, &end);
-		if (*end || tr->duration <= 0) {
-			fprintf(stderr, "netio-tracer: --duration %s: not a number of seconds\n", arg);
-			return 2;
-		}
+		if (*end || tr->duration <= 0)
+			return bad_value("duration", arg, "not a number of seconds");
 		return -1;
 	case OPT_JSON_EVERY:
 		tr->json_every = strtod(arg, &end);
-		if (*end || !(tr->json_every >= 0.05)) {
-			fprintf(stderr, "netio-tracer: --json-every %s: not a number of seconds "
-				"(>= 0.05)\n", arg);
-			return 2;
-		}
+		if (*end || !(tr->json_every >= 0.05))
+			return bad_value("json-every", arg, "not a number of seconds (>= 0.05)");
 		return -1;
 	case OPT_CONTROL:
 		tr->control = true;
@@ -276,11 +265,8 @@ static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
 		cli->probe = true;
 		return -1;
 	case OPT_BPF_STATS:
-		if (parse_bpf_stats(arg, &tr->stats_mode)) {
-			fprintf(stderr, "netio-tracer: --bpf-stats %s: choose sampled, always or off\n",
-				arg);
-			return 2;
-		}
+		if (parse_bpf_stats(arg, &tr->stats_mode))
+			return bad_value("bpf-stats", arg, "choose sampled, always or off");
 		return -1;
 	case 'v':
 		tr->verbose = true;

@@ -194,18 +194,15 @@ static void report_mismatch(const struct conn *conns, int nconns, uint64_t bad, 
 struct totals {
 	uint64_t bytes, calls, bad, bad_msgs, zc_calls, skip_reads;
 	struct wl_rx_bytes rx;
-	double t0, t1;
-	int errors;
-	const char *first_error;
+	struct wl_outcome run;
 };
 
-/* The server's sum_conns is its twin over its own struct conn (sent, not received). */
+/* The counters are the client's own; the span and the errors, wl_outcome's as in the server. */
 static void sum_conns(const struct conn *conns, int nconns, const char *global_error,
 		      struct totals *t)
 {
 	memset(t, 0, sizeof(*t));
-	t->errors = global_error ? 1 : 0;
-	t->first_error = global_error;
+	wl_outcome_start(&t->run, global_error);
 	for (int i = 0; i < nconns; i++) {
 		const struct conn *c = &conns[i];
 
@@ -216,11 +213,9 @@ static void sum_conns(const struct conn *conns, int nconns, const char *global_e
 		wl_rx_add(&t->rx, &c->r.rx);
 		t->bad += c->v.bad_bytes;
 		t->bad_msgs += c->v.bad_messages + (uint64_t)c->v.cur_bad;
-		if (c->bytes && (!t->t0 || c->t_first < t->t0))
-			t->t0 = c->t_first;
-		if (c->bytes && c->t_end > t->t1)
-			t->t1 = c->t_end;
-		wl_count_error(c->error, &t->errors, &t->first_error);
+		/* a connection that received nothing has no span of its own */
+		wl_outcome_add(&t->run, c->bytes ? c->t_first : 0, c->bytes ? c->t_end : 0,
+			       c->error);
 	}
 }
 
@@ -281,7 +276,7 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	struct json w;
 
 	sum_conns(conns, nconns, global_error, &t);
-	secs = t.t1 > t.t0 ? t.t1 - t.t0 : 0;
+	secs = wl_outcome_seconds(&t.run);
 	wl_json_open(&w, "client");
 	put_cpu(&w);
 	json_kv_uint(&w, "size", o->size);
@@ -304,10 +299,10 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	json_end_array(&w);
 	put_verify(&w, o->verify, t.bad, t.bad_msgs);
 	json_kv_string(&w, "verify_unit", "bytes");
-	wl_json_close(&w, PROG, t.errors, t.first_error);
-	if (!t.first_error && o->verify && t.bad)
+	wl_json_close(&w, PROG, t.run.errors, t.run.first_error);
+	if (!t.run.first_error && o->verify && t.bad)
 		report_mismatch(conns, nconns, t.bad, t.bad_msgs);
-	return t.errors || (o->verify && t.bad) ? 1 : 0;
+	return t.run.errors || (o->verify && t.bad) ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -59,6 +59,18 @@ static int parse_whole(const char *name, const char *s, unsigned long long lo,
 	return 0;
 }
 
+/* parse_whole for an option the workloads keep in an int (its bounds are never negative). */
+static int parse_whole_int(const char *name, const char *s, int lo, int hi, int *out,
+			   char *err, size_t errlen)
+{
+	unsigned long long v;
+
+	if (parse_whole(name, s, lo, hi, &v, err, errlen) < 0)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
 int wl_parse_size(const char *s, size_t *out, char *err, size_t errlen)
 {
 	static const struct { const char *suffix; unsigned shift; } units[] = {
@@ -89,22 +101,12 @@ bad:
 
 int wl_parse_threads(const char *s, int *out, char *err, size_t errlen)
 {
-	unsigned long long v;
-
-	if (parse_whole("threads", s, WL_THREADS_MIN, WL_THREADS_MAX, &v, err, errlen) < 0)
-		return -1;
-	*out = (int)v;
-	return 0;
+	return parse_whole_int("threads", s, WL_THREADS_MIN, WL_THREADS_MAX, out, err, errlen);
 }
 
 int wl_parse_port(const char *s, int allow_zero, int *out, char *err, size_t errlen)
 {
-	unsigned long long v;
-
-	if (parse_whole("port", s, allow_zero ? 0 : 1, 65535, &v, err, errlen) < 0)
-		return -1;
-	*out = (int)v;
-	return 0;
+	return parse_whole_int("port", s, allow_zero ? 0 : 1, 65535, out, err, errlen);
 }
 
 /* Seconds: digits with an optional fraction ("2", "0.5", ".25"), optionally ending in "s". */
@@ -204,12 +206,7 @@ int wl_parse_receive(const char *s, enum wl_receive *out, char *err, size_t errl
 
 int wl_parse_mss(const char *s, int *out, char *err, size_t errlen)
 {
-	unsigned long long v;
-
-	if (parse_whole("mss", s, WL_MSS_MIN, WL_MSS_MAX, &v, err, errlen) < 0)
-		return -1;
-	*out = (int)v;
-	return 0;
+	return parse_whole_int("mss", s, WL_MSS_MIN, WL_MSS_MAX, out, err, errlen);
 }
 
 /* --align: none (malloc's placement, the default) or page (each field starts on a page). */

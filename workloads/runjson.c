@@ -18,13 +18,29 @@ void wl_json_figures(struct json *w, uint64_t bytes, uint64_t messages, double s
 	json_kv_double(w, "throughput_gbps", wl_gbps(bytes, seconds));
 }
 
-void wl_count_error(const char *error, int *errors, const char **first_error)
+void wl_outcome_start(struct wl_outcome *r, const char *global_error)
 {
+	r->t0 = r->t1 = 0;
+	r->errors = global_error ? 1 : 0;
+	r->first_error = global_error;
+}
+
+void wl_outcome_add(struct wl_outcome *r, double start, double end, const char *error)
+{
+	if (start && (!r->t0 || start < r->t0))
+		r->t0 = start;
+	if (end > r->t1)
+		r->t1 = end;
 	if (!error[0])
 		return;
-	(*errors)++;
-	if (!*first_error)
-		*first_error = error;
+	r->errors++;
+	if (!r->first_error)
+		r->first_error = error;
+}
+
+double wl_outcome_seconds(const struct wl_outcome *r)
+{
+	return r->t1 > r->t0 ? r->t1 - r->t0 : 0;
 }
 
 void wl_json_close(struct json *w, const char *prog, int errors, const char *first_error)

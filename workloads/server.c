@@ -643,9 +643,7 @@ struct totals {
 	uint64_t bytes, messages, calls, partial, enobufs;
 	struct wl_zc_counters zc;
 	struct wl_tcp_stats tcp;
-	double t0, t1;
-	int errors;
-	const char *first_error;
+	struct wl_outcome run;
 };
 
 static void add_tcp(struct wl_tcp_stats *tt, const struct wl_tcp_stats *t, int *ntcp,
@@ -663,7 +661,7 @@ static void add_tcp(struct wl_tcp_stats *tt, const struct wl_tcp_stats *t, int *
 	tt->valid = 1;
 }
 
-/* The client's sum_conns is its twin over its own struct conn (received, not sent). */
+/* The counters are the server's own; the span and the errors, wl_outcome's as in the client. */
 static void sum_conns(const struct conn *conns, int nconns, const char *global_error,
 		      struct totals *t)
 {
@@ -671,8 +669,7 @@ static void sum_conns(const struct conn *conns, int nconns, const char *global_e
 	int ntcp = 0;
 
 	memset(t, 0, sizeof(*t));
-	t->errors = global_error ? 1 : 0;
-	t->first_error = global_error;
+	wl_outcome_start(&t->run, global_error);
 	for (int i = 0; i < nconns; i++) {
 		const struct conn *c = &conns[i];
 
@@ -687,11 +684,7 @@ static void sum_conns(const struct conn *conns, int nconns, const char *global_e
 		t->zc.notifications += c->zc.c.notifications;
 		t->zc.unexpected += c->zc.c.unexpected;
 		add_tcp(&t->tcp, &c->tcp, &ntcp, &rtt_sum);
-		if (c->t_start && (!t->t0 || c->t_start < t->t0))
-			t->t0 = c->t_start;
-		if (c->t_end > t->t1)
-			t->t1 = c->t_end;
-		wl_count_error(c->error, &t->errors, &t->first_error);
+		wl_outcome_add(&t->run, c->t_start, c->t_end, c->error);
 	}
 	if (ntcp)
 		t->tcp.rtt_us = (uint32_t)(rtt_sum / (uint64_t)ntcp);
@@ -735,7 +728,7 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	struct json w;
 
 	sum_conns(conns, nconns, global_error, &t);
-	secs = t.t1 > t.t0 ? t.t1 - t.t0 : 0;
+	secs = wl_outcome_seconds(&t.run);
 	wl_json_open(&w, "server");
 	json_kv_string(&w, "strategy", wl_strategy_name(o->strategy));
 	json_kv_string(&w, "align", o->align_page ? "page" : "none");
@@ -756,8 +749,8 @@ static int print_json(const struct wl_options *o, struct conn *conns, int nconns
 	for (int i = 0; i < nconns; i++)
 		put_conn(&w, &conns[i]);
 	json_end_array(&w);
-	wl_json_close(&w, PROG, t.errors, t.first_error);
-	return t.errors ? 1 : 0;
+	wl_json_close(&w, PROG, t.run.errors, t.run.first_error);
+	return t.run.errors ? 1 : 0;
 }
 
 /* ---- main ----------------------------------------------------------------- */

@@ -114,6 +114,15 @@ class GatedProcess:
             self.ready = None
 
 
+def read_by(fd, deadline, size):
+    """Up to size bytes of fd once it has some, sleeping in select() until the monotonic
+    deadline: b"" at the pipe's end, None if the deadline came first."""
+    left = deadline - time.monotonic()
+    if left <= 0 or not select.select([fd], [], [], left)[0]:
+        return None
+    return os.read(fd, size)
+
+
 def wait_listening(fd, timeout):
     """The port of netio-server's `listening <port>` line, read from fd: a pipe of its stderr,
     or of its --ready-fd (GatedProcess(ready=True)). Sleeps in select() until the line or the
@@ -127,11 +136,10 @@ def wait_listening(fd, timeout):
             if line.startswith(b"listening "):
                 rest = b"\n".join(lines[:i] + lines[i + 1:])
                 return int(line.split()[1]), rest.decode(errors="replace")
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        chunk = read_by(fd, deadline, 4096)
+        if chunk is None:
             raise TimeoutError(f"no listening line in {timeout:g} s: "
                                f"{buf.decode(errors='replace').strip()!r}")
-        chunk = os.read(fd, 4096)
         if not chunk:
             return None, buf.decode(errors="replace")
         buf += chunk

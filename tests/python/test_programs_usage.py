@@ -78,17 +78,24 @@ def test_failure_is_the_json_line_and_exit_1(name, args, error):
     assert r.stderr.splitlines()[-1] == f"{name}: {out['error']}", r.stderr
 
 
-def test_udp_sender_counts_what_it_sent():
-    """Three datagrams to a socket of ours on loopback: what it counted, and "error" null."""
+def sent_to_loopback(name, datagrams, *args):
+    """name run with args against a UDP socket of ours on loopback until it has sent
+    `datagrams`: its JSON line (a run that went well) and the sizes the socket received."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rcv:
         rcv.bind(("127.0.0.1", 0))
         rcv.settimeout(5)
-        r = run("udp-sender", "--addr", "127.0.0.1", "--port", str(rcv.getsockname()[1]),
-                "--count", "3", "--size", "100", "--timeout", "5")
-        got = [len(rcv.recv(200)) for _ in range(3)]
+        r = run(name, "--addr", "127.0.0.1", "--port", str(rcv.getsockname()[1]),
+                "--timeout", "5", *args)
+        got = [len(rcv.recv(200)) for _ in range(datagrams)]
     assert r.returncode == 0, r
     out = one_json(r)
-    assert out["program"] == "udp-sender" and out["error"] is None, out
+    assert out["program"] == name and out["error"] is None, out
+    return out, got
+
+
+def test_udp_sender_counts_what_it_sent():
+    """Three datagrams to a socket of ours on loopback: what it counted, and "error" null."""
+    out, got = sent_to_loopback("udp-sender", 3, "--count", "3", "--size", "100")
     assert (out["messages"], out["datagrams"], out["bytes"], out["send_calls"]) == \
         (3, 3, 300, 3) and got == [100] * 3, out
     assert out["zerocopy"] is None and out["seconds"] >= 0
@@ -98,16 +105,8 @@ def test_udp_sender_counts_what_it_sent():
 def test_udp_zc_sockets_counts_what_it_sent(unconnected):
     """Two sockets of two MSG_ZEROCOPY datagrams each to a socket of ours on loopback: every
     completion read (local delivery copies them: COPIED), and "error" null."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rcv:
-        rcv.bind(("127.0.0.1", 0))
-        rcv.settimeout(5)
-        r = run("udp-zc-sockets", "--addr", "127.0.0.1", "--port", str(rcv.getsockname()[1]),
-                "--sockets", "2", "--count", "2", "--size", "100", "--timeout", "5",
-                *(("--unconnected",) if unconnected else ()))
-        got = [len(rcv.recv(200)) for _ in range(4)]
-    assert r.returncode == 0, r
-    out = one_json(r)
-    assert out["program"] == "udp-zc-sockets" and out["error"] is None, out
+    out, got = sent_to_loopback("udp-zc-sockets", 4, "--sockets", "2", "--count", "2",
+                                "--size", "100", *(("--unconnected",) if unconnected else ()))
     assert (out["sockets"], out["datagrams"], out["bytes"], out["send_calls"]) == \
         (2, 4, 400, 4) and got == [100] * 4, out
     zc = out["zerocopy"]
