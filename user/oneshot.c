@@ -153,6 +153,7 @@ int run_oneshot(struct tracer *tr)
 		sleep_ms(tr, child > 0 ? 20 : 50);
 	}
 	free(pruned.one);
+	free(pruned.socks.one);
 	if (child > 0 && getppid() != tr->parent) {
 		/* whoever started us died (SIGTERM from PR_SET_PDEATHSIG): nobody is left to end
 		 * the command it asked for */

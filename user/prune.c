@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* --prune-exited: forget the processes that ended, so that a tracer running for days on a
  * busy host (netio-trace agent) does not fill followed_tgids and tgid_stats (NETIO_MAX_PROCS
- * each), whose entries otherwise go only at a reset.
+ * each), nor sock_slot and sock_stats with their sockets' records (NETIO_MAX_SOCK_RECORDS),
+ * whose entries otherwise go only at a reset.
  *
  * The ended processes are gathered before a snapshot and deleted after it: their last counts
  * (a thread's exit flushes them) are in that snapshot, and a reader adding up snapshots loses
@@ -36,7 +37,8 @@ static int add(struct pruned *p, u32 tgid, u64 since)
 }
 
 /* The followed processes that ended, with their followed-since values; then those with
- * statistics only (a process counted through a socket it owned, never followed itself). */
+ * statistics only (a process counted through a socket it owned, never followed itself); then
+ * the socket records of ended processes. */
 void prune_gather(const struct tracer *tr, struct pruned *p)
 {
 	u32 key, next;
@@ -44,6 +46,8 @@ void prune_gather(const struct tracer *tr, struct pruned *p)
 	void *prev;
 
 	p->n = 0;
+	if (!tr->no_sockets)
+		sockets_gather_ended(&tr->bpf, ended, &p->socks);
 	for (prev = NULL; tr->bpf.followed_tgids >= 0 &&
 	     bpf_map_get_next_key(tr->bpf.followed_tgids, prev, &next) == 0; prev = &key) {
 		key = next;
@@ -67,6 +71,7 @@ void prune_apply(const struct tracer *tr, const struct pruned *p)
 			     tr->bpf.tgid_spill };
 	u64 since;
 
+	sockets_free_ended(&tr->bpf, &p->socks);
 	for (int i = 0; i < p->n; i++) {
 		u32 tgid = p->one[i].tgid;
 		bool followed = !bpf_map_lookup_elem(tr->bpf.followed_tgids, &tgid, &since);

@@ -79,6 +79,61 @@ int sockets_reset(const struct tracer_bpf *t)
 	return 0;
 }
 
+struct ended_sock {
+	struct sock_key key;
+	u32 slot;
+};
+
+/* The records whose process ended (its tgid in their key). A record of a live process stays
+ * until a reset: whether its socket closed is not known from here. */
+void sockets_gather_ended(const struct tracer_bpf *t, bool (*ended)(u32 tgid),
+			  struct ended_socks *e)
+{
+	int slots = map_fd(t, "sock_slot");
+	struct sock_key key, next;
+	void *prev = NULL;
+	u32 slot;
+
+	e->n = 0;
+	for (; slots >= 0 && bpf_map_get_next_key(slots, prev, &next) == 0; prev = &key) {
+		key = next;
+		if (!ended(key.tgid) || bpf_map_lookup_elem(slots, &key, &slot))
+			continue;
+		if (e->n == e->cap) {
+			int cap = e->cap ? e->cap * 2 : 64;
+			struct ended_sock *grown = realloc(e->one, cap * sizeof(*grown));
+
+			if (!grown)
+				return;
+			e->one = grown;
+			e->cap = cap;
+		}
+		e->one[e->n++] = (struct ended_sock){ .key = key, .slot = slot };
+	}
+}
+
+/* Each gathered record still in place is forgotten, then zeroed, then its slot freed: in that
+ * order, so that no lookup finds it half made. Its process is gone, so no thread of it holds
+ * the slot; a thread that cached the slot checks the record's identity, which no longer
+ * matches once zeroed. */
+void sockets_free_ended(const struct tracer_bpf *t, const struct ended_socks *e)
+{
+	int slots = map_fd(t, "sock_slot"), recs = map_fd(t, "sock_stats");
+	int free_q = map_fd(t, "sock_free");
+	struct sock_stats zero = {};
+	u32 slot;
+
+	if (slots < 0 || recs < 0 || free_q < 0)
+		return;
+	for (int i = 0; i < e->n; i++) {
+		if (bpf_map_lookup_elem(slots, &e->one[i].key, &slot) || slot != e->one[i].slot ||
+		    bpf_map_delete_elem(slots, &e->one[i].key))
+			continue;	/* gone meanwhile (a reset): not ours to give back */
+		bpf_map_update_elem(recs, &slot, &zero, BPF_ANY);
+		bpf_map_update_elem(free_q, NULL, &slot, BPF_ANY);
+	}
+}
+
 /* Counter i of netio_counters (enum netio_counter), summed over the CPUs. */
 static unsigned long long counter_sum(const struct tracer_bpf *t, u32 i)
 {

@@ -16,6 +16,16 @@ int sockets_set_off(const struct tracer_bpf *t, bool off);
 int sockets_reset(const struct tracer_bpf *t);
 /* The records into s->socks (stats_read). */
 int sockets_read(const struct tracer_bpf *t, struct snapshot *s);
+/* --prune-exited (prune.c): the records of processes that ended, gathered before a snapshot
+ * and given back to the free slots after it (that snapshot holds their last counts). */
+struct ended_sock;
+struct ended_socks {
+	struct ended_sock *one;
+	int n, cap;
+};
+void sockets_gather_ended(const struct tracer_bpf *t, bool (*ended)(u32 tgid),
+			  struct ended_socks *e);
+void sockets_free_ended(const struct tracer_bpf *t, const struct ended_socks *e);
 void sockets_open_ends(struct tracer_bpf *t);
 void sockets_keep_ends(const struct tracer_bpf *t);
 

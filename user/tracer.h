@@ -11,6 +11,7 @@
 #include "attach.h"
 #include "perf_counters.h"
 #include "profile.h"
+#include "sockets.h"
 #include "stats.h"
 
 #define MAX_PIDS 256
@@ -78,6 +79,7 @@ struct pruned_one {
 struct pruned {
 	struct pruned_one *one;
 	int n, cap;
+	struct ended_socks socks;	/* their socket records (sockets.c) */
 };
 void prune_gather(const struct tracer *tr, struct pruned *p);
 void prune_apply(const struct tracer *tr, const struct pruned *p);

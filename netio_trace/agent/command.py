@@ -16,6 +16,7 @@ import time
 
 from netio_trace.agent import exposition, labels
 from netio_trace.agent.verdicts import zerocopy_verdicts
+from netio_trace.agent.procevents import ProcEvents
 from netio_trace.agent.procinfo import Whois
 from netio_trace.agent.server import ListenError, MetricsServer
 from netio_trace.run.params import UsageError
@@ -151,7 +152,8 @@ class Agent:
         self.stop = threading.Event()
         self.signum = None
         self.last_snapshot = None           # monotonic time of the last snapshot read
-        self.agg = labels.Aggregator(Whois(), labels=opts["labels"],
+        self.events = ProcEvents()          # who a process was, should it end unseen
+        self.agg = labels.Aggregator(Whois(events=self.events), labels=opts["labels"],
                                      max_series=opts["max_series"],
                                      idle_expiry=opts["idle_expiry"])
 
@@ -176,6 +178,10 @@ class Agent:
         tmp = temp_dir()
         try:
             json_path = os.path.join(tmp, "trace.json")
+            if not self.events.start():     # before the tracer: no process falls between
+                print(f"{PROG}: no process events (proc connector): a process that ends "
+                      "before a snapshot sees it gets cgroup and netns unknown",
+                      file=sys.stderr)
             self._start_tracer(json_path)
             if self.stop.is_set():
                 print(f"{PROG}: {signal.Signals(self.signum).name} while starting",
@@ -191,6 +197,7 @@ class Agent:
             return status
         finally:
             self._end_tracer()
+            self.events.close()
             self.server.close()
             remove_temp_dir(tmp)
             for s, h in old.items():

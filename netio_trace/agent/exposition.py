@@ -54,6 +54,11 @@ def _own(trace, cpu, agg):
                       ("tcp_ends_lost", "TCP connections whose ends could not be recorded")):
         yield CounterMetricFamily(f"netio_agent_{key}", f"netio-trace agent: {what}",
                                   value=trace.get(key) or 0)
+    events = getattr(agg.whois, "events", None)      # procevents.ProcEvents, when listening
+    yield CounterMetricFamily("netio_agent_proc_events_lost", "netio-trace agent: process "
+                              "event reads that found events lost (the labels of processes "
+                              "that ended unseen may then be unknown)",
+                              value=events.lost if events is not None else 0)
     c = CounterMetricFamily("netio_agent_cpu_seconds", "netio-trace agent: CPU time (user + "
                             "system) of the agent's Python process and of its tracer",
                             labels=["process"])

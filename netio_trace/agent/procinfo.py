@@ -3,7 +3,9 @@ the tracer's snapshot does not carry per process. Read from /proc at the pid's f
 and cached by pid: one read per process, not one per snapshot.
 
 A process that exited before the agent first saw it (a short one, between two snapshots)
-has nothing left in /proc: its cgroup and netns are "unknown" (docs/agent.md says so)."""
+has nothing left in /proc: then what the process events told of it at its exec or fork
+(procevents.py) answers, and only where they told nothing are its cgroup and netns
+"unknown" (docs/agent.md says so)."""
 import os
 import time
 
@@ -38,17 +40,35 @@ class Whois:
     the others are forgotten after forget_after seconds (kept that long so that a late event
     of a process that ended, counted after its entry went, keeps its labels)."""
 
-    def __init__(self, proc="/proc", forget_after=FORGET_AFTER_S, clock=time.monotonic):
+    def __init__(self, proc="/proc", forget_after=FORGET_AFTER_S, clock=time.monotonic,
+                 events=None):
         self.proc, self.forget_after, self.clock = proc, forget_after, clock
+        self.events = events            # procevents.ProcEvents, or None
         self.cache, self.seen = {}, {}
+
+    def _alive(self, pid):
+        """{"cgroup", "netns"} from /proc while pid lives, else None."""
+        cg = read_cgroup(pid, self.proc)
+        if cg is None:
+            return None
+        ns = read_netns(pid, self.proc)
+        return {"cgroup": cg, "netns": ns if ns is not None else UNKNOWN}
+
+    def _read(self, pid):
+        """From /proc while pid lives, else from the process events (its exec, or its nearest
+        ancestor's labels: cached here, or from /proc while it lives)."""
+        who = self._alive(pid)
+        if who is not None or self.events is None:
+            return who
+        return self.events.labels(pid, read=lambda p: self.cache.get(p, (None, None))[1]
+                                  or self._alive(p))
 
     def of(self, pid, comm=None):
         comm_was, who = self.cache.get(pid, (None, None))
         if who is None or (comm is not None and comm != comm_was):
-            cg, ns = read_cgroup(pid, self.proc), read_netns(pid, self.proc)
-            if who is None or cg is not None:   # gone now: what was read before still holds
-                who = {"cgroup": cg if cg is not None else UNKNOWN,
-                       "netns": ns if ns is not None else UNKNOWN}
+            now = self._read(pid)
+            if who is None or now is not None:  # gone now: what was read before still holds
+                who = now or {"cgroup": UNKNOWN, "netns": UNKNOWN}
             self.cache[pid] = (comm, who)
         self.seen[pid] = self.clock()
         return who

@@ -1,0 +1,153 @@
+"""netio-tracer --prune-exited (needs root): rounds of a process in a cgroup that opens many TCP
+sockets, sends on each and ends. Each round's bytes are exact in the rewrites, the ended
+process and its socket records leave the tracer's maps after one, and the rounds together open
+more sockets than the tracer has records (NETIO_MAX_SOCK_RECORDS): every one is recorded all
+the same, because the ended rounds' records were given back. Without pruning the last round's
+sockets would find no record (sockets_untracked)."""
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from netio_trace.system.cgroup import cgroup2_root  # noqa: E402
+from conftest import TRACER, needs_built, needs_root  # noqa: E402
+
+ROUNDS, SOCKETS, BYTES = 3, 1600, 1000      # 4800 sockets: more than the 4096 records
+TIMEOUT = 120
+
+pytestmark = [needs_root("BPF, cgroups"), needs_built("netio-tracer"),
+              pytest.mark.skipif(not cgroup2_root(), reason="no cgroup2 mount")]
+
+# SOCKETS connections to argv[1], BYTES each, all open at once; then it waits for a line
+SENDER = ("import socket, sys\n"
+          "port, n, size = map(int, sys.argv[1:4])\n"
+          "socks = [socket.create_connection(('127.0.0.1', port)) for _ in range(n)]\n"
+          "for s in socks:\n"
+          "    s.sendall(b'x' * size)\n"
+          "print('sent', flush=True)\n"
+          "sys.stdin.readline()\n")
+
+
+def _max_records():
+    with open(os.path.join(REPO, "bpf", "netio.h")) as f:
+        return int(re.search(r"#define NETIO_MAX_SOCK_RECORDS (\d+)", f.read()).group(1))
+
+
+@pytest.fixture
+def cgroup_dir():
+    path = os.path.join(cgroup2_root(), f"netio-prune-test-{os.getpid()}")
+    os.mkdir(path)
+    yield path
+    deadline = time.monotonic() + 10
+    while os.path.isdir(path):
+        try:
+            os.rmdir(path)
+        except OSError:
+            assert time.monotonic() < deadline, f"{path} still busy"
+            time.sleep(0.05)
+
+
+def _drain(lsock, stop):
+    """Accept and read every connection to its end (a thread: the sender's sends complete)."""
+    lsock.settimeout(0.2)
+    conns = []
+    while not stop.is_set():
+        try:
+            c, _ = lsock.accept()
+            c.setblocking(False)
+            conns.append(c)
+        except socket.timeout:
+            pass
+        for c in list(conns):
+            try:
+                while c.recv(65536):
+                    pass
+                conns.remove(c)
+                c.close()
+            except BlockingIOError:
+                pass
+    for c in conns:
+        c.close()
+
+
+def _trace(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _wait(what, fn, timeout=TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.2)
+
+
+def _one_round(cg, port, out):
+    """One sender in cg: its sockets' bytes in a rewrite while it lives, then nothing of it
+    left in the maps (process or sockets) once it ended."""
+    sender = subprocess.Popen(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec '
+                               f'{sys.executable} -c "$0" {port} {SOCKETS} {BYTES}', SENDER],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert sender.stdout.readline() == "sent\n"
+        pid = sender.pid
+
+        def mine():
+            t = _trace(out)
+            socks = [s for s in t.get("sockets") or [] if s.get("pid") == pid]
+            return (t, socks) if len(socks) == SOCKETS and all(
+                s.get("tx_bytes") == BYTES for s in socks) else None
+        t, _ = _wait(f"round of pid {pid}: {SOCKETS} sockets of {BYTES} bytes", mine)
+        assert t["processes"][str(pid)]["tx_bytes"] == SOCKETS * BYTES
+        sender.stdin.close()
+        assert sender.wait(timeout=TIMEOUT) == 0
+    finally:
+        if sender.poll() is None:
+            sender.kill()
+            sender.wait()
+    _wait(f"pid {pid} and its sockets pruned", lambda: (lambda t: t and str(pid) not in (
+        t.get("processes") or {}) and not [s for s in t.get("sockets") or []
+                                           if s.get("pid") == pid])(_trace(out)))
+    return _trace(out)
+
+
+def test_ended_processes_and_their_socket_records_are_pruned(cgroup_dir, tmp_path):
+    assert ROUNDS * SOCKETS > _max_records()
+    out = tmp_path / "trace.json"
+    lsock = socket.create_server(("127.0.0.1", 0), backlog=4096)
+    stop = threading.Event()
+    drain = threading.Thread(target=_drain, args=(lsock, stop), daemon=True)
+    drain.start()
+    tracer = subprocess.Popen([TRACER, "--cgroup", cgroup_dir, "--json", str(out),
+                               "--json-every", "0.5", "--prune-exited", "--no-sample",
+                               "--no-counters"], stderr=subprocess.PIPE, text=True)
+    try:
+        while "following cgroup" not in (line := tracer.stderr.readline()):
+            assert line, f"tracer ended: {tracer.wait()}"
+        threading.Thread(target=lambda: [None for _ in tracer.stderr], daemon=True).start()
+        for _ in range(ROUNDS):
+            last = _one_round(cgroup_dir, lsock.getsockname()[1], out)
+            assert not last.get("sockets_untracked"), last.get("sockets_untracked")
+    finally:
+        tracer.terminate()
+        assert tracer.wait(timeout=30) == 0
+        stop.set()
+        drain.join()
+        lsock.close()
