@@ -133,10 +133,10 @@ $(BUILD)/tests/test_zc_seq: tests/unit/test_zc_seq.c bpf/zc_seq.h | $(BUILD)/tes
 $(BUILD)/tests/%: tests/unit/%.c $(WL_LIB_OBJS) $(COMMON_OBJS) | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Iworkloads -Iuser -Icommon $^ -o $@ -lpthread -luring
 
-# self-contained: nothing of workloads/ or common/ (tests/programs/progs.h says why)
+# nothing of workloads/, of common/ only the kernel's interface (tests/programs/progs.h says why)
 $(BUILD)/tests/programs/uring-send-zc: PROG_LIBS := -luring
-$(BUILD)/tests/programs/%: tests/programs/%.c $(wildcard tests/programs/*.h) | $(BUILD)/tests/programs
-	$(CC) $(CFLAGS) $< -o $@ $(PROG_LIBS)
+$(BUILD)/tests/programs/%: tests/programs/%.c $(wildcard tests/programs/*.h) common/msg_zerocopy.h common/uring_zc.h | $(BUILD)/tests/programs
+	$(CC) $(CFLAGS) -Icommon $< -o $@ $(PROG_LIBS)
 
 unittest: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do $$t; done

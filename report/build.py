@@ -95,7 +95,7 @@ def _undecided_text(sub, a, b, sizes, th, tr):
     """The sizes where the paired ratios still straddle 1 after the extra rounds."""
     und = []
     for size in sizes:
-        rs = stats.paired_ratios(sub, a, b, lambda r: r.get("throughput_gbps"), size, th, tr)
+        rs = _paired(sub, a, b, size, th, tr)
         if passes.undecided(rs):
             und.append(f"{_sz(size)} ({', '.join(f'{x:.2f}' for x in rs)})")
     if not und:
@@ -155,8 +155,7 @@ def _zerocopy_finding(answers, ok, tr, copy, zcs):
     zc_top = [r for r in zc if r["msg_size"] == size and r["threads"] == th]
     one = [r for r in ok if r["transport"] == tr and r["strategy"] == copy
            and r["msg_size"] == size and r["threads"] == th]
-    rs = stats.paired_ratios(answers, copy, zcs,
-                             lambda r: r.get("throughput_gbps"), size, th, tr)
+    rs = _paired(answers, copy, zcs, size, th, tr)
     ratio = stats.spread(rs)
     lines = [_zc_verdict(tr, copy, zcs, size, th, rs, ratio),
              _zc_completions(zc, zcs), _zc_bytes_seen(zc, tr),
@@ -323,8 +322,7 @@ def local_contrast(answers):
                 continue
             size = max(r["msg_size"] for r in sub if r["strategy"] == zcs)
             th = min(r["threads"] for r in sub)
-            rs = stats.paired_ratios(sub, copy, zcs, lambda r: r.get("throughput_gbps"),
-                                     size, th, tr)
+            rs = _paired(sub, copy, zcs, size, th, tr)
             if rs:
                 out.append(f"{tr}: {zcs}/{copy} = {stats.fmt_spread(stats.spread(rs))} at "
                            f"{_sz(size)}, {th} thread(s)")

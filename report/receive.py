@@ -84,13 +84,19 @@ def paired(runs, key, receive, value):
     return out
 
 
+def _cpu_verdict(ratios):
+    """passes.verdict of CPU per byte ratios, receive / copy: less is better, so it judges
+    their inverses ("ahead": cheaper than copy in every round)."""
+    return passes.verdict([1 / x for x in ratios if x])
+
+
 def _ratio_text(ratios, lower_better=False):
     """'1.23 (1.10–1.40) ▲': the paired ratios' median and range, ▲ where the receive does
     better than copy in every round (faster; for CPU, cheaper), ▼ worse, ≈ undecided."""
     s = stats.spread(ratios)
     if not s:
         return "–"
-    verdict = passes.verdict([1 / x for x in ratios if x] if lower_better else ratios)
+    verdict = _cpu_verdict(ratios) if lower_better else passes.verdict(ratios)
     mark = {"ahead": "▲", "behind": "▼"}.get(verdict, "≈")
     return f"{s['median']:.2f} ({s['min']:.2f}–{s['max']:.2f}) {mark}"
 
@@ -189,8 +195,7 @@ def where_mmap_wins(answers):
     CPU per byte, and by how much; or that the rounds decide no win."""
     won = []
     for key, t, c in _mmap_pairs(answers):
-        tv = passes.verdict(t)
-        cv = passes.verdict([1 / x for x in c if x]) if c else "undecided"
+        tv, cv = passes.verdict(t), _cpu_verdict(c)
         if "ahead" not in (tv, cv):
             continue
         share = stats.spread(mapped_share(r) for r in answers
@@ -207,22 +212,24 @@ def where_mmap_wins(answers):
             "range; a win at a low mapped share is not the mapping's): " + "; ".join(won) + ".")
 
 
+def _win(key, t, c):
+    """The sentence of one configuration: mmap against copy on throughput (t), and on the
+    receiver's CPU per byte (c) where it was measured."""
+    st, sc = stats.spread(t), stats.spread(c)
+    text = {"ahead": "wins on throughput", "behind": "loses on throughput",
+            "undecided": "is undecided on throughput"}[passes.verdict(t)]
+    cpu = ""
+    if sc:
+        cost = {"ahead": "less", "behind": "more", "undecided": "undecided"}[_cpu_verdict(c)]
+        cpu = (f"; the receiver's CPU per byte {sc['median']:.2f}× copy's "
+               f"({sc['min']:.2f}–{sc['max']:.2f}, {cost})")
+    return (f"mmap {text} {_where(key)}: {st['median']:.2f}× copy's throughput "
+            f"({st['min']:.2f}–{st['max']:.2f} over {st['n']} rounds){cpu}.")
+
+
 def wins(answers):
     """Sentences: mmap against copy at each configuration, by how much."""
-    out = []
-    for key, t, c in _mmap_pairs(answers):
-        st, sc = stats.spread(t), stats.spread(c)
-        tv, cv = passes.verdict(t), passes.verdict([1 / x for x in c if x]) if c else None
-        text = {"ahead": "wins on throughput", "behind": "loses on throughput",
-                "undecided": "is undecided on throughput"}[tv]
-        cpu = ""
-        if sc:
-            cpu = (f"; the receiver's CPU per byte {sc['median']:.2f}× copy's "
-                   f"({sc['min']:.2f}–{sc['max']:.2f}, "
-                   + {"ahead": "less", "behind": "more", "undecided": "undecided"}[cv] + ")")
-        out.append(f"mmap {text} {_where(key)}: {st['median']:.2f}× copy's throughput "
-                   f"({st['min']:.2f}–{st['max']:.2f} over {st['n']} rounds){cpu}.")
-    return out
+    return [_win(key, t, c) for key, t, c in _mmap_pairs(answers)]
 
 
 def cycles_rows(traced):

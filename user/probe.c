@@ -18,15 +18,12 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "json.h"
+#include "msg_zerocopy.h"
 #include "pmu.h"
 #include "probe.h"
 #include "profile.h"
 #include "builds.h"
 #include "trace_helpers.h"
-
-#ifndef SO_ZEROCOPY
-#define SO_ZEROCOPY 60
-#endif
 
 /* r0 = 0; exit */
 static const struct bpf_insn trivial[] = {

@@ -16,14 +16,8 @@
 #include <liburing.h>
 
 #include "message.h"
+#include "uring_zc.h"
 #include "zerocopy.h"
-
-#ifndef IORING_SEND_ZC_REPORT_USAGE
-#define IORING_SEND_ZC_REPORT_USAGE   (1U << 3)
-#endif
-#ifndef IORING_NOTIF_USAGE_ZC_COPIED
-#define IORING_NOTIF_USAGE_ZC_COPIED  (1U << 31)
-#endif
 
 struct wl_uring {
 	struct io_uring ring;

@@ -1,17 +1,11 @@
 #include <errno.h>
 #include <time.h>
-#include <linux/errqueue.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
+#include "msg_zerocopy.h"
 #include "zerocopy.h"
-
-#ifndef SO_ZEROCOPY
-#define SO_ZEROCOPY 60
-#endif
 
 int wl_zc_init(struct wl_zc_tracker *t, uint32_t nslots, uint32_t id_cap, uint32_t first_id)
 {
@@ -121,11 +115,7 @@ int wl_zc_drain(int fd, struct wl_zc_tracker *t)
 		for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
 			struct sock_extended_err serr;
 
-			if (!((cm->cmsg_level == SOL_IP && cm->cmsg_type == IP_RECVERR) ||
-			      (cm->cmsg_level == SOL_IPV6 && cm->cmsg_type == IPV6_RECVERR)))
-				continue;
-			memcpy(&serr, CMSG_DATA(cm), sizeof(serr));
-			if (serr.ee_origin != SO_EE_ORIGIN_ZEROCOPY || serr.ee_errno != 0)
+			if (!cmsg_recverr(cm, &serr) || !is_zc_completion(&serr))
 				continue;
 			wl_zc_complete(t, serr.ee_info, serr.ee_data,
 				       !!(serr.ee_code & SO_EE_CODE_ZEROCOPY_COPIED));

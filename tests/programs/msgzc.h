@@ -3,27 +3,14 @@
  * (from 0); a notification covers the ids [ee_info, ee_data], with SO_EE_CODE_ZEROCOPY_COPIED
  * when the kernel copied the data after all. The account keeps each id's bytes, so that the
  * bytes left in user pages to the end and the bytes copied can be compared with the tracer's.
- * Shared by udp-sender.c and tcp-zc-late.c. */
+ * The account is the programs' own; the kernel's interface it reads (common/msg_zerocopy.h)
+ * is the one the workloads read too. Shared by udp-sender.c and tcp-zc-late.c. */
 #ifndef NETIO_TEST_MSGZC_H
 #define NETIO_TEST_MSGZC_H
 
-#include <linux/errqueue.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
 
-#ifndef SO_EE_ORIGIN_ZEROCOPY
-#define SO_EE_ORIGIN_ZEROCOPY 5
-#endif
-#ifndef SO_EE_CODE_ZEROCOPY_COPIED
-#define SO_EE_CODE_ZEROCOPY_COPIED 1
-#endif
-#ifndef SO_ZEROCOPY
-#define SO_ZEROCOPY 60
-#endif
-#ifndef MSG_ZEROCOPY
-#define MSG_ZEROCOPY 0x4000000
-#endif
+#include "msg_zerocopy.h"
 
 struct zc_account {
 	unsigned long long *bytes;	/* of each id */
@@ -89,15 +76,12 @@ static inline int zc_drain(int fd, struct zc_account *a)
 		if (recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
 			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
 		a->notifications++;
-		/* a twin of workloads/zerocopy.c's walk: the programs share no code with it */
 		for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
 			struct sock_extended_err serr;
 
-			if (!((cm->cmsg_level == SOL_IP && cm->cmsg_type == IP_RECVERR) ||
-			      (cm->cmsg_level == SOL_IPV6 && cm->cmsg_type == IPV6_RECVERR)))
+			if (!cmsg_recverr(cm, &serr))
 				continue;
-			memcpy(&serr, CMSG_DATA(cm), sizeof(serr));
-			if (serr.ee_origin != SO_EE_ORIGIN_ZEROCOPY || serr.ee_errno != 0) {
+			if (!is_zc_completion(&serr)) {
 				a->other_errors++;
 				continue;
 			}

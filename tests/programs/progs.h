@@ -1,9 +1,10 @@
 /* What the test programs of tests/programs/ share: strict option parsing (and the options
  * they have in common), entering a network namespace, the ready line, addresses, the clock,
  * the error kept for the JSON line, and that line's first and last members (stream.h: TCP).
- * Nothing here comes from workloads/ or common/: these programs check the tracer against
- * counts of their own, so they must not share the code (or the mistakes) of the workloads the
- * tracer was built around.
+ * Nothing here comes from workloads/: these programs check the tracer against counts of
+ * their own, so they must not share the code (or the mistakes) of the workloads the tracer was
+ * built around. Of common/ they take only the kernel's interface, which is no one's counting
+ * (msg_zerocopy.h, uring_zc.h: constants older headers lack, where a completion sits).
  *
  * Every program prints one JSON object on stdout with what it counted itself. Exit status: 0
  * done, 1 runtime failure (the JSON still printed, with "error"), 2 bad usage (one line on

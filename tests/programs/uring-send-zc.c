@@ -27,17 +27,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "uring_zc.h"
 #include "progs.h"
 #include "stream.h"
 #include "msgzc.h"
-
-/* As in workloads/uring.h: a twin, as these programs share no code with the workloads */
-#ifndef IORING_SEND_ZC_REPORT_USAGE
-#define IORING_SEND_ZC_REPORT_USAGE (1U << 3)
-#endif
-#ifndef IORING_NOTIF_USAGE_ZC_COPIED
-#define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
-#endif
 
 struct sender {
 	struct io_uring ring;
