@@ -28,7 +28,9 @@ from netio_trace.tracer import set_pdeathsig, trace_argv
 
 PROG = "netio-trace agent"
 DEFAULT_LISTEN = "127.0.0.1:9464"
-SNAPSHOT_S = 1.0            # how often the tracer rewrites its trace object
+SNAPSHOT_S = 2.0            # how often the tracer rewrites its trace object: each costs the
+                            # tracer a walk of every task of the host (its flush), so idle
+                            # stays under 1% of a CPU with the process events (docs/agent.md)
 READY_TIMEOUT_S = 120.0     # loading every program, BTF parsing, then each cgroup's processes
 STALE_AFTER_S = 10.0        # /healthz fails when no snapshot came for this long
 MAX_CGROUPS = 16            # NETIO_MAX_CGROUPS (bpf/netio.h)
@@ -240,19 +242,19 @@ class Agent:
     def _loop(self, json_path):
         """Each new snapshot into the label sets, then a whole exposition swapped in; exit 0 on
         a signal, 1 when the tracer ended on its own."""
-        seen = None
+        taken = json_path + ".taken"
         while not self.stop.wait(SNAPSHOT_S / 4):
             if self.tracer.poll() is not None:
                 print(f"{PROG}: the tracer ended (status {self.tracer.returncode})",
                       file=sys.stderr)
                 return 1
             try:
-                mtime = os.stat(json_path).st_mtime_ns
+                # taking it tells the tracer it was read (--prune-exited): only then does it
+                # forget the processes whose last counts it holds
+                os.rename(json_path, taken)
             except FileNotFoundError:
                 continue
-            if mtime != seen:
-                seen = mtime
-                self._take(json_path)
+            self._take(taken)
         return 0
 
     def _take(self, json_path):

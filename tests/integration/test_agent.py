@@ -151,7 +151,7 @@ def tracer_trace(agent_pid):
     for d in os.listdir(tmp):
         if d.startswith(f"netio-trace-{agent_pid}-"):
             try:
-                with open(os.path.join(tmp, d, "trace.json")) as f:
+                with open(os.path.join(tmp, d, "trace.json.taken")) as f:   # the agent's
                     return json.load(f)
             except (OSError, ValueError):
                 pass
