@@ -156,3 +156,11 @@ def test_the_verdict_metric_says_trace_s_zero_copy_verdict_per_cgroup_and_comm()
     assert found == {("/cg1", "a", "would not help")}       # delivered locally
     text = exposition.render(labels.Aggregator(FakeWhois()), {}, {}, found).decode()
     assert 'netio_zerocopy_verdict{cgroup="/cg1",comm="a",verdict="would not help"} 1.0' in text
+
+
+def test_a_socket_seen_local_stays_local_when_tcp_ends_forgets_its_peer():
+    agg = labels.Aggregator(FakeWhois())
+    agg.add({"processes": {}, "sockets": [sock(101, 10)]}, now=0)
+    agg.add({"processes": {}, "sockets": [sock(101, 25, peer_local=False)]}, now=1)
+    assert agg.sockets.live[("/cg1", "s", "7", "local", "tcp")].counters["tx_bytes"] == 25
+    assert ("/cg1", "s", "7", "remote", "tcp") not in agg.sockets.live
