@@ -15,7 +15,7 @@ import threading
 import time
 
 from netio_trace.agent import exposition, labels
-from netio_trace.agent.verdicts import zerocopy_verdicts
+from netio_trace.agent.verdicts import load_baseline, zerocopy_verdicts
 from netio_trace.agent.procevents import ProcEvents
 from netio_trace.agent.procinfo import Whois
 from netio_trace.agent.server import ListenError, MetricsServer
@@ -58,6 +58,10 @@ def add_parser(sub):
     g.add_argument("--max-series", metavar="N", default=str(labels.DEFAULT_MAX_SERIES),
                    help="at most N label sets of processes and N of sockets; more are summed "
                    f"into the _overflow set (default {labels.DEFAULT_MAX_SERIES})")
+    g.add_argument("--baseline", metavar="DIR",
+                   help="a `run --preset zerocopy` results directory of this machine: the "
+                   "zero-copy verdict then says would help / below the crossover where the "
+                   "traffic leaves the host (default: undecided there)")
     g.add_argument("--attach", metavar="MODE", default="auto",
                    help="tracer attach rung: auto|fentry|kprobe|tracepoint (default auto)")
 
@@ -102,7 +106,8 @@ def check(a):
     """Every check before anything starts; returns the options as a dict."""
     opts = dict(labels=_check_labels(a.labels), cgroups=_check_cgroups(a.cgroup),
                 idle_expiry=_positive(a.idle_expiry, "--idle-expiry"),
-                max_series=_positive(a.max_series, "--max-series", int), attach=a.attach)
+                max_series=_positive(a.max_series, "--max-series", int), attach=a.attach,
+                baseline=load_baseline(a.baseline, PROG) if a.baseline else None)
     err = privilege_error("agent", need_netadmin=False)
     if err:
         raise UsageError(err)
@@ -277,7 +282,7 @@ class Agent:
         """trace's verdicts on this snapshot; a flow the rules cannot read costs the metric,
         never the agent (the counters go on)."""
         try:
-            return zerocopy_verdicts(trace, self.agg.whois)
+            return zerocopy_verdicts(trace, self.agg.whois, self.opts["baseline"])
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
             print(f"{PROG}: verdicts skipped: {e!r}", file=sys.stderr)
             return set()
