@@ -42,7 +42,7 @@ ifneq ($(BPF_SRCS),)
 TARGETS += $(BUILD)/netio-tracer $(BUILD)/netio-bench-floor
 endif
 
-.PHONY: all deps run test unittest pytest vmtest bench clean
+.PHONY: all deps run test unittest pytest vmtest soak bench clean
 # run, test and bench need root (BPF, namespaces): as another user they re-run themselves with
 # sudo, so README's two commands are the same for root and for a sudo user.
 AS_ROOT := $(if $(filter 0,$(shell id -u)),,sudo)
@@ -147,6 +147,11 @@ pytest: all
 vmtest: all
 	NETIO_BUILD=$(abspath $(BUILD)) ./tests/vm/run-vmtest.sh
 
+# the agent's soak (tests/soak/: 10 minutes of churn, NETIO_SOAK_S to change it); `test` runs
+# it beside vmtest, whose QEMU guests take one core
+soak: all
+	NETIO_FULL_TEST=1 NETIO_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -rs -s tests/soak
+
 # deps first, in a make of its own: CLANG and BPFTOOL are looked up when a make starts, and
 # on a fresh machine they exist only after deps
 test:
@@ -154,7 +159,7 @@ test:
 	@$(AS_ROOT) $(MAKE) --no-print-directory all
 	@$(AS_ROOT) $(MAKE) --no-print-directory unittest
 	@$(AS_ROOT) $(MAKE) --no-print-directory pytest
-	@$(AS_ROOT) $(MAKE) --no-print-directory vmtest
+	@$(AS_ROOT) $(MAKE) --no-print-directory -j2 vmtest soak
 
 run:
 	@$(AS_ROOT) $(MAKE) --no-print-directory deps

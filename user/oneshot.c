@@ -98,18 +98,23 @@ static pid_t launch_gated(struct tracer *tr, char **cmd, char *err, size_t errle
 	return pid;
 }
 
-/* --json-every's rewrite; with --prune-exited, the processes that had ended before it are
- * forgotten once it holds their last counts (prune.c). */
+/* --json-every's rewrite. With --prune-exited the reader takes each rewrite by renaming it
+ * away, and only once the last one was taken (the file is gone) are the processes gathered
+ * before it forgotten: their last counts were read. Those that ended since are gathered for
+ * this one. Until it is taken they all stay, and are in the next rewrite too: a reader that
+ * falls behind, or reads only every other rewrite, loses nothing (prune.c). */
 static void rewrite_json(struct tracer *tr, struct pruned *pruned)
 {
 	char err[512];
 
-	if (tr->prune_exited)
-		prune_gather(tr, pruned);
-	if (snapshot_to(tr, tr->json_path, NULL, err, sizeof(err), false))
-		fprintf(stderr, "netio-tracer: %s\n", err);
-	else if (tr->prune_exited)
+	if (tr->prune_exited && access(tr->json_path, F_OK) != 0) {
 		prune_apply(tr, pruned);
+		prune_gather(tr, pruned);
+	}
+	if (snapshot_to(tr, tr->json_path, NULL, err, sizeof(err), false)) {
+		fprintf(stderr, "netio-tracer: %s\n", err);
+		prune_forget(pruned);	/* not written: not read, so not to be forgotten */
+	}
 }
 
 int run_oneshot(struct tracer *tr)

@@ -4,9 +4,9 @@
  * each), nor sock_slot and sock_stats with their sockets' records (NETIO_MAX_SOCK_RECORDS),
  * whose entries otherwise go only at a reset.
  *
- * The ended processes are gathered before a snapshot and deleted after it: their last counts
- * (a thread's exit flushes them) are in that snapshot, and a reader adding up snapshots loses
- * nothing. A pid followed again in between (reused, its followed-since value changed) keeps
+ * The ended processes are gathered before a snapshot and deleted once the reader took it
+ * (oneshot.c): their last counts (a thread's exit flushes them) are in that snapshot, and a
+ * reader adding up snapshots loses nothing. A pid followed again in between (reused, its followed-since value changed) keeps
  * its entries. The filter generation is not bumped: a process that ended has no thread whose
  * cached decision could be stale, and a reused pid's threads have storage of their own. */
 #include <errno.h>
@@ -64,7 +64,14 @@ void prune_gather(const struct tracer *tr, struct pruned *p)
 	}
 }
 
-/* Delete what prune_gather found, after the snapshot that holds its last counts. */
+/* Nothing gathered (its snapshot was not written). */
+void prune_forget(struct pruned *p)
+{
+	p->n = 0;
+	p->socks.n = 0;
+}
+
+/* Delete what prune_gather found, once the snapshot that holds its last counts was read. */
 void prune_apply(const struct tracer *tr, const struct pruned *p)
 {
 	const int maps[] = { tr->bpf.followed_tgids, tr->bpf.tgid_stats, tr->bpf.tgid_hist,

@@ -78,9 +78,10 @@ static const struct option_doc options[] = {
 	  "also rewrite --json FILE every S seconds while tracing (atomically), for\n"
 	  "a reader that follows the counts live (trace --openmetrics :PORT)" },
 	{ "prune-exited", NULL, OPT_PRUNE_EXITED,
-	  "with --json-every: after each rewrite, forget the processes that had\n"
-	  "ended before it (their last counts are in it), so that a tracer that\n"
-	  "runs for days does not fill its maps (netio-trace agent)" },
+	  "with --json-every: forget the processes that had ended before a rewrite\n"
+	  "once the reader took it (renamed it away: their last counts are in it),\n"
+	  "so that a tracer that runs for days does not fill its maps\n"
+	  "(netio-trace agent)" },
 	{ "control", NULL, OPT_CONTROL,
 	  "read commands on stdin (pid add, netns add, clear, reset, detach, attach,\n"
 	  "snapshot, quit)" },

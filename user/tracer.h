@@ -71,7 +71,8 @@ void stats_restart(struct tracer *tr);
 double stats_share(struct tracer *tr);
 void stats_restore(struct tracer *tr);
 
-/* prune.c: --prune-exited, the processes that ended gathered before a snapshot, deleted after */
+/* prune.c: --prune-exited, the processes that ended gathered before a snapshot, deleted once
+ * the reader took it */
 struct pruned_one {
 	u32 tgid;
 	u64 since;	/* its followed-since value; 0: it had statistics only */
@@ -83,6 +84,7 @@ struct pruned {
 };
 void prune_gather(const struct tracer *tr, struct pruned *p);
 void prune_apply(const struct tracer *tr, const struct pruned *p);
+void prune_forget(struct pruned *p);
 
 /* follow.c: what is followed (0, or -1 with err filled), and starting over */
 int follow_pid(struct tracer *tr, unsigned int pid, char *err, size_t errlen);

@@ -15,7 +15,7 @@ import threading
 import time
 
 from netio_trace.agent import exposition, labels
-from netio_trace.agent.verdicts import zerocopy_verdicts
+from netio_trace.agent.verdicts import load_baseline, zerocopy_verdicts
 from netio_trace.agent.procevents import ProcEvents
 from netio_trace.agent.procinfo import Whois
 from netio_trace.agent.server import ListenError, MetricsServer
@@ -28,7 +28,9 @@ from netio_trace.tracer import set_pdeathsig, trace_argv
 
 PROG = "netio-trace agent"
 DEFAULT_LISTEN = "127.0.0.1:9464"
-SNAPSHOT_S = 1.0            # how often the tracer rewrites its trace object
+SNAPSHOT_S = 2.0            # how often the tracer rewrites its trace object: each costs the
+                            # tracer a walk of every task of the host (its flush), so idle
+                            # stays under 1% of a CPU with the process events (docs/agent.md)
 READY_TIMEOUT_S = 120.0     # loading every program, BTF parsing, then each cgroup's processes
 STALE_AFTER_S = 10.0        # /healthz fails when no snapshot came for this long
 MAX_CGROUPS = 16            # NETIO_MAX_CGROUPS (bpf/netio.h)
@@ -56,6 +58,10 @@ def add_parser(sub):
     g.add_argument("--max-series", metavar="N", default=str(labels.DEFAULT_MAX_SERIES),
                    help="at most N label sets of processes and N of sockets; more are summed "
                    f"into the _overflow set (default {labels.DEFAULT_MAX_SERIES})")
+    g.add_argument("--baseline", metavar="DIR",
+                   help="a `run --preset zerocopy` results directory of this machine: the "
+                   "zero-copy verdict then says would help / below the crossover where the "
+                   "traffic leaves the host (default: undecided there)")
     g.add_argument("--attach", metavar="MODE", default="auto",
                    help="tracer attach rung: auto|fentry|kprobe|tracepoint (default auto)")
 
@@ -100,7 +106,8 @@ def check(a):
     """Every check before anything starts; returns the options as a dict."""
     opts = dict(labels=_check_labels(a.labels), cgroups=_check_cgroups(a.cgroup),
                 idle_expiry=_positive(a.idle_expiry, "--idle-expiry"),
-                max_series=_positive(a.max_series, "--max-series", int), attach=a.attach)
+                max_series=_positive(a.max_series, "--max-series", int), attach=a.attach,
+                baseline=load_baseline(a.baseline, PROG) if a.baseline else None)
     err = privilege_error("agent", need_netadmin=False)
     if err:
         raise UsageError(err)
@@ -240,19 +247,19 @@ class Agent:
     def _loop(self, json_path):
         """Each new snapshot into the label sets, then a whole exposition swapped in; exit 0 on
         a signal, 1 when the tracer ended on its own."""
-        seen = None
+        taken = json_path + ".taken"
         while not self.stop.wait(SNAPSHOT_S / 4):
             if self.tracer.poll() is not None:
                 print(f"{PROG}: the tracer ended (status {self.tracer.returncode})",
                       file=sys.stderr)
                 return 1
             try:
-                mtime = os.stat(json_path).st_mtime_ns
+                # taking it tells the tracer it was read (--prune-exited): only then does it
+                # forget the processes whose last counts it holds
+                os.rename(json_path, taken)
             except FileNotFoundError:
                 continue
-            if mtime != seen:
-                seen = mtime
-                self._take(json_path)
+            self._take(taken)
         return 0
 
     def _take(self, json_path):
@@ -275,7 +282,7 @@ class Agent:
         """trace's verdicts on this snapshot; a flow the rules cannot read costs the metric,
         never the agent (the counters go on)."""
         try:
-            return zerocopy_verdicts(trace, self.agg.whois)
+            return zerocopy_verdicts(trace, self.agg.whois, self.opts["baseline"])
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
             print(f"{PROG}: verdicts skipped: {e!r}", file=sys.stderr)
             return set()

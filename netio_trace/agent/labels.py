@@ -211,7 +211,10 @@ class Aggregator:
             if not isinstance(s, dict) or s.get("pid") is None:
                 continue
             k = socket_key(s)
-            gains = _counter_deltas(s, self.last_socks.get(k), SOCKET_COUNTERS)
+            last = self.last_socks.get(k)
+            if last is not None and peer_kind(last) == "local":
+                s = dict(s, peer_local=1)   # once seen local, local: tcp_ends may forget it
+            gains = _counter_deltas(s, last, SOCKET_COUNTERS)
             if gains:
                 key = self._key(s["pid"], s.get("comm"), (peer_kind(s), str(s.get("proto"))),
                                 netns=s.get("netns"))

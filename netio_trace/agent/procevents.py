@@ -36,13 +36,27 @@ MAX_ENTRIES = 200_000
 MAX_HOPS = 8                            # parents walked for a child that never exec'd
 
 
+def _filters_events(release=None):
+    """Whether the kernel takes an event filter with the listen (struct proc_input: 6.6+);
+    before, a listen of any other length than the bare op is ignored."""
+    try:
+        major, minor = (int(x) for x in (release or os.uname().release).split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (6, 6)
+
+
 def _subscribe():
-    """A netlink socket on the proc connector's group, listening; OSError where not allowed."""
+    """A netlink socket on the proc connector's group, listening to forks and execs only where
+    the kernel filters (every thread's exit and the like otherwise wake us too); OSError where
+    not allowed."""
     s = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_CONNECTOR)
     try:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         s.bind((0, CN_IDX_PROC))
         op = struct.pack("=I", PROC_CN_MCAST_LISTEN)
+        if _filters_events():
+            op += struct.pack("=I", PROC_EVENT_FORK | PROC_EVENT_EXEC)
         cn = CN_HDR.pack(CN_IDX_PROC, CN_VAL_PROC, 0, 0, len(op), 0) + op
         s.send(NL_HDR.pack(NL_HDR.size + len(cn), NLMSG_DONE, 0, 0, 0) + cn)
     except OSError:

@@ -2,7 +2,8 @@
 405 for another method).
 
 A thread per connection with a socket timeout: a scraper that stalls or sends garbage holds
-its own thread for at most TIMEOUT_S, never the tracing loop (which runs in the main thread
+its own thread for at most TIMEOUT_S, never the tracing loop; at most MAX_CONNECTIONS at once
+(more are closed at once: many slow clients cost threads, not the tracing) (which runs in the main thread
 and only swaps the exposition in). The exposition is one bytes object replaced whole by
 `publish()`: a scrape during a snapshot gets the last complete one, never half of the next."""
 import socket
@@ -11,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 TIMEOUT_S = 10.0
+MAX_CONNECTIONS = 32
 
 
 class ListenError(ValueError):
@@ -62,6 +64,22 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True       # a connection in its timeout does not hold up the exit
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request, client_address):
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)      # full: closed, no thread
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
 
 
 class _Server6(_Server):

@@ -151,7 +151,7 @@ def tracer_trace(agent_pid):
     for d in os.listdir(tmp):
         if d.startswith(f"netio-trace-{agent_pid}-"):
             try:
-                with open(os.path.join(tmp, d, "trace.json")) as f:
+                with open(os.path.join(tmp, d, "trace.json.taken")) as f:   # the agent's
                     return json.load(f)
             except (OSError, ValueError):
                 pass
@@ -303,6 +303,7 @@ def test_bad_input_is_one_line_exit_2_and_nothing_started():
             (("--listen", "192.0.2.1:9464"), "assign"),
             (("--cgroup", os.path.join(cgroup2_root(), "netio-no-such-cgroup")), "no such"),
             (("--labels", "pid,bogus"), "unknown label"),
+            (("--baseline", "/nonexistent-netio-baseline"), "no such directory"),
         ]
         for args, words in cases:
             status, lines = _bad("--listen", "127.0.0.1:0", *args) if args[0] != "--listen" \

@@ -1,6 +1,7 @@
 """netio-tracer --prune-exited (needs root): rounds of a process in a cgroup that opens many TCP
-sockets, sends on each and ends. Each round's bytes are exact in the rewrites, the ended
-process and its socket records leave the tracer's maps after one, and the rounds together open
+sockets, sends on each and ends. Each round's bytes are exact in the rewrites; the ended
+process and its socket records stay while the reader takes no rewrite, and leave the tracer's
+maps once it took one; the rounds together open
 more sockets than the tracer has records (NETIO_MAX_SOCK_RECORDS): every one is recorded all
 the same, because the ended rounds' records were given back. Without pruning the last round's
 sockets would find no record (sockets_untracked)."""
@@ -82,8 +83,15 @@ def _drain(lsock, stop):
 
 
 def _trace(path):
+    """The last rewrite, taken (renamed away) as --prune-exited's reader takes it: the
+    tracer forgets ended processes only once the rewrite holding their last counts was."""
+    taken = f"{path}.taken"
     try:
-        with open(path) as f:
+        os.rename(path, taken)
+    except FileNotFoundError:
+        pass
+    try:
+        with open(taken) as f:
             return json.load(f)
     except (OSError, ValueError):
         return {}
@@ -118,6 +126,12 @@ def _one_round(cg, port, out):
         assert t["processes"][str(pid)]["tx_bytes"] == SOCKETS * BYTES
         sender.stdin.close()
         assert sender.wait(timeout=TIMEOUT) == 0
+        # not taken for a few rewrites: nothing of it forgotten, all of it in the last one
+        time.sleep(2)
+        with open(out) as f:
+            peek = json.load(f)
+        assert peek["processes"][str(pid)]["tx_bytes"] == SOCKETS * BYTES
+        assert len([s for s in peek["sockets"] if s.get("pid") == pid]) == SOCKETS
     finally:
         if sender.poll() is None:
             sender.kill()

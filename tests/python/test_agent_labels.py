@@ -1,14 +1,17 @@
 """The agent's label sets (netio_trace/agent/labels.py): carried totals, counters that never
 go backwards, idle expiry, bounded labels; and the exposition made from them."""
 import os
+import socket
 import sys
+import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from netio_trace.agent import exposition, labels  # noqa: E402
+from netio_trace.agent import exposition, labels, server  # noqa: E402
 from netio_trace.agent.procinfo import Whois  # noqa: E402
 
 
@@ -156,3 +159,38 @@ def test_the_verdict_metric_says_trace_s_zero_copy_verdict_per_cgroup_and_comm()
     assert found == {("/cg1", "a", "would not help")}       # delivered locally
     text = exposition.render(labels.Aggregator(FakeWhois()), {}, {}, found).decode()
     assert 'netio_zerocopy_verdict{cgroup="/cg1",comm="a",verdict="would not help"} 1.0' in text
+
+
+def test_a_socket_seen_local_stays_local_when_tcp_ends_forgets_its_peer():
+    agg = labels.Aggregator(FakeWhois())
+    agg.add({"processes": {}, "sockets": [sock(101, 10)]}, now=0)
+    agg.add({"processes": {}, "sockets": [sock(101, 25, peer_local=False)]}, now=1)
+    assert agg.sockets.live[("/cg1", "s", "7", "local", "tcp")].counters["tx_bytes"] == 25
+    assert ("/cg1", "s", "7", "remote", "tcp") not in agg.sockets.live
+
+
+def test_the_server_closes_connections_past_its_bound_and_still_serves():
+    """MAX_CONNECTIONS silent clients hold every slot: the next is closed at once; when they
+    go, /metrics answers again."""
+    s = server.MetricsServer("127.0.0.1:0", lambda: (True, "ok"))
+    s.publish(b"# EOF\n")
+    s.start()
+    try:
+        held = [socket.create_connection(("127.0.0.1", s.port))
+                for _ in range(server.MAX_CONNECTIONS)]
+        extra = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+        assert extra.recv(1) == b""             # closed, not held
+        extra.close()
+        for c in held:
+            c.close()
+        for _ in range(50):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{s.port}/metrics", timeout=5) as r:
+                    assert r.read() == b"# EOF\n"
+                    break
+            except OSError:
+                time.sleep(0.1)     # the held threads see their close
+        else:
+            raise AssertionError("no answer once the slots were free")
+    finally:
+        s.close()
