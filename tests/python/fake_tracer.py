@@ -6,12 +6,16 @@ docs/tracer.md, for testing the driver's client without root. FAKE_TRACER_MODE c
   load on (a libbpf line and its own reason on stderr, exit 1);
 - die-on-snapshot: exits at the first snapshot;
 - compat: the ready line and snapshot of the compat build on a kernel with kprobes and no
-  fentry (doctor's ladder rows)."""
+  fentry (doctor's ladder rows).
+FAKE_TRACER_CALLS, when set, names a file that gets one line per start: the arguments.
 import json
 import os
 import sys
 
 mode = os.environ.get("FAKE_TRACER_MODE", "")
+if os.environ.get("FAKE_TRACER_CALLS"):
+    with open(os.environ["FAKE_TRACER_CALLS"], "a") as calls:
+        calls.write(" ".join(sys.argv[1:]) + "\n")
 PROBE = {"kernel": "5.10.0-fake", "btf": True,
          "bpf_build": {"name": "compat", "missing": "task-local storage (5.11)"},
          "attach": {"fentry": False, "kprobe": True, "tp_btf": True, "tracepoint": True,

@@ -8,7 +8,9 @@
 #     extra test files (the fourth column there);
 #   - doctor (`./netio-trace doctor --json`, which must pass);
 #   - the tracer once on its own, whose snapshot gives the kernel's ladder.
-# Guests boot NETIO_VM_JOBS at a time (default 2: one host thread each). A guest that gives no
+# A kernel's extra test files boot a guest of their own, after the common ones: the matrix is
+# then about as long as its longest guest. Guests boot NETIO_VM_JOBS at a time (default 2: one
+# host thread each), the longest first; a guest that gives no
 # results is booted once more, and its first attempt's console, last test line and watchdog
 # log are printed; a test that fails is never retried. The output ends with each kernel's
 # "N passed, N failed" and the table kernel x probe point -> rung (the host's kernel included),
@@ -65,9 +67,21 @@ while read -r name suite regex extra; do
 done <"$root/tests/vm/kernels"
 [ ${#names[@]} -gt 0 ] || fail "no kernel selected (NETIO_VM_KERNELS=${NETIO_VM_KERNELS:-})"
 
+# the guests to boot, longest first: each kernel's common tests (with doctor and the ladder),
+# then each kernel's extra files: "unit" is the guest's directory, "of" its kernel's index
+declare -a units of tests main
+for i in "${!names[@]}"; do
+    units+=("${names[$i]}") of+=("$i") tests+=("$COMMON_TESTS") main+=(1)
+done
+for i in "${!names[@]}"; do
+    [ -n "${extras[$i]}" ] || continue
+    units+=("${names[$i]}-extra") of+=("$i") tests+=("${extras[$i]}") main+=(0)
+done
+
 k_arg=${VMTEST_K:+"-k '$VMTEST_K'"}
-# inner_script TESTS: what runs inside a guest, from the repository's root, into the attempt's
-# directory $out ($1), which the guest shares with us
+# inner_script TESTS MAIN: what runs inside a guest, from the repository's root, into the
+# attempt's directory $out ($1), which the guest shares with us; MAIN=1 runs doctor and the
+# tracer once for the kernel's ladder first
 inner_script() {
     cat <<INNER
 #!/bin/sh
@@ -75,9 +89,11 @@ out="\$1"
 echo "guest kernel \$(uname -r)" >"\$out/pytest.log"
 # if the tests hang, leave a trace of why before the host's timeout ends the guest
 ( sleep $((timeout_s - 90)); { ps aux; dmesg | tail -n 50; } >"\$out/hang.log" 2>&1 ) &
-"$build/netio-tracer" --json "\$out/ladder.json" -- true >"\$out/ladder.log" 2>&1
-NETIO_BUILD="$build" "$root/netio-trace" doctor --json >"\$out/doctor.json" 2>"\$out/doctor.err"
-echo \$? >"\$out/doctor.rc"
+if [ "$2" = 1 ]; then
+    "$build/netio-tracer" --json "\$out/ladder.json" -- true >"\$out/ladder.log" 2>&1
+    NETIO_BUILD="$build" "$root/netio-trace" doctor --json >"\$out/doctor.json" 2>"\$out/doctor.err"
+    echo \$? >"\$out/doctor.rc"
+fi
 NETIO_BUILD="$build" NETIO_VMTEST=1 PYTHONPATH="$root" PYTHONDONTWRITEBYTECODE=1 \\
     NETIO_TRACER_SKIP="${NETIO_TRACER_SKIP:-}" \\
     timeout -k 10 $((timeout_s - 60)) "$python" -m pytest -p no:cacheprovider -v -rfEP $k_arg \\
@@ -86,15 +102,22 @@ echo \$? >"\$out/rc"
 INNER
 }
 
-# boot_guest I ATTEMPT: kernel I's guest running its tests into scratch/NAME/ATTEMPT
+# boot_guest U ATTEMPT: guest U running its tests into scratch/UNIT/ATTEMPT
 boot_guest() {
-    local i="$1" out="$scratch/${names[$1]}/$2"
+    local u="$1" out="$scratch/${units[$1]}/$2"
     mkdir -p "$out"
-    inner_script "$COMMON_TESTS ${extras[$i]}" >"$out/inner.sh"
+    inner_script "${tests[$u]}" "${main[$u]}" >"$out/inner.sh"
     chmod +x "$out/inner.sh"
-    NETIO_VM_KERNEL="${images[$i]}" "$root/scripts/vm-exec.sh" "$out" "$out/inner.sh" \
+    NETIO_VM_KERNEL="${images[${of[$u]}]}" "$root/scripts/vm-exec.sh" "$out" "$out/inner.sh" \
         >"$out/vm-exec.log" 2>&1
     echo $? >"$out/vm-exec.rc"
+}
+
+# last_attempt U: the directory of guest U's last boot
+last_attempt() {
+    local out="$scratch/${units[$1]}/boot2"
+    [ -d "$out" ] || out="$scratch/${units[$1]}/boot1"
+    echo "$out"
 }
 
 # what a guest without results left: its last test line, the console's end, the watchdog's log
@@ -108,30 +131,29 @@ explain_no_results() {
 }
 
 start=$(date +%s)
-for i in "${!names[@]}"; do
+for u in "${!units[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-    echo "vmtest: booting ${names[$i]} (${images[$i]})"
-    boot_guest "$i" boot1 &
+    echo "vmtest: booting ${units[$u]} (${images[${of[$u]}]})"
+    boot_guest "$u" boot1 &
 done
 wait
-for i in "${!names[@]}"; do
-    out="$scratch/${names[$i]}/boot1"
+for u in "${!units[@]}"; do
+    out="$scratch/${units[$u]}/boot1"
     [ "$(cat "$out/vm-exec.rc")" = 3 ] && { cat "$out/vm-exec.log"; fail "a guest cannot be booted here"; }
     if [ ! -s "$out/junit.xml" ]; then
-        echo "vmtest: ${names[$i]}:"
+        echo "vmtest: ${units[$u]}:"
         explain_no_results "$out"
-        echo "vmtest: booting ${names[$i]} once more (a guest without results is retried once)"
-        boot_guest "$i" boot2
+        echo "vmtest: booting ${units[$u]} once more (a guest without results is retried once)"
+        boot_guest "$u" boot2
     fi
 done
 
 total_passed=0 total_failed=0 ladders=()
 "$build/netio-tracer" --json "$scratch/host-ladder.json" -- true >"$scratch/host-ladder.log" 2>&1
 ladders+=("host $(uname -r)=$scratch/host-ladder.json")
-for i in "${!names[@]}"; do
-    name="${names[$i]}"
-    out="$scratch/$name/boot2"
-    [ -d "$out" ] || out="$scratch/$name/boot1"
+for u in "${!units[@]}"; do
+    name="${units[$u]}"
+    out="$(last_attempt "$u")"
     read -r passed failed < <("$python" - "$out/junit.xml" <<'PY'
 import sys
 import xml.etree.ElementTree as ET
@@ -153,19 +175,22 @@ PY
         cat "$out/pytest.log"
         [ "${failed:-0}" = 0 ] && failed=1
     fi
-    if [ "$(cat "$out/doctor.rc" 2>/dev/null)" = 0 ]; then
-        passed=$((passed + 1))
-    else
-        echo "vmtest: $name: doctor failed:"; cat "$out/doctor.err" 2>/dev/null
-        failed=$((failed + 1))
+    kernel="$(sed -n 's/^guest kernel //p' "$out/pytest.log")"
+    if [ "${main[$u]}" = 1 ]; then
+        if [ "$(cat "$out/doctor.rc" 2>/dev/null)" = 0 ]; then
+            passed=$((passed + 1))
+        else
+            echo "vmtest: $name: doctor failed:"; cat "$out/doctor.err" 2>/dev/null
+            failed=$((failed + 1))
+        fi
+        ladders+=("$name $kernel=$out/ladder.json")
     fi
     grep -a "^getpid calls/s" "$out/pytest.log" | sed "s/^/vmtest: $name: /"
-    echo "vmtest: $name ($(sed -n 's/^guest kernel //p' "$out/pytest.log")): ${passed:-0} passed, ${failed:-1} failed"
+    echo "vmtest: $name ($kernel): ${passed:-0} passed, ${failed:-1} failed"
     total_passed=$((total_passed + ${passed:-0})) total_failed=$((total_failed + ${failed:-1}))
-    ladders+=("$name $(sed -n 's/^guest kernel //p' "$out/pytest.log")=$out/ladder.json")
 done
 echo "vmtest: the ladder, kernel x probe point -> rung"
 "$python" "$root/tests/vm/rung_table.py" "${ladders[@]}"
-echo "vmtest: ${#names[@]} kernels in $(( $(date +%s) - start )) s"
+echo "vmtest: ${#names[@]} kernels (${#units[@]} guests) in $(( $(date +%s) - start )) s"
 echo "$total_passed passed, $total_failed failed"
 [ "$total_failed" = 0 ]
