@@ -7,7 +7,7 @@ docs/tracer.md, for testing the driver's client without root. FAKE_TRACER_MODE c
 - die-on-snapshot: exits at the first snapshot;
 - compat: the ready line and snapshot of the compat build on a kernel with kprobes and no
   fentry (doctor's ladder rows).
-FAKE_TRACER_CALLS, when set, names a file that gets one line per start: the arguments.
+FAKE_TRACER_CALLS, when set, names a file that gets one line per start: the arguments."""
 import json
 import os
 import sys
