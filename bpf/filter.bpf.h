@@ -11,6 +11,7 @@
 
 #include "netio.h"
 #include "followed.bpf.h"
+#include "percpu_count.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -50,10 +51,7 @@ struct {
 
 static __always_inline void count_event(u32 which)
 {
-	u64 *c = bpf_map_lookup_elem(&netio_counters, &which);
-
-	if (c)
-		(*c)++;
+	percpu_count(&netio_counters, which);
 }
 
 /* A map update that fails for any reason but "already there" loses an event. */

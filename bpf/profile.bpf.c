@@ -23,6 +23,7 @@
 #include <bpf/bpf_core_read.h>
 #include "compat.bpf.h"
 #include "followed.bpf.h"
+#include "percpu_count.bpf.h"
 
 /* Shared with user/profile.c, which checks the key size against the map at load. */
 #define PROFILE_MAX_DEPTH 127 /* PERF_MAX_STACK_DEPTH */
@@ -149,14 +150,6 @@ struct {
 	__type(value, __u64);
 } tick_seq SEC(".maps");
 
-static __always_inline void stat_add(__u32 idx)
-{
-	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
-
-	if (v)
-		*v += 1;
-}
-
 #ifndef NETIO_COMPAT
 static long any_elem(struct bpf_map *map, const void *key, void *value, void *ctx)
 {
@@ -239,7 +232,7 @@ static __always_inline int do_sample(void *ctx, __u64 irq_sp, __u64 irq_ip)
 	__u32 flags = 0;
 	int err = 0;
 
-	stat_add(PROFILE_STAT_SEEN);
+	percpu_count(&stats, PROFILE_STAT_SEEN);
 
 	if (tgid == 0 || !tgid_followed(tgid)) {
 		int any = 0;
@@ -272,12 +265,12 @@ static __always_inline int do_sample(void *ctx, __u64 irq_sp, __u64 irq_ip)
 	if (key.ustack < 0 && key.ustack != -EFAULT && !(flags & PROFILE_F_SOFTIRQ))
 		err = 1;
 	if (key.kstack < 0 && key.ustack < 0) {
-		stat_add(PROFILE_STAT_LOST);
+		percpu_count(&stats, PROFILE_STAT_LOST);
 		return 0;
 	}
 	if (err) {
 		flags |= PROFILE_F_PARTIAL;
-		stat_add(PROFILE_STAT_PARTIAL);
+		percpu_count(&stats, PROFILE_STAT_PARTIAL);
 	}
 	key.flags = flags;
 
@@ -317,12 +310,12 @@ static __always_inline int do_sample(void *ctx, __u64 irq_sp, __u64 irq_ip)
 	} else if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST)) {
 		cnt = bpf_map_lookup_elem(&counts, &key);
 		if (!cnt) {
-			stat_add(PROFILE_STAT_LOST);
+			percpu_count(&stats, PROFILE_STAT_LOST);
 			return 0;
 		}
 		__sync_fetch_and_add(cnt, 1);
 	}
-	stat_add(PROFILE_STAT_COUNTED);
+	percpu_count(&stats, PROFILE_STAT_COUNTED);
 	return 0;
 }
 

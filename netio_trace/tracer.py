@@ -31,6 +31,17 @@ def set_pdeathsig(parent=None):
         os._exit(1)
 
 
+def terminate(p, grace):
+    """SIGTERM (the tracer detaches and exits), then SIGKILL after grace seconds, by the pid
+    we started; reaped either way."""
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
 class ControlTracer:
     """A running `netio-tracer --control`. Use as a context manager, or call close()."""
 
@@ -196,12 +207,7 @@ class ControlTracer:
             try:
                 p.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+                terminate(p, 5)
         for s in (p.stdin, p.stdout):
             try:
                 if s:

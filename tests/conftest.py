@@ -1,14 +1,19 @@
 """Shared by every pytest suite: the repository on sys.path, where the built binaries are, the
-skip markers the integration suites open with, and the Python suite's results fixture.
+skip markers the integration suites open with, the Python suite's results fixture, and what
+the root suites do alike: cgroups of their own, a process started in one, a trace object
+read, a condition waited for.
 
 Under `make test` (NETIO_FULL_TEST=1) a missing prerequisite is an error, not a skip: the
 suites' skip conditions exist for partial runs by hand, and must never let CI pass on tests
 that did not run."""
+import contextlib
+import json
 import os
 import select
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -20,6 +25,7 @@ if REPO not in sys.path:
 from analysis import files  # noqa: E402
 
 from netio_trace.system import paths  # noqa: E402
+from netio_trace.system.cgroup import cgroup2_root  # noqa: E402
 from netio_trace.system.netns import Topology  # noqa: E402
 
 BUILD = paths.build_dir()                 # $NETIO_BUILD, default <repo>/build
@@ -38,6 +44,11 @@ def needs_built(*names):
     """Skip marker of a test that runs these binaries of the build tree."""
     missing = [n for n in names if not os.access(os.path.join(BUILD, n), os.X_OK)]
     return pytest.mark.skipif(bool(missing), reason=f"{', '.join(missing)} not built in {BUILD}")
+
+
+def needs_cgroup2():
+    """Skip marker of a test that makes cgroup v2 directories of its own."""
+    return pytest.mark.skipif(not cgroup2_root(), reason="no cgroup2 mount")
 
 
 def namespaces(*transports):
@@ -101,3 +112,66 @@ def wait_line(proc, needle, timeout):
             if needle in line:
                 return seen
     raise AssertionError(f"never saw {needle!r}: {''.join(seen)}")
+
+
+def drain(pipe):
+    """Read a child's pipe to its end in a thread, so that the child never blocks writing."""
+    threading.Thread(target=lambda: [None for _ in pipe], daemon=True).start()
+
+
+def wait_for(what, fn, timeout=30, every=0.5):
+    """fn() once it is true, tried every `every` seconds; the test fails after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(every)
+
+
+@contextlib.contextmanager
+def made_cgroups(*names, timeout=10):
+    """cgroup v2 directories below the mount, made in order (a parent before its children):
+    their paths. Removed at the end, children first, each once the processes that were in it
+    are reaped; one still busy after timeout seconds fails the test."""
+    made = []
+    for name in names:
+        made.append(os.path.join(cgroup2_root(), name))
+        os.mkdir(made[-1])
+    yield made
+    for path in reversed(made):
+        deadline = time.monotonic() + timeout
+        while os.path.isdir(path):
+            try:
+                os.rmdir(path)
+            except OSError:
+                assert time.monotonic() < deadline, f"{path} still busy"
+                time.sleep(0.05)
+
+
+def in_cgroup(cg, *argv):
+    """The argv of a shell that moves itself into cgroup cg, then execs argv: the same pid,
+    so that the process is in cg before its first instruction and the caller holds its pid."""
+    return ["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", *map(str, argv)]
+
+
+def read_trace(path):
+    """The trace object the tracer wrote at path; {} where there is none (yet)."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def fdinfo_ids(pid, key):
+    """The ids under key (prog_id, map_id) in pid's fdinfo: the BPF objects it holds an fd of."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                ids.update(int(line.split()[1]) for line in f if line.startswith(key + ":"))
+        except OSError:
+            pass
+    return ids

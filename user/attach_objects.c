@@ -265,32 +265,30 @@ fail:
 	return -1;
 }
 
+/* *pp destroyed and forgotten (GLib's g_clear_pointer): a failed climb closes, and the
+ * tracer's teardown closes again, which must then find nothing left to destroy. */
+#define CLEAR_POINTER(pp, destroy)		\
+	do {					\
+		destroy(*(pp));			\
+		*(pp) = NULL;			\
+	} while (0)
+
 void tracer_bpf_close(struct tracer_bpf *t)
 {
 	for (int i = 0; i < t->nprogs; i++)
 		bpf_link__destroy(t->progs[i].link);
 	t->nprogs = 0;
-	bpf_link__destroy(t->flush_iter);
-	t->flush_iter = NULL;
-	flush_bpf__destroy(t->flush);
-	t->flush = NULL;
-	follow_bpf__destroy(t->follow);
-	follow_bpf__destroy(t->follow_cgroups);
-	copy_fentry_bpf__destroy(t->copy_fentry);
-	copy_kprobe_bpf__destroy(t->copy_kprobe);
-	copy_tp_bpf__destroy(t->copy_tp);
-	zc_skb_bpf__destroy(t->zc_skb);
-	rx_mapped_bpf__destroy(t->rx_mapped);
-	syscalls_bpf__destroy(t->syscalls);
-	t->follow = NULL;
-	t->copy_fentry = NULL;
-	t->copy_kprobe = NULL;
-	t->copy_tp = NULL;
-	t->zc_skb = NULL;
-	t->rx_mapped = NULL;
-	t->syscalls = NULL;
-	ring_buffer__free(t->tcp_ends_ring);
-	t->tcp_ends_ring = NULL;
+	CLEAR_POINTER(&t->flush_iter, bpf_link__destroy);
+	CLEAR_POINTER(&t->flush, flush_bpf__destroy);
+	CLEAR_POINTER(&t->follow, follow_bpf__destroy);
+	CLEAR_POINTER(&t->follow_cgroups, follow_bpf__destroy);
+	CLEAR_POINTER(&t->copy_fentry, copy_fentry_bpf__destroy);
+	CLEAR_POINTER(&t->copy_kprobe, copy_kprobe_bpf__destroy);
+	CLEAR_POINTER(&t->copy_tp, copy_tp_bpf__destroy);
+	CLEAR_POINTER(&t->zc_skb, zc_skb_bpf__destroy);
+	CLEAR_POINTER(&t->rx_mapped, rx_mapped_bpf__destroy);
+	CLEAR_POINTER(&t->syscalls, syscalls_bpf__destroy);
+	CLEAR_POINTER(&t->tcp_ends_ring, ring_buffer__free);
 	for (int i = 0; i < t->nshared; i++)
 		close(t->shared[i].fd);
 	t->nshared = 0;

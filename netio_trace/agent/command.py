@@ -24,7 +24,7 @@ from netio_trace.system import paths, state
 from netio_trace.system.cgroup import cgroup2_root
 from netio_trace.system.privileges import privilege_error
 from netio_trace.trace_session import clean_after_dead_drivers, remove_temp_dir, temp_dir
-from netio_trace.tracer import set_pdeathsig, trace_argv
+from netio_trace.tracer import set_pdeathsig, terminate, trace_argv
 
 PROG = "netio-trace agent"
 DEFAULT_LISTEN = "127.0.0.1:9464"
@@ -288,15 +288,10 @@ class Agent:
             return set()
 
     def _end_tracer(self):
-        """SIGTERM (it detaches and exits), then SIGKILL, by the pid we started."""
+        """Our tracer ended (terminate) if it still runs, and no longer ours to clean after."""
         p = self.tracer
         if p is None:
             return
         if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            terminate(p, 15)
         state.forget_child(p.pid)

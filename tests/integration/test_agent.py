@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -25,14 +24,15 @@ if REPO not in sys.path:
 
 from netio_trace.system.cgroup import cgroup2_root  # noqa: E402
 from netio_trace.trace_session import clean_after_dead_drivers  # noqa: E402
+from conftest import (drain, fdinfo_ids, in_cgroup, made_cgroups, needs_cgroup2,  # noqa: E402
+                      needs_root, read_trace, wait_for)
 
 RULES = os.path.join(REPO, "docs", "agent", "rules.yml")
 BYTES = {"a": 1_000_003, "b": 3_000_017}       # what each cgroup's sender sends
 TIMEOUT = 120
 
 pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF, cgroups)"),
-    pytest.mark.skipif(not cgroup2_root(), reason="no cgroup2 mount"),
+    needs_root("BPF, cgroups"), needs_cgroup2(),
     pytest.mark.skipif(not shutil.which("prometheus") or not shutil.which("promtool"),
                        reason="no prometheus/promtool (make deps installs Debian's prometheus)"),
 ]
@@ -53,7 +53,7 @@ def start_agent(*args):
         line = p.stderr.readline()
         assert line, f"the agent ended (status {p.wait()})"
         if "OpenMetrics on http://" in line:
-            threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
+            drain(p.stderr)
             return p, int(line.split("127.0.0.1:", 1)[1].split("/", 1)[0])
     raise AssertionError("the agent never served")
 
@@ -97,19 +97,8 @@ def by_cgroup(text, name, **match):
 
 @pytest.fixture
 def cgroups():
-    root = cgroup2_root()
-    made = {k: os.path.join(root, f"netio-agent-test-{os.getpid()}-{k}") for k in BYTES}
-    for d in made.values():
-        os.mkdir(d)
-    yield made
-    for d in made.values():
-        deadline = time.monotonic() + 10
-        while os.path.isdir(d):
-            try:
-                os.rmdir(d)
-            except OSError:
-                assert time.monotonic() < deadline, f"{d} still busy"
-                time.sleep(0.05)
+    with made_cgroups(*(f"netio-agent-test-{os.getpid()}-{k}" for k in BYTES)) as made:
+        yield dict(zip(BYTES, made))
 
 
 # two halves 2.5 s apart: the series exists (and is scraped) before the second half, so that
@@ -130,8 +119,7 @@ def send_from(cg, nbytes):
     received (the sender's own figures are what the test checks)."""
     lsock = socket.create_server(("127.0.0.1", 0))
     port = lsock.getsockname()[1]
-    sender = subprocess.Popen(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec '
-                               f'{sys.executable} -c "$0" {port} {nbytes}', SENDER])
+    sender = subprocess.Popen(in_cgroup(cg, sys.executable, "-c", SENDER, port, nbytes))
     conn, _ = lsock.accept()
     got = 0
     while True:
@@ -150,22 +138,8 @@ def tracer_trace(agent_pid):
     tmp = tempfile.gettempdir()
     for d in os.listdir(tmp):
         if d.startswith(f"netio-trace-{agent_pid}-"):
-            try:
-                with open(os.path.join(tmp, d, "trace.json.taken")) as f:   # the agent's
-                    return json.load(f)
-            except (OSError, ValueError):
-                pass
+            return read_trace(os.path.join(tmp, d, "trace.json.taken"))    # the agent's
     return {}
-
-
-def wait_for(what, fn, timeout=30):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.5)
 
 
 def prometheus_config(tmp_path, port):
@@ -322,18 +296,6 @@ def _children(pid):
     return out
 
 
-def _progs_of(pid):
-    """The ids of the BPF programs pid holds an fd of (its fdinfo's prog_id)."""
-    out = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                out.update(int(line.split()[1]) for line in f if line.startswith("prog_id:"))
-        except OSError:
-            pass
-    return out
-
-
 def _gone(pid):
     try:
         os.kill(pid, 0)
@@ -354,7 +316,7 @@ def test_a_signal_leaves_no_bpf_program(sig):
     agent, port = start_agent("--cgroup", cgroup2_root())
     try:
         tracer = (_children(agent.pid) & _tracers()).pop()
-        held = _progs_of(tracer)
+        held = fdinfo_ids(tracer, "prog_id")
         assert held, "the tracer holds no program"
         status = stop(agent, sig)
         assert status == (0 if sig == signal.SIGTERM else -signal.SIGKILL)

@@ -10,15 +10,12 @@ import threading
 
 import pytest
 
-from test_agent import by_cgroup, get, start_agent, stop, wait_for  # noqa: F401 (fixtures)
-from netio_trace.system.cgroup import cgroup2_root
+from test_agent import by_cgroup, get, start_agent, stop
+from conftest import in_cgroup, made_cgroups, needs_cgroup2, needs_root, wait_for
 
 N, SIZE = 5, 100_003                # processes of each kind, bytes each sends
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF, cgroups)"),
-    pytest.mark.skipif(not cgroup2_root(), reason="no cgroup2 mount"),
-]
+pytestmark = [needs_root("BPF, cgroups"), needs_cgroup2()]
 
 # connects, sends SIZE bytes, ends: well under a snapshot
 SHORT = ("import socket, sys\n"
@@ -38,10 +35,8 @@ FORKER = ("import os, socket, sys\n"
 
 @pytest.fixture
 def cgroup_dir():
-    path = os.path.join(cgroup2_root(), f"netio-agent-short-{os.getpid()}")
-    os.mkdir(path)
-    yield path
-    os.rmdir(path)
+    with made_cgroups(f"netio-agent-short-{os.getpid()}") as (path,):
+        yield path
 
 
 def _receiver():
@@ -65,8 +60,7 @@ def _receiver():
 
 
 def _in(cg, script, *args):
-    return subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec '
-                           f'{sys.executable} -c "$0" "$@"', script, *map(str, args)],
+    return subprocess.run(in_cgroup(cg, sys.executable, "-c", script, *args),
                           timeout=60).returncode
 
 

@@ -16,40 +16,19 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from netio_trace.system.cgroup import cgroup2_root  # noqa: E402
 from netio_trace.system.netns import Topology  # noqa: E402
-from conftest import wait_line  # noqa: E402
+from conftest import (BUILD, CLIENT, SERVER, in_cgroup, made_cgroups, needs_cgroup2,  # noqa: E402
+                      needs_root, wait_line)
 
-BUILD = os.environ.get("NETIO_BUILD", os.path.join(REPO, "build"))
-SERVER = os.path.join(BUILD, "netio-server")
-CLIENT = os.path.join(BUILD, "netio-client")
 TIMEOUT = 120
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF, cgroups, namespaces)"),
-    pytest.mark.skipif(not cgroup2_root(), reason="no cgroup2 mount"),
-]
+pytestmark = [needs_root("BPF, cgroups, namespaces"), needs_cgroup2()]
 
 
 @pytest.fixture
 def cgroup_dir():
-    path = os.path.join(cgroup2_root(), f"netio-trace-test-{os.getpid()}")
-    os.mkdir(path)
-    yield path
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            os.rmdir(path)
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-
-
-def _in_cgroup(cg, command):
-    """sh that moves itself into cg, then execs command (same pid)."""
-    return ["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec {command}']
+    with made_cgroups(f"netio-trace-test-{os.getpid()}") as (path,):
+        yield path
 
 
 def _port(err_path, proc):
@@ -71,9 +50,9 @@ def test_workload_started_in_the_cgroup_after_the_tracer_counts_exactly(cgroup_d
     out, port_file = tmp_path / "trace.json", tmp_path / "port"
     with Topology("loopback") as topo:
         client = f"{CLIENT} --addr 127.0.0.1 --threads 1 --size 4096 --netns {topo.receiver_ns}"
-        early = subprocess.Popen(_in_cgroup(cgroup_dir, f"sh -c 'while [ ! -s {port_file} ]; "
-                                            f"do sleep 0.01; done; exec {client} --port "
-                                            f"$(cat {port_file})'"),
+        early = subprocess.Popen(in_cgroup(cgroup_dir, "sh", "-c", f"while [ ! -s {port_file} ]; "
+                                           f"do sleep 0.01; done; exec {client} --port "
+                                           f"$(cat {port_file})"),
                                  stdout=open(tmp_path / "c.json", "w"))
         while str(early.pid) not in open(os.path.join(cgroup_dir, "cgroup.procs")).read():
             time.sleep(0.01)
@@ -84,7 +63,7 @@ def test_workload_started_in_the_cgroup_after_the_tracer_counts_exactly(cgroup_d
             stderr=subprocess.PIPE, text=True)
         try:
             wait_line(tracer, "following cgroup", TIMEOUT)
-            server = _serve(_in_cgroup(cgroup_dir, _server_cmd(topo)), tmp_path / "in",
+            server = _serve(in_cgroup(cgroup_dir, *_server_cmd(topo).split()), tmp_path / "in",
                             port_file)
             assert early.wait(TIMEOUT) == 0 and server.wait(TIMEOUT) == 0
             outside = _serve(_server_cmd(topo).split(), tmp_path / "out")

@@ -21,14 +21,13 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from netio_trace.system.cgroup import cgroup2_root  # noqa: E402
-from conftest import TRACER, needs_built, needs_root  # noqa: E402
+from conftest import (TRACER, drain, in_cgroup, made_cgroups, needs_built,  # noqa: E402
+                      needs_cgroup2, needs_root, read_trace, wait_for, wait_line)
 
 ROUNDS, SOCKETS, BYTES = 3, 1600, 1000      # 4800 sockets: more than the 4096 records
 TIMEOUT = 120
 
-pytestmark = [needs_root("BPF, cgroups"), needs_built("netio-tracer"),
-              pytest.mark.skipif(not cgroup2_root(), reason="no cgroup2 mount")]
+pytestmark = [needs_root("BPF, cgroups"), needs_built("netio-tracer"), needs_cgroup2()]
 
 # SOCKETS connections to argv[1], BYTES each, all open at once; then it waits for a line
 SENDER = ("import socket, sys\n"
@@ -47,19 +46,11 @@ def _max_records():
 
 @pytest.fixture
 def cgroup_dir():
-    path = os.path.join(cgroup2_root(), f"netio-prune-test-{os.getpid()}")
-    os.mkdir(path)
-    yield path
-    deadline = time.monotonic() + 10
-    while os.path.isdir(path):
-        try:
-            os.rmdir(path)
-        except OSError:
-            assert time.monotonic() < deadline, f"{path} still busy"
-            time.sleep(0.05)
+    with made_cgroups(f"netio-prune-test-{os.getpid()}") as (path,):
+        yield path
 
 
-def _drain(lsock, stop):
+def _receive_all(lsock, stop):
     """Accept and read every connection to its end (a thread: the sender's sends complete)."""
     lsock.settimeout(0.2)
     conns = []
@@ -90,28 +81,13 @@ def _trace(path):
         os.rename(path, taken)
     except FileNotFoundError:
         pass
-    try:
-        with open(taken) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
-
-
-def _wait(what, fn, timeout=TIMEOUT):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.2)
+    return read_trace(taken)
 
 
 def _one_round(cg, port, out):
     """One sender in cg: its sockets' bytes in a rewrite while it lives, then nothing of it
     left in the maps (process or sockets) once it ended."""
-    sender = subprocess.Popen(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec '
-                               f'{sys.executable} -c "$0" {port} {SOCKETS} {BYTES}', SENDER],
+    sender = subprocess.Popen(in_cgroup(cg, sys.executable, "-c", SENDER, port, SOCKETS, BYTES),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert sender.stdout.readline() == "sent\n"
@@ -122,7 +98,8 @@ def _one_round(cg, port, out):
             socks = [s for s in t.get("sockets") or [] if s.get("pid") == pid]
             return (t, socks) if len(socks) == SOCKETS and all(
                 s.get("tx_bytes") == BYTES for s in socks) else None
-        t, _ = _wait(f"round of pid {pid}: {SOCKETS} sockets of {BYTES} bytes", mine)
+        t, _ = wait_for(f"round of pid {pid}: {SOCKETS} sockets of {BYTES} bytes", mine,
+                        TIMEOUT, every=0.2)
         assert t["processes"][str(pid)]["tx_bytes"] == SOCKETS * BYTES
         sender.stdin.close()
         assert sender.wait(timeout=TIMEOUT) == 0
@@ -136,9 +113,10 @@ def _one_round(cg, port, out):
         if sender.poll() is None:
             sender.kill()
             sender.wait()
-    _wait(f"pid {pid} and its sockets pruned", lambda: (lambda t: t and str(pid) not in (
+    wait_for(f"pid {pid} and its sockets pruned", lambda: (lambda t: t and str(pid) not in (
         t.get("processes") or {}) and not [s for s in t.get("sockets") or []
-                                           if s.get("pid") == pid])(_trace(out)))
+                                           if s.get("pid") == pid])(_trace(out)),
+             TIMEOUT, every=0.2)
     return _trace(out)
 
 
@@ -147,15 +125,14 @@ def test_ended_processes_and_their_socket_records_are_pruned(cgroup_dir, tmp_pat
     out = tmp_path / "trace.json"
     lsock = socket.create_server(("127.0.0.1", 0), backlog=4096)
     stop = threading.Event()
-    drain = threading.Thread(target=_drain, args=(lsock, stop), daemon=True)
-    drain.start()
+    receiver = threading.Thread(target=_receive_all, args=(lsock, stop), daemon=True)
+    receiver.start()
     tracer = subprocess.Popen([TRACER, "--cgroup", cgroup_dir, "--json", str(out),
                                "--json-every", "0.5", "--prune-exited", "--no-sample",
                                "--no-counters"], stderr=subprocess.PIPE, text=True)
     try:
-        while "following cgroup" not in (line := tracer.stderr.readline()):
-            assert line, f"tracer ended: {tracer.wait()}"
-        threading.Thread(target=lambda: [None for _ in tracer.stderr], daemon=True).start()
+        wait_line(tracer, "following cgroup", TIMEOUT)
+        drain(tracer.stderr)
         for _ in range(ROUNDS):
             last = _one_round(cgroup_dir, lsock.getsockname()[1], out)
             assert not last.get("sockets_untracked"), last.get("sockets_untracked")
@@ -163,5 +140,5 @@ def test_ended_processes_and_their_socket_records_are_pruned(cgroup_dir, tmp_pat
         tracer.terminate()
         assert tracer.wait(timeout=30) == 0
         stop.set()
-        drain.join()
+        receiver.join()
         lsock.close()

@@ -25,9 +25,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [REPO, os.path.join(REPO, "tests", "integration")]
 
-from test_agent import (_children, _tracers, by_cgroup, get, samples, start_agent, stop,  # noqa: E402
-                        wait_for)
-from netio_trace.system.cgroup import cgroup2_root  # noqa: E402
+from test_agent import _children, _tracers, by_cgroup, get, samples, start_agent, stop  # noqa: E402
+from conftest import (fdinfo_ids, in_cgroup, made_cgroups, needs_cgroup2, needs_root,  # noqa: E402
+                      wait_for)
 
 SOAK_S = float(os.environ.get("NETIO_SOAK_S", "600"))
 IDLE_S = float(os.environ.get("NETIO_SOAK_IDLE_S", "60"))
@@ -39,29 +39,15 @@ FILL_GROWTH, FILL_SLACK = 1.2, 64      # a hash map's median fill in the last qu
                                         # this over the second quarter's (a leak of 1% of the
                                         # sockets would be ~500 more)
 
-pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (BPF, cgroups)"),
-    pytest.mark.skipif(not cgroup2_root(), reason="no cgroup2 mount"),
-]
+pytestmark = [needs_root("BPF, cgroups"), needs_cgroup2()]
 
 
 @pytest.fixture
 def cgroups():
     """Our parent cgroup (the agent follows it) and its children a and b (the loads')."""
-    top = os.path.join(cgroup2_root(), f"netio-soak-{os.getpid()}")
-    kids = {k: os.path.join(top, k) for k in "ab"}
-    os.mkdir(top)
-    for d in kids.values():
-        os.mkdir(d)
-    yield top, kids
-    for d in [*kids.values(), top]:
-        deadline = time.monotonic() + 30
-        while os.path.isdir(d):
-            try:
-                os.rmdir(d)
-            except OSError:
-                assert time.monotonic() < deadline, f"{d} still busy"
-                time.sleep(0.1)
+    name = f"netio-soak-{os.getpid()}"
+    with made_cgroups(name, f"{name}/a", f"{name}/b", timeout=30) as (top, a, b):
+        yield top, {"a": a, "b": b}
 
 
 class Receivers:
@@ -148,15 +134,8 @@ def rss_kib(pid):
 
 def hash_fills(pid):
     """{map name: (entries, max_entries, type)} of the hash maps pid holds."""
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                ids.update(int(line.split()[1]) for line in f if line.startswith("map_id:"))
-        except OSError:
-            pass
     out = {}
-    for i in sorted(ids):
+    for i in sorted(fdinfo_ids(pid, "map_id")):
         show = json.loads(subprocess.run(["bpftool", "map", "show", "id", str(i), "--json"],
                                          capture_output=True, text=True).stdout or "{}")
         if "hash" not in show.get("type", ""):
@@ -188,9 +167,8 @@ def idle_share(port):
 def start_loads(kids, ports):
     """A load in each child cgroup (moved there, then exec'd): their Popen by cgroup."""
     loader = os.path.join(HERE, "load.py")
-    return {k: subprocess.Popen(["sh", "-c", f'echo $$ > {d}/cgroup.procs && exec '
-                                 f'{sys.executable} {loader} "$@"', "load", *map(str, (
-                                     *ports, SOAK_S, RATE, THREADS, BYTES, DATAGRAMS, SIZE))],
+    return {k: subprocess.Popen(in_cgroup(d, sys.executable, loader, *ports, SOAK_S, RATE, THREADS,
+                                          BYTES, DATAGRAMS, SIZE),
                                 stdout=subprocess.PIPE, text=True)
             for k, d in kids.items()}
 
