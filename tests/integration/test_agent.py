@@ -2,7 +2,7 @@
 of the host; two senders in two cgroups of ours with known byte counts; /metrics gives each
 cgroup's bytes exactly, and so does a real Prometheus scraping it every second (with the
 recording rules of docs/agent/rules.yml loaded); /healthz, a 404; the bad inputs (one line,
-exit 2, nothing started); SIGTERM ends it cleanly; SIGKILL leaves no BPF program."""
+exit 2, nothing started); SIGTERM ends it cleanly; SIGKILL leaves no BPF program, map or link."""
 import json
 import os
 import shutil
@@ -305,24 +305,27 @@ def _gone(pid):
         return f.read().rsplit(")", 1)[1].split()[0] == "Z"
 
 
-def _prog_ids():
-    cp = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True)
-    return {p["id"] for p in json.loads(cp.stdout or "[]")}
+def _bpf_ids(kind):
+    """The ids of every BPF object of a kind (prog, map, link) on the host."""
+    cp = subprocess.run(["bpftool", kind, "show", "--json"], capture_output=True, text=True)
+    return {o["id"] for o in json.loads(cp.stdout or "[]")}
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
-def test_a_signal_leaves_no_bpf_program(sig):
+def test_a_signal_leaves_no_bpf_program_map_or_link(sig):
     """Only the ids the agent's tracer held are counted: other sessions load their own."""
     agent, port = start_agent("--cgroup", cgroup2_root())
     try:
         tracer = (_children(agent.pid) & _tracers()).pop()
-        held = fdinfo_ids(tracer, "prog_id")
-        assert held, "the tracer holds no program"
+        held = {kind: fdinfo_ids(tracer, f"{kind}_id") for kind in ("prog", "map", "link")}
+        assert all(held.values()), f"the tracer holds none of some kind: {held}"
         status = stop(agent, sig)
         assert status == (0 if sig == signal.SIGTERM else -signal.SIGKILL)
         wait_for("the tracer's end", lambda: _gone(tracer))
-        # a program goes once its last fd and link are gone, freed after an RCU grace period
-        wait_for("its programs gone", lambda: not held & _prog_ids())
+        # an object goes once its last fd (and a program's last link) is gone, freed after an
+        # RCU grace period: maps by a deferred work item, later still
+        for kind, ids in held.items():
+            wait_for(f"its {kind}s gone", lambda: not ids & _bpf_ids(kind))
     finally:
         stop(agent, signal.SIGKILL)
     if sig == signal.SIGKILL:
