@@ -23,6 +23,7 @@ from bench.measure_overhead import section_overhead, section_unrelated, section_
 from bench.measure_sweep import section_passes, section_sweep
 from bench.measure_workloads import section_iperf3, section_scale, section_zerocopy
 from bench.churn import section_churn
+from bench.scrape import section_scrape
 from bench.sockets import section_sockets
 
 SECTIONS = [
@@ -36,6 +37,7 @@ SECTIONS = [
     ("unrelated", section_unrelated),
     ("sockets", section_sockets),
     ("churn", section_churn),
+    ("scrape", section_scrape),
 ]
 
 

@@ -4,7 +4,7 @@ for as long as it runs, its figures served as OpenMetrics on --listen.
 The tracer runs in its own mode on the cgroups (the cgroup2 root by default: every process
 of the host, those there now and those to come), rewriting its trace object every
 SNAPSHOT_S seconds (--json-every); the main thread reads each new one, adds it into the label
-sets (labels.py), renders the exposition whole and swaps it in (server.py). Everything that
+sets (labels.py); the next scrape renders the exposition from them (server.py). Everything that
 can be wrong with the command line is found before anything starts (one line, exit 2)."""
 import json
 import os
@@ -270,12 +270,14 @@ class Agent:
         except (OSError, ValueError) as e:
             print(f"{PROG}: snapshot unreadable, skipped: {e}", file=sys.stderr)
             return
-        self.agg.add(trace)
         cpu = {"agent": sum(os.times()[:2])}
         traced = cpu_seconds(self.tracer.pid)
         if traced is not None:
             cpu["tracer"] = traced
-        self.server.publish(exposition.render(self.agg, trace, cpu, self._verdicts(trace)))
+        verdicts = self._verdicts(trace)
+        with self.server.exposition.lock:      # a scrape renders whole snapshots only
+            self.agg.add(trace)
+            self.server.publish(lambda: exposition.render(self.agg, trace, cpu, verdicts))
         self.last_snapshot = time.monotonic()
 
     def _verdicts(self, trace):

@@ -2,10 +2,15 @@
 405 for another method).
 
 A thread per connection with a socket timeout: a scraper that stalls or sends garbage holds
-its own thread for at most TIMEOUT_S, never the tracing loop; at most MAX_CONNECTIONS at once
-(more are closed at once: many slow clients cost threads, not the tracing) (which runs in the main thread
-and only swaps the exposition in). The exposition is one bytes object replaced whole by
-`publish()`: a scrape during a snapshot gets the last complete one, never half of the next."""
+its own thread for at most TIMEOUT_S, never the tracing loop (the main thread); at most
+MAX_CONNECTIONS at once (more are closed at once: many slow clients cost threads, not the
+tracing).
+
+The exposition is made at the first scrape after a snapshot, not at each snapshot: a scrape
+every 15 s then pays for one of the seven or so snapshots between, and the main thread's
+loop only adds. `Exposition.lock` is held while the main thread adds a snapshot and while a
+scrape renders, so a scrape during a snapshot gets whole figures: the last snapshot's or the
+next one's, never half of one."""
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,7 +41,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
-            self._send(200, OPENMETRICS, self.server.exposition)
+            self._send(200, OPENMETRICS, self.server.exposition.current())
         elif path == "/healthz":
             ok, why = self.server.health()
             self._send(200 if ok else 503, "text/plain; charset=utf-8", (why + "\n").encode())
@@ -86,6 +91,29 @@ class _Server6(_Server):
     address_family = socket.AF_INET6
 
 
+class Exposition:
+    """The bytes a scrape gets, made on demand from the last `make` published."""
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self._make, self._bytes = None, b"# EOF\n"
+
+    def publish(self, make):
+        """make: the exposition's bytes, or a function that makes them (called under lock
+        at the next scrape)."""
+        with self.lock:
+            if callable(make):
+                self._make = make
+            else:
+                self._make, self._bytes = None, make
+
+    def current(self):
+        with self.lock:
+            if self._make is not None:
+                self._bytes, self._make = self._make(), None
+            return self._bytes
+
+
 class MetricsServer:
     """Bound at construction (so that a port in use or an address not on this host is known
     before anything else starts), serving from start()."""
@@ -97,7 +125,7 @@ class MetricsServer:
             self.httpd = cls((host, port), _Handler)
         except OSError as e:
             raise ListenError(f"--listen {listen}: {e.strerror or e}") from None
-        self.httpd.exposition = b"# EOF\n"
+        self.httpd.exposition = Exposition()
         self.httpd.health = health
         self.thread = None
 
@@ -105,9 +133,13 @@ class MetricsServer:
     def port(self):
         return self.httpd.server_address[1]
 
-    def publish(self, exposition):
-        """Swap in a complete exposition (one reference assignment: atomic for readers)."""
-        self.httpd.exposition = exposition
+    @property
+    def exposition(self):
+        return self.httpd.exposition
+
+    def publish(self, make):
+        """The exposition from now on: bytes, or a function that makes them at the next scrape."""
+        self.httpd.exposition.publish(make)
 
     def start(self):
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="metrics",

@@ -3,6 +3,7 @@ go backwards, idle expiry, bounded labels; and the exposition made from them."""
 import os
 import socket
 import sys
+import threading
 import time
 import urllib.request
 
@@ -192,5 +193,53 @@ def test_the_server_closes_connections_past_its_bound_and_still_serves():
                 time.sleep(0.1)     # the held threads see their close
         else:
             raise AssertionError("no answer once the slots were free")
+    finally:
+        s.close()
+
+
+def test_the_exposition_parses_as_openmetrics_with_every_series():
+    """The text the agent writes itself, read back by prometheus_client's strict OpenMetrics
+    parser: every family typed, histograms whole (cumulative buckets, +Inf, _count, _sum),
+    label values with quotes, backslashes and newlines escaped, # EOF last."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+    agg = labels.Aggregator(FakeWhois())
+    odd = 'a"b\\c\nd'
+    agg.add({"processes": {"101": proc(odd, 1 << 40, hist={"1024": 2, "65536": 1}),
+                           "201": proc("b", 5, hist={"2048": 1})},
+             "sockets": [sock(101, 100)]}, now=0)
+    text = exposition.render(agg, {"drops_by_cause": {"map_full": 3}}, {"agent": 1.5}).decode()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    tx = {s.labels["comm"]: s.value for s in families["netio_tx_bytes"].samples}
+    assert tx == {odd: float(1 << 40), "b": 5.0}
+    hist = [s for s in families["netio_syscall_latency_seconds"].samples
+            if s.labels["comm"] == odd]
+    count = [s.value for s in hist if s.name.endswith("_count")]
+    inf = [s.value for s in hist if s.labels.get("le") == "+Inf"]
+    assert count == inf == [3.0]
+    assert families["netio_agent_drops"].samples[0].value == 3.0
+
+
+def test_a_scrape_renders_once_per_snapshot_and_never_during_an_add():
+    s = server.MetricsServer("127.0.0.1:0", lambda: (True, "ok"))
+    made = []
+    s.publish(lambda: made.append(1) or b"# EOF\n")
+    assert made == []                   # nothing made until a scrape asks
+    s.start()
+    try:
+        url = f"http://127.0.0.1:{s.port}/metrics"
+        for _ in range(2):
+            with urllib.request.urlopen(url, timeout=5) as r:
+                assert r.read() == b"# EOF\n"
+        assert made == [1]              # the second scrape got the same bytes
+        got = []
+        with s.exposition.lock:         # the main thread adding a snapshot
+            s.publish(lambda: b"# next\n# EOF\n")
+            t = threading.Thread(
+                target=lambda: got.append(urllib.request.urlopen(url, timeout=5).read()))
+            t.start()
+            time.sleep(0.3)
+            assert got == []            # the scrape waits for the add to end
+        t.join(5)
+        assert got == [b"# next\n# EOF\n"]
     finally:
         s.close()
