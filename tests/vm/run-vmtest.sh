@@ -93,6 +93,8 @@ if [ "$2" = 1 ]; then
     "$build/netio-tracer" --json "\$out/ladder.json" -- true >"\$out/ladder.log" 2>&1
     NETIO_BUILD="$build" "$root/netio-trace" doctor --json >"\$out/doctor.json" 2>"\$out/doctor.err"
     echo \$? >"\$out/doctor.rc"
+    # test_tracer_load.py reads this doctor's object rather than running one of its own
+    export NETIO_VM_DOCTOR_JSON="\$out/doctor.json"
 fi
 NETIO_BUILD="$build" NETIO_VMTEST=1 PYTHONPATH="$root" PYTHONDONTWRITEBYTECODE=1 \\
     NETIO_TRACER_SKIP="${NETIO_TRACER_SKIP:-}" \\
