@@ -77,7 +77,11 @@ def pytest_sessionstart(session):
 @pytest.fixture
 def fixture_dir(tmp_path):
     """A copy of the committed results fixture (runs.jsonl, sweep.json, folded stacks)."""
-    d = tmp_path / "results"
+    return copy_fixture(tmp_path)
+
+
+def copy_fixture(parent):
+    d = parent / "results"
     d.mkdir()
     shutil.copy(os.path.join(FIXTURES, "runs.jsonl"), d / "runs.jsonl")
     shutil.copy(os.path.join(FIXTURES, "sweep.json"), d / "sweep.json")

@@ -9,17 +9,25 @@ import pytest
 
 from analysis import passes, summary
 from report import build as report
-from conftest import run_cli
+from conftest import copy_fixture, run_cli
 
 
 @pytest.fixture
 def built(fixture_dir):
+    """The fixture's report, for a test that changes its directory."""
     info = report.build(str(fixture_dir))
     return fixture_dir, info
 
 
-def test_every_file_is_written(built):
-    d, info = built
+@pytest.fixture(scope="module")
+def built_once(tmp_path_factory):
+    """The fixture's report, built once for the tests that only read it (a build: ~10 s)."""
+    d = copy_fixture(tmp_path_factory.mktemp("report"))
+    return d, report.build(str(d))
+
+
+def test_every_file_is_written(built_once):
+    d, info = built_once
     for f in ("results.csv", "report.md", "report.html"):
         assert (d / f).stat().st_size > 0
     pngs = sorted(p.name for p in (d / "plots").glob("*.png"))
@@ -33,8 +41,8 @@ def test_every_file_is_written(built):
     assert "veth-one-copy-64K.folded" in folded and "veth-zero-copy-64K.folded" in folded
 
 
-def test_report_answers_from_the_data(built):
-    d, _ = built
+def test_report_answers_from_the_data(built_once):
+    d, _ = built_once
     md = (d / "report.md").read_text()
     # machine, kernel, rungs, missing counters, estimated
     assert "6.18.44-fc-v669" in md and "2 core(s)" in md and "Firecracker" in md
@@ -62,8 +70,8 @@ def test_report_answers_from_the_data(built):
     assert "two-copy/256/2/loopback/1" in md and "Connection reset by peer" in md
 
 
-def test_summary_table_medians(built):
-    d, _ = built
+def test_summary_table_medians(built_once):
+    d, _ = built_once
     md = (d / "report.md").read_text()
     row = next(l for l in md.splitlines() if l.startswith("| veth | zero-copy | 64K |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
@@ -71,8 +79,8 @@ def test_summary_table_medians(built):
     assert re.match(r"\d+\.\d\d \(\d+\.\d\d–\d+\.\d\d\)", cells[3])
 
 
-def test_html_is_self_contained(built):
-    d, _ = built
+def test_html_is_self_contained(built_once):
+    d, _ = built_once
     html = (d / "report.html").read_text()
     imgs = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
     assert len(imgs) >= 6
@@ -101,9 +109,9 @@ def test_rebuild_from_runs_and_folded_alone(built):
         assert len(list(csv.DictReader(f))) == 72
 
 
-def test_flame_graphs_when_renderer_present(built):
+def test_flame_graphs_when_renderer_present(built_once):
     pytest.importorskip("report.flamegraph")
-    d, info = built
+    d, info = built_once
     svgs = {p.name for p in (d / "flamegraphs").glob("*.svg")}
     assert "veth-zero-copy-64K.svg" in svgs
     assert "veth-diff-one-copy-vs-zero-copy-64K.svg" in svgs
@@ -117,8 +125,8 @@ def test_report_cli_refuses_non_results(tmp_path):
     assert cp.returncode == 2 and "no such directory" in cp.stderr
 
 
-def test_no_pmu_image_says_not_countable(built):
-    d, _ = built
+def test_no_pmu_image_says_not_countable(built_once):
+    d, _ = built_once
     md = (d / "report.md").read_text()
     assert "plots/cache_misses.png" in md
     assert os.path.getsize(d / "plots" / "cache_misses.png") > 1000
