@@ -1,5 +1,6 @@
 """The agent's OpenMetrics text, made whole from the aggregator's totals and the tracer's own
-figures, once per snapshot (server.py swaps it in at once: a scrape never sees half of one).
+figures, at the first scrape after a snapshot (server.py: under the lock the snapshot's add
+holds, so a scrape never sees half of one).
 
 The names are `trace --openmetrics`'s (report/openmetrics.py), labelled by label set instead
 of pid; what only the agent has is added under new names (docs/DESIGN.md, "netio-trace
@@ -36,9 +37,9 @@ def _labels(pairs):
 
 
 class Family:
-    """One metric family's text: written here rather than by prometheus_client's
-    generate_latest, which validates every label name rune by rune and took ~60 µs a series
-    (bench/scrape.py): a host's worth of label sets would take seconds a snapshot."""
+    """One metric family's text, as prometheus_client's generate_latest writes it, written
+    here because that one checks every label name rune by rune: ten times slower, seconds a
+    snapshot at a busy host's label sets (bench/NOTES.md, "The agent's scrape")."""
 
     def __init__(self, name, kind, help_text, labelnames=()):
         self.name, self.kind, self.labelnames = name, kind, tuple(labelnames)
