@@ -122,7 +122,8 @@ def _own(trace, cpu, agg):
         c.add_metric([proc], secs)
     yield c
     yield counter("netio_agent_bpf_seconds", "netio-trace agent: time spent in the tracer's "
-                  "BPF programs", value=((trace.get("self") or {}).get("bpf_ns") or 0) / 1e9)
+                  "BPF programs (estimated where run-time stats were on part of the time)",
+                  value=agg.bpf_ns / 1e9)
     series = gauge("netio_agent_series", "netio-trace agent: label sets exposed", ["kind"])
     folded = counter("netio_agent_series_folded", "netio-trace agent: label sets summed into "
                      "the _overflow set (past --max-series)", ["kind"])

@@ -167,6 +167,10 @@ class Aggregator:
         self.processes = LabelSets(PROCESS_LABELS + extra, max_series, idle_expiry)
         self.sockets = LabelSets(SOCKET_LABELS + extra, max_series, idle_expiry)
         self.last_procs, self.last_socks = {}, {}
+        # the tracer's BPF time: an estimate scaled up from its stats windows
+        # (self.estimated), which can come out a little lower than the last one; the
+        # counter keeps the highest seen
+        self.bpf_ns = 0
 
     def _key(self, pid, comm, more=(), netns=None):
         # a socket's comm is its process's when its record was made: not news of an exec
@@ -177,6 +181,7 @@ class Aggregator:
     def add(self, trace, now=None):
         """Add what every process and socket gained since the last snapshot."""
         now = time.monotonic() if now is None else now
+        self.bpf_ns = max(self.bpf_ns, (trace.get("self") or {}).get("bpf_ns") or 0)
         self._add_processes(trace.get("processes") or {}, now)
         self._add_sockets(trace.get("sockets") or [], now)
         self.processes.expire(now)
