@@ -106,17 +106,25 @@ def test_loopback_zerocopy_fallback_less_again_within_zc(tracer, tmp_path):
         assert again == 0, snap["zerocopy"]     # nothing was sent twice
 
 
-def test_retransmits_of_arrived_segments_are_copied_again(tracer, tmp_path):
+def _run_with_blackout(tracer, tmp):
     seconds, start, length = BLACKOUT
+    tmp.mkdir()
     with Topology("loopback") as topo:
         blackout = drop_acks(topo.sender_ns, start, length)
         try:
-            s, c, snap, spid, cpid = run_workload(tracer, topo, tmp_path, "zero-copy", SIZE,
-                                                  None, duration=seconds)
+            got = run_workload(tracer, topo, tmp, "zero-copy", SIZE, None, duration=seconds)
         finally:
             blackout.stop.set()
             blackout.join()
     assert blackout.error is None, blackout.error
+    return got
+
+
+def test_retransmits_of_arrived_segments_are_copied_again(tracer, tmp_path):
+    s, c, snap, spid, cpid = _run_with_blackout(tracer, tmp_path / "1")
+    if s["tcp"]["retrans"] == 0:
+        # the setup missed (a slow guest's start outlasted the blackout's delay): once more
+        s, c, snap, spid, cpid = _run_with_blackout(tracer, tmp_path / "2")
     assert s["tcp"]["retrans"] > 0, f"no retransmit while the ACKs were dropped: {s['tcp']}"
     check_exact(s, c, snap, spid, cpid, "zero-copy")
     again = check_again(snap, s, spid)
