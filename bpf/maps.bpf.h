@@ -13,8 +13,8 @@
 #ifdef NETIO_COMPAT
 /* One copy for all CPUs, preallocated, added to atomically (COUNT_ADD): before 5.11 the kernel
  * warns at load, tainting itself, when a tracing program uses a map that allocates at run
- * time, and a per-CPU copy of every entry preallocated would take NETIO_MAX_PROCS x 3.6 KiB
- * per CPU. */
+ * time, and a per-CPU copy of every entry preallocated would take NETIO_MAX_PROCS entries per
+ * CPU (what an entry weighs: bench/NOTES.md, "Churn"). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, NETIO_COMPAT_MAX_PROCS);
@@ -22,7 +22,7 @@ struct {
 	__type(value, struct tgid_stats);
 } tgid_stats SEC(".maps");
 #else
-/* allocated on first use: ~3.6 KiB per CPU per followed process */
+/* allocated on first use: an entry per CPU per followed process */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);

@@ -58,7 +58,8 @@ echo "vm-exec: booting $kernel under QEMU/TCG (slow)" >&2
 start=$(date +%s)
 # timeout runs vng and QEMU in a process group of its own, and passes a signal it gets on to
 # that group: SIGINT, SIGTERM or SIGHUP here end the guest through it, so none is left behind
-# udev would load kvm for the emulated CPU: 90 s of a 5.10 boot under TCG, for nothing here
+# udev would load kvm for the emulated CPU: slow under TCG (bench/NOTES.md, "What a start
+# costs"), and nothing here needs it
 PATH="$root/.venv/bin:$PATH" timeout "$timeout_s" "$vng" --disable-kvm --force-9p --verbose \
     --qemu-opts="-accel tcg,thread=single" --append "modprobe.blacklist=kvm,kvm_amd,kvm_intel" \
     --rwdir "$out" --run "$kernel" \

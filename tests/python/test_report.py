@@ -21,7 +21,8 @@ def built(fixture_dir):
 
 @pytest.fixture(scope="module")
 def built_once(tmp_path_factory):
-    """The fixture's report, built once for the tests that only read it (a build: ~10 s)."""
+    """The fixture's report, built once for the tests that only read it (a build is the
+    slow part of each)."""
     d = copy_fixture(tmp_path_factory.mktemp("report"))
     return d, report.build(str(d))
 
