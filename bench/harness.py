@@ -77,9 +77,10 @@ def machine():
             "default_cc": cc}
 
 
-def release_followed(tracer, topo, srv, at_zero=None):
+def release_followed(tracer, topo, srv, strategy, at_zero=None):
     """A `--control` tracer follows the run's namespaces and the gated server srv, its counts
-    from zero; then srv is released, so that its first send is counted. at_zero, if given,
+    from zero and its per-skb programs attached if srv sends with the zero-copy `strategy`;
+    then srv is released, so that its first send is counted. at_zero, if given,
     is called at that zero, before the release (another reader's starting point); its result
     is returned."""
     tracer.clear()
@@ -87,6 +88,7 @@ def release_followed(tracer, topo, srv, at_zero=None):
         tracer.netns_add(ns)
     tracer.pid_add(srv.pid)
     tracer.reset()
+    tracer.skb_programs_for(strategy)
     started = at_zero() if at_zero else None
     srv.release()
     return started

@@ -60,7 +60,8 @@ def workload(tracer, topo, a, tmp, floor=None):
                         "--size", str(a.size), "--threads", "1", "--port", "0", "--addr",
                         "0.0.0.0", "--netns", topo.sender_ns, "--duration", str(a.seconds),
                         *READY_ARGS], f"{tmp}/s.json", f"{tmp}/s.err", ready=True)
-    before = harness.release_followed(tracer, topo, srv, floor.read if floor else None)
+    before = harness.release_followed(tracer, topo, srv, a.strategy,
+                                      floor.read if floor else None)
     cli = None
     try:
         port, _ = wait_listening(srv.ready, TIMEOUT)

@@ -75,7 +75,7 @@ def one_run(tracer, topo, size, count, tmp, build):
                         str(size), "--threads", "1", "--port", "0", "--addr", "0.0.0.0",
                         "--netns", topo.sender_ns, "--count", str(count), "--cc", "cubic",
                         *READY_ARGS], srv_out, srv_err, ready=True)
-    harness.release_followed(tracer, topo, srv)
+    harness.release_followed(tracer, topo, srv, "zero-copy")
     cli = None
     try:
         port, _ = wait_listening(srv.ready, TIMEOUT)

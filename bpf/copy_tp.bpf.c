@@ -222,6 +222,19 @@ static __always_inline bool zc_pinned_by_send(struct sock *sk, struct pt_regs *r
 	return kind == SEND_IO_URING && si && now != last;
 }
 
+/* Whether a send of kind `kind` on socket sk, not counted as zero-copy at its end, can have
+ * made zero-copy skbs that only xmit counts: io_uring's (SEND_ZC needs no SOCK_ZEROCOPY), or a
+ * UDP MSG_ZEROCOPY send (any send on a SOCK_ZEROCOPY UDP socket whose flags are out of reach). */
+static __always_inline bool zc_uncounted_send(struct sock *sk, struct pt_regs *regs, u32 kind)
+{
+	if (kind == SEND_IO_URING)
+		return true;
+	if (sk->sk_protocol != NETIO_IPPROTO_UDP ||
+	    !((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1))
+		return false;
+	return kind != SEND_PLAIN || (send_call_flags(regs) & NETIO_MSG_ZEROCOPY);
+}
+
 /* ret bytes sent zero-copy on socket sk: for the thread (c, NULL: not followed), the
  * socket's record and the socket's netns, whose device its skbs leave by first. */
 static __always_inline void count_zc_send(struct sock *sk, struct thread_counts *c,
@@ -256,8 +269,27 @@ static __always_inline void unfollowed_send(struct sock *sk, int ret, struct tas
 		kind = SEND_IO_URING;
 	if (bpf_map_update_elem(&sk_owner, &key, &n, BPF_NOEXIST) == 0)
 		zc_owners_changed();
-	if (zc_pinned_by_send(sk, regs, kind))
+	if (zc_pinned_by_send(sk, regs, kind)) {
 		count_zc_send(sk, NULL, NULL, ret);
+		zc_skbs_made(true);
+	} else if (zc_uncounted_send(sk, regs, kind)) {
+		zc_skbs_made(false);
+	}
+}
+
+/* A followed thread's send of kind `kind` returned ret on socket sk, which has SOCK_ZEROCOPY:
+ * its zero-copy bytes counted where they count at the send, the per-skb programs asked for. */
+static __always_inline void zc_send(struct sock *sk, struct pt_regs *regs, u32 kind,
+				    struct thread_counts *c, struct sock_stats *r,
+				    struct task_state *st, int ret)
+{
+	note_zc_send(sk, st, c);
+	if (zc_pinned_by_send(sk, regs, kind)) {
+		count_zc_send(sk, c, r, ret);
+		zc_skbs_made(true);
+	} else if (zc_uncounted_send(sk, regs, kind)) {
+		zc_skbs_made(false);
+	}
 }
 
 /* A send returns at the socket layer: bytes and calls of the followed thread, counted in its
@@ -284,11 +316,10 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 		r = sock_of_thread(st, sk);	/* first: the owner's record for a claim below */
 		if (!ends)
 			kind = other_send(sk, ret, st, c, task);
-		if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1) {
-			note_zc_send(sk, st, c);
-			if (zc_pinned_by_send(sk, thread_regs(st, task), kind))
-				count_zc_send(sk, c, r, ret);
-		}
+		if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1)
+			zc_send(sk, thread_regs(st, task), kind, c, r, st, ret);
+		else if (kind == SEND_IO_URING)
+			zc_skbs_made(false);
 		if (r)
 			sock_count_send(r, ret, kind);
 	}

@@ -187,6 +187,31 @@ static __always_inline u32 *zc_owner_gen_slot(void)
 	return bpf_map_lookup_elem(&zc_owner_gen, &zero);
 }
 
+/* [0]: enum skb_progs_state. Where zero-copy bytes count at their send (zc_at_send), the
+ * per-skb programs (zc_skb.bpf.c) are needed only for the fallback copy and for the zero-copy
+ * bytes no send counts, so they run only once a send that can make a zero-copy skb was seen:
+ * every other skb of the machine then costs nothing. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} skb_progs SEC(".maps");
+
+/* A send that can have made zero-copy skbs returns (its bytes counted here if counted_here):
+ * if the per-skb programs are not attached, they are asked for, and the send is counted as
+ * one whose skbs they did not see (the snapshot's figures that need them are then null). */
+static __always_inline void zc_skbs_made(bool counted_here)
+{
+	u32 zero = 0, *st = bpf_map_lookup_elem(&skb_progs, &zero);
+
+	if (!st || *st == SKB_PROGS_ATTACHED)
+		return;
+	if (*st == SKB_PROGS_IDLE)
+		*st = SKB_PROGS_WANTED;
+	count_event(counted_here ? CNT_ZC_SENT_BEFORE_SKB_PROGS : CNT_ZC_UNCOUNTED_BEFORE_SKB_PROGS);
+}
+
 /* Whether sk_owner never had an entry since the tracer loaded (no zero-copy send yet). */
 static __always_inline bool zc_owners_none(void)
 {

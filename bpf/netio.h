@@ -159,6 +159,14 @@ struct tgid_stats {
 	char comm[NETIO_COMM_LEN];	/* set when the entry is created (last: not summed) */
 };
 
+/* skb_progs[0] (bpf/maps.bpf.h): the per-skb programs of the tracepoint rung, attached on
+ * demand where zero-copy bytes count at their send (user/attach_runtime.c). */
+enum skb_progs_state {
+	SKB_PROGS_IDLE = 0,	/* not attached: no zero-copy send seen since the last reset */
+	SKB_PROGS_WANTED,	/* a zero-copy send was seen: the tracer attaches them at its poll */
+	SKB_PROGS_ATTACHED,
+};
+
 /* Per-CPU counters of the tracer itself (array indices). */
 enum netio_counter {
 	/* an event was not counted, by cause (their sum is the snapshot's "drops") */
@@ -177,6 +185,12 @@ enum netio_counter {
 				 * full): in its process's counts only */
 	CNT_TCP_ENDS_LOST,	/* TCP connections established that tcp_ends_ring had no room
 				 * for (sockets.bpf.h): a peer not found may be on this host */
+	CNT_ZC_SENT_BEFORE_SKB_PROGS,	/* zero-copy sends counted at their end while the per-skb
+					 * programs were not attached (skb_progs): the fallback copy
+					 * of their skbs went unseen */
+	CNT_ZC_UNCOUNTED_BEFORE_SKB_PROGS,	/* sends whose zero-copy bytes only xmit counts
+						 * (UDP, io_uring's SEND_ZC), made then: those
+						 * bytes went uncounted */
 	CNT_NR,
 };
 

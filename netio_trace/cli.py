@@ -215,6 +215,11 @@ def build_parser():
     t.add_argument("--latency-sample", metavar="N", type=_latency_sample,
                    help="time 1 call in N of each thread (default 1: every call); every call "
                    "is still counted, the histograms hold the timed ones (latency.sampled_1_in)")
+    t.add_argument("--skb-programs", choices=("on-demand", "always"),
+                   help="the programs that look at every skb for zero-copy ones: attached at "
+                   "the first zero-copy send seen (on-demand, the default with --no-latency; "
+                   "the fallback copy of the sends before is then null, with why), or from "
+                   "the start (always, the default otherwise)")
 
     _machine_parsers(sub)
     rep = sub.add_parser("report", help="rebuild results.csv, plots, flame graphs and the report "
@@ -502,7 +507,7 @@ def _trace(a, cmd, pid, metrics_port, opts, sigs, answer):
     argv = trace_argv(pid=pid, cmd=cmd, cgroups=a.cgroup, json_path=json_path, folded=folded_path,
                       netns=a.netns, no_sample=a.no_sample, no_counters=a.no_counters,
                       no_latency=a.no_latency, latency_sample=a.latency_sample,
-                      sample_cgroup=cg.path if cg else None,
+                      skb_programs=a.skb_programs, sample_cgroup=cg.path if cg else None,
                       json_every=METRICS_REFRESH_S if metrics_port else None, **opts)
     pending = trace_session.Pending(a)
     server = None

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import time
 
+from analysis.contract import IO_URING_STRATEGIES, ZEROCOPY_STRATEGIES
 from netio_trace.system import machine, paths, state
 READY_TIMEOUT = 90.0     # loading and attaching every program, BTF parsing included
 COMMAND_TIMEOUT = 30.0   # a snapshot symbolizes stacks: give it time
@@ -16,6 +17,13 @@ COMMAND_TIMEOUT = 30.0   # a snapshot symbolizes stacks: give it time
 
 class TracerError(RuntimeError):
     pass
+
+
+def needs_skb_programs(strategy):
+    """Whether a sender of this strategy may make zero-copy skbs, which only the per-skb
+    programs see: MSG_ZEROCOPY, and io_uring (whose SEND_ZC the socket layer cannot tell from
+    its SEND, so that any io_uring send asks for them)."""
+    return strategy in ZEROCOPY_STRATEGIES or strategy in IO_URING_STRATEGIES
 
 
 def set_pdeathsig(parent=None):
@@ -172,6 +180,13 @@ class ControlTracer:
     def reset(self):
         self.command("reset")
 
+    def skb_programs_for(self, strategy):
+        """Until the next reset: the per-skb programs attached now where the run's sender
+        makes zero-copy skbs (else on demand, and the fallback copy of its first sends would
+        go unseen: docs/tracer.md, "The per-skb programs")."""
+        if needs_skb_programs(strategy):
+            self.command("skb-programs always")
+
     def detach_probes(self):
         """Nothing of ours attached (an untraced run): the programs stay loaded."""
         self.command("detach")
@@ -290,7 +305,8 @@ def check_load(attach="auto", timeout=READY_TIMEOUT):
 
 def trace_argv(pid=None, cmd=None, cgroups=(), attach="auto", freq=None, json_path=None,
                folded=None, netns=(), duration=None, no_sample=False, no_counters=False, sample_source=None,
-               sample_cgroup=None, no_latency=False, json_every=None, latency_sample=None):
+               sample_cgroup=None, no_latency=False, json_every=None, latency_sample=None,
+               skb_programs=None):
     """argv of the tracer's own (non-control) mode, for `netio-trace trace`."""
     argv = [paths.binary("netio-tracer"), "--attach", attach]
     if freq is not None:
@@ -317,6 +333,8 @@ def trace_argv(pid=None, cmd=None, cgroups=(), attach="auto", freq=None, json_pa
         argv.append("--no-latency")
     if latency_sample is not None:
         argv += ["--latency-sample", str(latency_sample)]
+    if skb_programs is not None:
+        argv += ["--skb-programs", skb_programs]
     if pid is not None:
         argv += ["--pid", str(pid)]
     for d in cgroups:

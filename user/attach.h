@@ -92,7 +92,10 @@ struct tracer_bpf {
 	/* fds of the shared maps the rest of the tracer uses (-1: none) */
 	int followed_tgids, followed_netns, followed_cgroups, filter_gen, counters, tgid_stats,
 	    tgid_hist, tgid_hist_spill, tgid_spill, netns_stats, in_send, sk_owner, zc_state,
-	    exit_wanted, latency_sample;
+	    exit_wanted, latency_sample, skb_progs;
+	/* the per-skb programs wait for a zero-copy send (skb_progs, bpf/maps.bpf.h); and, when
+	 * skb_always, are attached anyway until the next reset (tracer_bpf_skb_programs) */
+	bool skb_on_demand, skb_always;
 	/* copies of each tgid_stats and tgid_hist value: one per CPU, or one where the map is
 	 * not per-CPU (the compat build's: bpf/maps.bpf.h) */
 	int tgid_stats_copies, tgid_hist_copies;
@@ -142,6 +145,11 @@ int tracer_bpf_follow_netns(struct tracer_bpf *t, unsigned int inum);
 void tracer_bpf_poll(struct tracer_bpf *t);
 /* Detach them again and re-arm the condition (at `reset`). */
 void tracer_bpf_rearm(struct tracer_bpf *t);
+/* Where they wait for a zero-copy send, the per-skb programs: on demand, else attached from
+ * the start (--skb-programs always, which every later reset keeps) or, with always, at once
+ * and until the next reset that is not always (the driver's `skb-programs always`). */
+void defer_skb_programs(struct tracer_bpf *t, bool on_demand);
+void tracer_bpf_skb_programs(struct tracer_bpf *t, bool always);
 
 /* An untraced run: destroy every link, so no program of ours runs anywhere; the
  * programs and maps stay loaded. tracer_bpf_attach() attaches them again as they were (the

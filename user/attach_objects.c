@@ -206,7 +206,7 @@ void find_shared_maps(struct tracer_bpf *t)
 		MAP_FD(netns_stats, "netns_stats"),
 		MAP_FD(in_send, "in_send"), MAP_FD(sk_owner, "sk_owner"),
 		MAP_FD(zc_state, "zc_state"), MAP_FD(exit_wanted, "exit_wanted"),
-		MAP_FD(latency_sample, "latency_sample"),
+		MAP_FD(latency_sample, "latency_sample"), MAP_FD(skb_progs, "skb_progs"),
 	};
 #undef MAP_FD
 

@@ -109,6 +109,84 @@ void mark_splices_without_sys_enter(struct tracer_bpf *t)
 	bpf_map_update_elem(t->exit_wanted, &key, &one, BPF_ANY);
 }
 
+/* The per-skb programs of the tracepoint rung: xmit, receive and free of zero-copy skbs. */
+static bool per_skb_prog(const struct attached_prog *ap)
+{
+	static const char *const names[] = { "tp_xmit", "tp_netif_receive", "tp_kfree_skb" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strncmp(ap->name, names[i], strlen(names[i])))
+			return true;
+	return false;
+}
+
+static void set_skb_progs(const struct tracer_bpf *t, uint32_t state)
+{
+	uint32_t zero = 0;
+
+	if (t->skb_progs >= 0)
+		bpf_map_update_elem(t->skb_progs, &zero, &state, BPF_ANY);
+}
+
+/* Where zero-copy bytes count at their send (zc_at_send), the per-skb programs run only once
+ * a send that can make zero-copy skbs is seen (bpf/maps.bpf.h, skb_progs): a tracer that
+ * follows copying programs then costs nothing per skb. Elsewhere they count what nothing
+ * else counts, and stay attached. on_demand false: attached from the start (--skb-programs
+ * always). */
+void defer_skb_programs(struct tracer_bpf *t, bool on_demand)
+{
+	if (!on_demand || !t->zc_at_send || t->skb_progs < 0) {
+		set_skb_progs(t, SKB_PROGS_ATTACHED);
+		return;
+	}
+	for (int i = 0; i < t->nprogs; i++) {
+		struct attached_prog *ap = &t->progs[i];
+
+		if (!per_skb_prog(ap) || !ap->link)
+			continue;
+		ap->bpf_prog = ap->prog;
+		bpf_link__destroy(ap->link);
+		ap->link = NULL;
+		ap->lazy = true;
+		ap->wanted_fd = t->skb_progs;
+		snprintf(ap->target + strlen(ap->target), sizeof(ap->target) - strlen(ap->target),
+			 " (on demand)");
+	}
+	t->skb_on_demand = true;
+	set_skb_progs(t, SKB_PROGS_IDLE);
+}
+
+void tracer_bpf_skb_programs(struct tracer_bpf *t, bool always)
+{
+	uint32_t zero = 0, state = SKB_PROGS_IDLE;
+
+	t->skb_always = always;
+	if (!t->skb_on_demand || !always)
+		return;
+	bpf_map_lookup_elem(t->skb_progs, &zero, &state);
+	if (state == SKB_PROGS_IDLE)
+		set_skb_progs(t, SKB_PROGS_WANTED);
+	tracer_bpf_poll(t);
+}
+
+/* After the poll attached what was wanted: the per-skb programs all attached, the sends
+ * that find them so no longer count as unseen. */
+static void skb_programs_attached(const struct tracer_bpf *t)
+{
+	uint32_t zero = 0, state = SKB_PROGS_IDLE;
+
+	if (!t->skb_on_demand || bpf_map_lookup_elem(t->skb_progs, &zero, &state) ||
+	    state != SKB_PROGS_WANTED)
+		return;
+	for (int i = 0; i < t->nprogs; i++)
+		if (per_skb_prog(&t->progs[i]) && t->progs[i].lazy && !t->progs[i].link) {
+			fprintf(stderr, "netio-tracer: %s could not be attached: the zero-copy "
+				"figures it feeds stay null\n", t->progs[i].name);
+			return;
+		}
+	set_skb_progs(t, SKB_PROGS_ATTACHED);
+}
+
 void tracer_bpf_poll(struct tracer_bpf *t)
 {
 	if (t->detached)
@@ -129,6 +207,7 @@ void tracer_bpf_poll(struct tracer_bpf *t)
 		}
 		ap->link = link;
 	}
+	skb_programs_attached(t);
 }
 
 void tracer_bpf_rearm(struct tracer_bpf *t)
@@ -145,6 +224,10 @@ void tracer_bpf_rearm(struct tracer_bpf *t)
 		}
 		if (ap->wanted_fd >= 0)
 			bpf_map_update_elem(ap->wanted_fd, &zero, &val, BPF_ANY);
+	}
+	if (t->skb_on_demand && t->skb_always) {
+		set_skb_progs(t, SKB_PROGS_WANTED);
+		tracer_bpf_poll(t);	/* now, not at the next tick: a workload may start at once */
 	}
 }
 
@@ -167,6 +250,7 @@ void tracer_bpf_flush_threads(const struct tracer_bpf *t)
 
 void tracer_bpf_detach(struct tracer_bpf *t)
 {
+	t->detached = true;	/* first: the re-arm below must attach nothing */
 	tracer_bpf_flush_threads(t);	/* the iterator's link goes too: nothing of ours stays */
 	bpf_link__destroy(t->flush_iter);
 	t->flush_iter = NULL;
@@ -210,6 +294,7 @@ int tracer_bpf_attach(struct tracer_bpf *t, char *err, size_t errlen)
 		return -1;
 	}
 	t->detached = false;
+	tracer_bpf_poll(t);	/* what was wanted before the detach (--skb-programs always) */
 	return 0;
 }
 

@@ -164,6 +164,10 @@ int control_loop(struct tracer *tr)
 				reply("error %s", err);
 			else
 				reply("ok");
+		} else if (!strcmp(argv[0], "skb-programs") && argc == 2 &&
+			   (!strcmp(argv[1], "always") || !strcmp(argv[1], "on-demand"))) {
+			tracer_bpf_skb_programs(&tr->bpf, !strcmp(argv[1], "always"));
+			reply("ok");
 		} else if (!strcmp(argv[0], "snapshot") && (argc == 2 || argc == 3)) {
 			if (snapshot_to(tr, argv[1], argc == 3 ? argv[2] : NULL, err, sizeof(err), false))
 				reply("error %s", err);
@@ -171,7 +175,7 @@ int control_loop(struct tracer *tr)
 				reply("ok");
 		} else {
 			reply("error unknown command (pid add PID | netns add NAME | clear | reset | "
-			      "detach | attach | snapshot JSON [FOLDED] | quit)");
+			      "detach | attach | skb-programs always|on-demand | snapshot JSON [FOLDED] | quit)");
 		}
 	}
 	return 0;

@@ -133,6 +133,7 @@ void clear_all(struct tracer *tr)
 
 void reset_all(struct tracer *tr)
 {
+	tr->bpf.skb_always = tr->skb_always;	/* the driver's `skb-programs always` ends */
 	tracer_bpf_rearm(&tr->bpf);
 	stats_restart(tr);
 	stats_reset(&tr->bpf, &tr->base);

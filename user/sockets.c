@@ -324,10 +324,7 @@ static void write_socket(const struct tracer_bpf *t, const struct snapshot *s,
 		json_kv_null(j, "tx_copy_bytes");
 	json_kv_bool(j, "tx_copy_inferred", inferred);
 	json_kv_uint(j, "tx_spliced_bytes", r->tx_spliced_bytes);
-	if (s->zc_per_process)
-		json_kv_uint(j, "zc_tx_bytes", r->zc_tx_bytes);
-	else
-		json_kv_null(j, "zc_tx_bytes");
+	json_kv_count(j, "zc_tx_bytes", s->zc_per_process && !s->zc_bytes_null, r->zc_tx_bytes);
 	json_kv_uint(j, "io_uring_sends", r->io_uring_sends);
 	json_kv_uint(j, "rx_copy_bytes", r->rx_copy_bytes);
 	json_kv_uint(j, "rx_calls", r->rx_calls);
@@ -338,10 +335,10 @@ static void write_socket(const struct tracer_bpf *t, const struct snapshot *s,
 	json_kv_uint(j, "zc_rx_bytes", r->zc_rx_bytes);
 	json_kv_uint(j, "zc_kept_bytes", r->zc_kept_bytes);
 	fallback = r->zc_rx_bytes > r->zc_kept_bytes ? r->zc_rx_bytes - r->zc_kept_bytes : 0;
-	json_kv_uint(j, "fallback_copy_bytes", fallback);
+	json_kv_count(j, "fallback_copy_bytes", !s->fallback_null, fallback);
 	/* of those, copied a second time (TCP retransmits of segments that had arrived) */
-	json_kv_uint(j, "fallback_copy_again_bytes", r->zc_again_bytes < fallback ?
-		     r->zc_again_bytes : fallback);
+	json_kv_count(j, "fallback_copy_again_bytes", !s->fallback_null,
+		      r->zc_again_bytes < fallback ? r->zc_again_bytes : fallback);
 	write_sizes(r, j);
 	json_end(j);
 }

@@ -352,6 +352,10 @@ static void read_counters(const struct tracer_bpf *t, struct snapshot *s)
 			s->cgroup_followed = sum;
 		else if (i == CNT_THREAD_SPILLED)
 			s->thread_storage_spilled = sum;
+		else if (i == CNT_ZC_SENT_BEFORE_SKB_PROGS)
+			s->zc_sends_before_skb_progs = sum;
+		else if (i == CNT_ZC_UNCOUNTED_BEFORE_SKB_PROGS)
+			s->zc_uncounted_before_skb_progs = sum;
 	}
 	free(vals);
 }
@@ -522,6 +526,30 @@ static void rx_kinds_unavailable(const struct tracer_bpf *t, const struct snapsh
 	}
 }
 
+/* Why the figures the per-skb programs feed are null: zero-copy sends came before they were
+ * attached (on demand: at the first such send). */
+static void skb_programs_unavailable(const struct snapshot *s, struct json *j)
+{
+	char why[400];
+
+	if (s->zc_bytes_null) {
+		snprintf(why, sizeof(why), "%llu sends whose zero-copy bytes only the per-skb "
+			 "programs count (UDP, io_uring's SEND_ZC) came before those programs were "
+			 "attached (on demand, at the first zero-copy send; netio-tracer "
+			 "--skb-programs always attaches them from the start)",
+			 s->zc_uncounted_before_skb_progs);
+		json_kv_string(j, "zc_tx_bytes", why);
+	}
+	if (s->fallback_null) {
+		snprintf(why, sizeof(why), "%llu zero-copy sends came before the per-skb programs "
+			 "were attached (on demand, at the first zero-copy send): their skbs' "
+			 "fallback copy went unseen (netio-tracer --skb-programs always attaches "
+			 "them from the start)",
+			 s->zc_sends_before_skb_progs + s->zc_uncounted_before_skb_progs);
+		json_kv_string(j, "fallback_copy_bytes", why);
+	}
+}
+
 /* "unavailable": what the trace does not count on this kernel, and why (its figures are
  * null). */
 static void write_unavailable(const struct tracer_bpf *t, const struct snapshot *s,
@@ -538,6 +566,7 @@ static void write_unavailable(const struct tracer_bpf *t, const struct snapshot 
 			 "recvmmsg: the buffer they filled could not be read", s->rx_unsized_calls);
 		json_kv_string(j, "rx_copy_bytes", why);
 	}
+	skb_programs_unavailable(s, j);
 	if (!s->zc_per_process) {
 		json_kv_string(j, "processes.zc_tx_bytes", ZC_PER_PROCESS_WHY);
 		if (s->tx_copy_inferred)
@@ -545,6 +574,20 @@ static void write_unavailable(const struct tracer_bpf *t, const struct snapshot 
 				       "which is not counted per process here");
 	}
 	json_end(j);
+}
+
+/* The per-skb programs, where they wait for a zero-copy send: whether they are attached, and
+ * which figures the sends they missed leave incomplete (null). */
+static void skb_programs_state(const struct tracer_bpf *t, struct snapshot *s)
+{
+	u32 zero = 0, state = SKB_PROGS_ATTACHED;
+
+	s->skb_on_demand = t->skb_on_demand;
+	if (t->skb_progs >= 0)
+		bpf_map_lookup_elem(t->skb_progs, &zero, &state);
+	s->skb_progs_attached = state == SKB_PROGS_ATTACHED;
+	s->zc_bytes_null = s->zc_uncounted_before_skb_progs > 0;
+	s->fallback_null = s->zc_bytes_null || s->zc_sends_before_skb_progs > 0;
 }
 
 /* The docs/DESIGN.md totals over processes and namespaces. */
@@ -570,6 +613,7 @@ static void total(const struct tracer_bpf *t, struct snapshot *s)
 	else
 		s->zc_tx_bytes = zc_procs > zc_netns ? zc_procs : zc_netns;
 	s->zc_at_send = t->zc_at_send;
+	skb_programs_state(t, s);
 	seen = s->zc_bytes_seen_at_xmit + s->zc_bytes_unseen_at_xmit;
 	s->zc_bytes_no_program_saw = s->zc_at_send && zc_netns > seen ? zc_netns - seen : 0;
 	if (s->tx_copy_inferred)
@@ -754,15 +798,29 @@ static void write_bytes(const struct tracer_bpf *t, const struct snapshot *s, st
 	json_kv_uint(j, "tx_copy_bytes", s->tx_copy_bytes);
 	json_kv_bool(j, "tx_copy_inferred", s->tx_copy_inferred);
 	json_kv_uint(j, "tx_spliced_bytes", s->tx_spliced_bytes);
-	json_kv_count(j, "zc_tx_bytes", t->rung[PP_PINNING] != RUNG_UNAVAILABLE, s->zc_tx_bytes);
-	json_kv_count(j, "fallback_copy_bytes", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE,
-		      s->fallback_copy_bytes);
+	json_kv_count(j, "zc_tx_bytes", t->rung[PP_PINNING] != RUNG_UNAVAILABLE &&
+		      !s->zc_bytes_null, s->zc_tx_bytes);
+	json_kv_count(j, "fallback_copy_bytes", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE &&
+		      !s->fallback_null, s->fallback_copy_bytes);
 	json_kv_count(j, "rx_copy_bytes", t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE &&
 		      !s->rx_unsized_calls, s->rx_copy_bytes);
 	json_kv_count(j, "pinned_pages", !s->pinned_pages_null, s->pinned_pages);
 	for (int k = 0; k < 3; k++)
 		json_kv_count(j, rx_kind_field[k], s->rx_kind_counted[k] &&
 			      !(k == 2 && s->rx_unsized_splices), s->rx_kind_bytes[k]);
+}
+
+/* "skb_programs": when the per-skb programs run, and the zero-copy sends made before they
+ * did (docs/tracer.md). */
+static void write_skb_programs(const struct snapshot *s, struct json *j)
+{
+	json_key(j, "skb_programs");
+	json_begin_object(j);
+	json_kv_string(j, "mode", s->skb_on_demand ? "on-demand" : "always");
+	json_kv_bool(j, "attached", s->skb_progs_attached);
+	json_kv_uint(j, "zc_sends_before", s->zc_sends_before_skb_progs);
+	json_kv_uint(j, "zc_uncounted_sends_before", s->zc_uncounted_before_skb_progs);
+	json_end(j);
 }
 
 /* "zerocopy": zero-copy skbs and completions, as the kernel saw them. */
@@ -776,10 +834,10 @@ static void write_zerocopy(const struct tracer_bpf *t, const struct snapshot *s,
 	json_kv_uint(j, "fallback_copy_skbs", s->fallback_copy_skbs);
 	/* of the fallback copy, what was copied a second time: TCP retransmits of segments that
 	 * had arrived (their pages pinned once) */
-	json_kv_count(j, "fallback_copy_again_bytes", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE,
-		      s->fallback_copy_again_bytes);
-	json_kv_count(j, "fallback_copy_again_skbs", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE,
-		      s->fallback_copy_again_skbs);
+	json_kv_count(j, "fallback_copy_again_bytes", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE &&
+		      !s->fallback_null, s->fallback_copy_again_bytes);
+	json_kv_count(j, "fallback_copy_again_skbs", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE &&
+		      !s->fallback_null, s->fallback_copy_again_skbs);
 	json_kv_uint(j, "zc_skbs_at_tcp", s->zc_skbs_at_tcp);
 	json_kv_uint(j, "zc_skbs_again", s->zc_skbs_again);
 	json_kv_uint(j, "zc_skbs_unseen_at_xmit", s->zc_skbs_unseen_at_xmit);
@@ -789,6 +847,7 @@ static void write_zerocopy(const struct tracer_bpf *t, const struct snapshot *s,
 	json_kv_count(j, "completions", completions, s->zc_completions);
 	json_kv_count(j, "completed_sends", completions, s->zc_completed_sends);
 	json_kv_count(j, "copied_sends", completions, s->zc_copied_sends);
+	write_skb_programs(s, j);
 	json_end(j);
 }
 
@@ -824,7 +883,7 @@ static void write_process(const struct snapshot *s, const struct proc_snap *p, s
 		      p->st.tx_copy_bytes);
 	json_kv_bool(j, "tx_copy_inferred", s->tx_copy_inferred);
 	json_kv_uint(j, "tx_spliced_bytes", p->st.tx_spliced_bytes);
-	json_kv_count(j, "zc_tx_bytes", s->zc_per_process, p->st.zc_tx_bytes);
+	json_kv_count(j, "zc_tx_bytes", s->zc_per_process && !s->zc_bytes_null, p->st.zc_tx_bytes);
 	json_kv_count(j, "rx_copy_bytes", !p->st.rx_unsized_calls, p->st.rx_copy_bytes);
 	json_kv_uint(j, "rx_copy_calls", p->st.rx_calls);
 	json_kv_count(j, "rx_mapped_bytes", s->rx_kind_counted[0], p->st.rx_mapped_bytes);
@@ -837,7 +896,7 @@ static void write_process(const struct snapshot *s, const struct proc_snap *p, s
 	json_end(j);
 }
 
-static void write_netns(const struct netns_snap *ns, struct json *j)
+static void write_netns(const struct snapshot *s, const struct netns_snap *ns, struct json *j)
 {
 	const struct netns_stats *n = &ns->st;
 	char inum[16];
@@ -845,11 +904,12 @@ static void write_netns(const struct netns_snap *ns, struct json *j)
 	snprintf(inum, sizeof(inum), "%u", ns->inum);
 	json_key(j, inum);
 	json_begin_object(j);
-	json_kv_uint(j, "zc_tx_bytes", n->zc_tx_bytes);
+	json_kv_count(j, "zc_tx_bytes", !s->zc_bytes_null, n->zc_tx_bytes);
 	json_kv_uint(j, "zc_tx_skbs", n->zc_tx_skbs);
-	json_kv_uint(j, "fallback_copy_bytes", n->fallback_copy_bytes);
+	json_kv_count(j, "fallback_copy_bytes", !s->fallback_null, n->fallback_copy_bytes);
 	json_kv_uint(j, "fallback_copy_skbs", n->fallback_copy_skbs);
-	json_kv_uint(j, "fallback_copy_again_bytes", n->fallback_copy_again_bytes);
+	json_kv_count(j, "fallback_copy_again_bytes", !s->fallback_null,
+		      n->fallback_copy_again_bytes);
 	json_kv_uint(j, "fallback_copy_again_skbs", n->fallback_copy_again_skbs);
 	json_kv_uint(j, "zc_skbs_at_tcp", n->zc_skbs_at_tcp);
 	json_kv_uint(j, "zc_skbs_again", n->zc_skbs_again);
@@ -933,7 +993,7 @@ void stats_write_json(const struct tracer_bpf *t, const struct snapshot *s, stru
 	json_key(j, "netns");
 	json_begin_object(j);
 	for (int i = 0; i < s->nnetns; i++)
-		write_netns(&s->netns[i], j);
+		write_netns(s, &s->netns[i], j);
 	json_end(j);
 	write_self(s, j);
 }

@@ -47,6 +47,12 @@ struct snapshot {
 	/* each process's zero-copy bytes are known (else null per process: stats.c,
 	 * zc_per_process; the totals come from the namespaces) */
 	bool zc_per_process;
+	/* sends that made zero-copy skbs before the per-skb programs were attached (on demand):
+	 * their fallback copy went unseen; of those, sends whose zero-copy bytes only xmit
+	 * counts (UDP, io_uring's SEND_ZC). Either makes the figures they feed null. */
+	unsigned long long zc_sends_before_skb_progs, zc_uncounted_before_skb_progs;
+	bool skb_on_demand, skb_progs_attached;
+	bool zc_bytes_null, fallback_null;
 	unsigned long long rx_unsized_calls;	/* rx_copy_bytes unknown (proc_stats) */
 	/* the receive kinds beside rx_copy, [enum rx_kind of bpf/receive.bpf.h]: totals,
 	 * whether a rung counts each, and splices no record could size */

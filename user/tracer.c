@@ -22,7 +22,7 @@
 
 enum { OPT_ATTACH = 256, OPT_PID, OPT_CGROUP, OPT_NETNS, OPT_JSON, OPT_FOLDED, OPT_FREQ,
        OPT_SAMPLE_SOURCE, OPT_SAMPLE_CGROUP, OPT_NO_SAMPLE, OPT_NO_LATENCY, OPT_LATENCY_SAMPLE,
-       OPT_NO_SOCKETS, OPT_NO_COUNTERS, OPT_DURATION, OPT_JSON_EVERY, OPT_CONTROL, OPT_PROBE,
+       OPT_NO_SOCKETS, OPT_SKB_PROGRAMS, OPT_NO_COUNTERS, OPT_DURATION, OPT_JSON_EVERY, OPT_CONTROL, OPT_PROBE,
        OPT_BPF_STATS, OPT_PRUNE_EXITED };
 
 struct option_doc {
@@ -71,6 +71,11 @@ static const struct option_doc options[] = {
 	  "time 1 call in N of each thread (default 1: every call); every call is\n"
 	  "still counted, and the histograms hold the timed ones" },
 	{ "no-sockets", NULL, OPT_NO_SOCKETS, "count per process only, not per socket" },
+	{ "skb-programs", "on-demand|always", OPT_SKB_PROGRAMS,
+	  "where zero-copy bytes count at their send: attach the programs that look\n"
+	  "at every skb only once a zero-copy send is seen (on-demand, the default\n"
+	  "with --no-latency: the fallback copy of the sends before it is then null),\n"
+	  "or from the start (always, the default otherwise)" },
 	{ "duration", "S", OPT_DURATION,
 	  "stop after S seconds, or earlier when what is followed ends or a signal\n"
 	  "comes (not with --control)" },
@@ -245,6 +250,11 @@ static int parse_option(int opt, char *arg, struct tracer *tr, struct cli *cli)
 		return -1;
 	case OPT_NO_SOCKETS:
 		tr->no_sockets = true;
+		return -1;
+	case OPT_SKB_PROGRAMS:
+		if (strcmp(arg, "on-demand") && strcmp(arg, "always"))
+			return bad_value("skb-programs", arg, "on-demand or always");
+		tr->skb_programs = !strcmp(arg, "always") ? SKB_PROGRAMS_ALWAYS : SKB_PROGRAMS_ON_DEMAND;
 		return -1;
 	case OPT_DURATION:
 		tr->duration = strtod(arg, &end);
@@ -449,6 +459,10 @@ int main(int argc, char **argv)
 	if (set_latency_sample(&tr))
 		return 2;
 	sockets_set_off(&tr.bpf, tr.no_sockets);
+	/* the counting level gives up what the first zero-copy sends' skbs feed, not the full */
+	tr.skb_always = tr.skb_programs == SKB_PROGRAMS_ALWAYS ||
+			(tr.skb_programs == SKB_PROGRAMS_BY_LEVEL && !tr.no_latency);
+	defer_skb_programs(&tr.bpf, !tr.skb_always);
 	stats_enable(&tr);
 	/* one-shot: the counts start from zero before --pid and --cgroup are followed, since a
 	 * process followed is counted from then on (a reset after it would drop its first sends) */

@@ -33,6 +33,9 @@ struct tracer {
 	const char *cgroups[NETIO_MAX_CGROUPS];	/* --cgroup */
 	int ncgroups;
 	bool no_sample, no_counters, no_latency, control, verbose;
+	/* --skb-programs; by level: always, or on demand with --no-latency */
+	enum { SKB_PROGRAMS_BY_LEVEL, SKB_PROGRAMS_ON_DEMAND, SKB_PROGRAMS_ALWAYS } skb_programs;
+	bool skb_always;	/* what it came to: every reset attaches them again */
 	bool no_sockets;	/* --no-sockets: per process only (what the records cost apart) */
 	unsigned long latency_sample;	/* --latency-sample N (0: not given) */
 	enum stats_mode { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;

@@ -174,9 +174,10 @@ def _open_topology(topo):
             raise
 
 
-def _follow_topology(tracer, topo):
+def _follow_topology(tracer, topo, strategy):
     tracer.clear()
     tracer.reset()
+    tracer.skb_programs_for(strategy)
     for ns in topo.namespaces:
         tracer.netns_add(ns)
 
@@ -269,7 +270,7 @@ def run_one(cfg, repeat, duration, out_dir, index, tracer=None, attribute=None, 
         topo = netns.Topology(cfg.transport, rx_xdp)
         _open_topology(topo)
         if tracer is not None:
-            _follow_topology(tracer, topo)
+            _follow_topology(tracer, topo, cfg.strategy)
         server = _start(_server_argv(cfg, duration, port, topo, mss), f.server_out, f.server_err,
                         cgroup, tracer, ready=topo.has_receiver)
         limit = duration + 30.0 + cfg.threads * 0.05

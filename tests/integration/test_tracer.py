@@ -22,6 +22,7 @@ import pytest
 
 from conftest import BUILD, CLIENT, SERVER, TRACER, needs_built, needs_root
 from netio_trace.system.machine import has_pmu, kernel_hz
+from netio_trace.tracer import needs_skb_programs
 from netio_trace.system.netns import Topology
 from netio_trace.system.procs import READY_ARGS, GatedProcess, wait_listening
 
@@ -139,10 +140,12 @@ def server_port(srv, err_path, timeout=TIMEOUT):
 
 
 def run_workload(tracer, topo, tmp, strategy, size, count, threads=1, duration=None,
-                 server_args=(), client_args=(), follow_server=True):
+                 server_args=(), client_args=(), follow_server=True, skb_on_demand=False):
     """Run server and client held at their gates until the tracer follows them: count messages
     per connection, or for duration seconds when given; server_args, client_args: more of
-    their options (--mss, --receive); follow_server False: the server's namespace only.
+    their options (--mss, --receive); follow_server False: the server's namespace only;
+    skb_on_demand: the per-skb programs wait for the first zero-copy send even where the
+    strategy sends zero-copy (a sweep attaches them before such a run).
     Returns (server JSON, client JSON, snapshot, server pid, client pid)."""
     srv_out, srv_err = tmp / "server.json", tmp / "server.err"
     cli_out, cli_err = tmp / "client.json", tmp / "client.err"
@@ -158,6 +161,8 @@ def run_workload(tracer, topo, tmp, strategy, size, count, threads=1, duration=N
     if follow_server:
         tracer.ok(f"pid add {srv.pid}")
     tracer.ok("reset")
+    if needs_skb_programs(strategy) and not skb_on_demand:
+        tracer.ok("skb-programs always")
     srv.release()
     cli = None
     try:

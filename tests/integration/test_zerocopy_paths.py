@@ -25,6 +25,7 @@ from conftest import (BUILD, CLIENT, REPO, SERVER, TRACER, namespaces, needs_bui
                       wait_line)
 from netio_trace.system.netns import FORWARD_DEST_ADDR
 from netio_trace.system.procs import wait_listening
+from netio_trace.tracer import needs_skb_programs
 from test_tracer import Tracer, proc, run_workload
 
 KERNEL = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
@@ -117,15 +118,19 @@ def test_tcp_strategy_moves_exact_bytes(tcp_topo, strategy, size):
 # ---- forward: datagrams, completions ---------------------------------------------------
 
 def run_udp(fwd, strategy, size, count=FORWARD_COUNT, threads=2, tracer_json=None,
-            level="full"):
-    """The sender over forward (under netio-tracer at level when tracer_json is given); (its
-    JSON, datagrams the forwarding namespace's interface received meanwhile)."""
+            level="full", skb_programs=None):
+    """The sender over forward (under netio-tracer at level when tracer_json is given, its
+    per-skb programs attached from the start where the strategy may send zero-copy unless
+    skb_programs says otherwise); (its JSON, datagrams the forwarding namespace's interface
+    received meanwhile)."""
+    skb = skb_programs or ("always" if needs_skb_programs(strategy) else "on-demand")
     before = fwd.datagrams_seen()
     argv = [SERVER, "--netns", fwd.sender_ns, "--addr", fwd.server_addr, "--port", "5301",
             "--udp", "--strategy", strategy, "--size", str(size), "--threads", str(threads),
             "--count", str(count)]
     if tracer_json:
-        argv = [TRACER, "--no-sample", *LEVELS[level], "--json", str(tracer_json)] + \
+        argv = [TRACER, "--no-sample", *LEVELS[level], "--json", str(tracer_json),
+                "--skb-programs", skb] + \
             [a for ns in fwd.namespaces for a in ("--netns", ns)] + ["--"] + argv
     r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -313,6 +318,29 @@ def test_tracer_forward_counts_match(fwd, tmp_path, strategy, level):
         assert snap["zc_tx_bytes"] == 0 and snap["tx_copy_bytes"] <= sent
     else:
         assert snap["zc_tx_bytes"] == 0 and snap["tx_copy_bytes"] == sent
+
+
+
+def test_udp_zero_copy_before_the_per_skb_programs_is_null(fwd, tmp_path):
+    """A UDP MSG_ZEROCOPY sender at the counting level, the per-skb programs on demand: its
+    zero-copy bytes count only as they leave a device, so those of the datagrams sent before
+    the programs were attached went uncounted: zc_tx_bytes null, with why, never short."""
+    need("zero-copy")
+    out = tmp_path / "trace.json"
+    s, _ = run_udp(fwd, "zero-copy", 16384, count=TRACED_COUNT, tracer_json=out,
+                   level="counting", skb_programs="on-demand")
+    snap = json.loads(out.read_text())
+    if snap["zerocopy"]["skb_programs"]["mode"] != "on-demand":
+        pytest.skip("the per-skb programs do not wait here (zero-copy bytes not counted at "
+                    "the send)")
+    (sp,) = [p for p in snap["processes"].values() if p["tx_bytes"]]
+    assert sp["tx_bytes"] == snap["tx_bytes"] == s["bytes"]
+    skb = snap["zerocopy"]["skb_programs"]
+    # (attached by the tracer's next poll, every 20-50 ms: maybe after the last datagram)
+    assert skb["zc_uncounted_sends_before"] >= 1, skb
+    assert snap["zc_tx_bytes"] is None and sp["zc_tx_bytes"] is None
+    assert snap["fallback_copy_bytes"] is None
+    assert "only the per-skb programs count" in snap["unavailable"]["zc_tx_bytes"]
 
 
 SENDFILE_PROGRAM = r"""

@@ -1,0 +1,87 @@
+"""The per-skb programs on demand (needs root): where zero-copy bytes count at their send
+(the tracepoint rung, storage build), the programs that look at every skb for zero-copy ones
+(net_dev_start_xmit, netif_receive_skb, kfree_skb) are attached only once a followed or
+unfollowed thread sends on a SO_ZEROCOPY socket or through io_uring (bpf/maps.bpf.h,
+zc_skbs_made). A copying sender then runs none of them, and its figures stay exact; a
+zero-copy sender's first skbs pass before they are attached, so the figures they feed are
+null, with why, never short; `skb-programs always` (the sweep's, before a zero-copy run)
+attaches them before the first send, until the next reset."""
+import pytest
+
+from conftest import needs_built, needs_root
+from test_tracer import COUNTS, Tracer, check_exact, proc, run_workload, topologies  # noqa: F401
+
+pytestmark = [needs_root("BPF, network namespaces"),
+              needs_built("netio-tracer", "netio-server", "netio-client")]
+
+PER_SKB = ("tp_xmit", "tp_netif_receive", "tp_kfree_skb")
+
+
+@pytest.fixture(scope="module")
+def tracer(tmp_path_factory):
+    """A counting-level tracer with exact run counts, skipped where the per-skb programs do
+    not wait (they count what no send counts there)."""
+    t = Tracer("--no-latency", "--bpf-stats", "always",
+               log=str(tmp_path_factory.mktemp("tracer") / "tracer.log"))
+    snap = t.snapshot(str(tmp_path_factory.mktemp("snap") / "first.json"))
+    mode = snap["zerocopy"]["skb_programs"]["mode"]
+    if mode != "on-demand":
+        assert t.close() == 0
+        pytest.skip(f"per-skb programs {mode} here (pinning: {t.attach['pinning']}, build "
+                    f"{t.build}): only where zero-copy bytes count at their send")
+    yield t
+    assert t.close() == 0
+
+
+def per_skb_runs(snap):
+    return {k: v["runs"] for k, v in snap["self"]["programs"].items()
+            if k.startswith(PER_SKB) and v["runs"]}
+
+
+@pytest.mark.parametrize("transport", ("loopback", "veth"))
+def test_a_copying_sender_runs_no_per_skb_program(tracer, topologies, tmp_path,  # noqa: F811
+                                                  transport):
+    s, c, snap, spid, cpid = run_workload(tracer, topologies[transport], tmp_path, "one-copy",
+                                          65536, COUNTS[65536])
+    check_exact(s, c, snap, spid, cpid, "one-copy")
+    skb = snap["zerocopy"]["skb_programs"]
+    assert skb == {"mode": "on-demand", "attached": False, "zc_sends_before": 0,
+                   "zc_uncounted_sends_before": 0}, skb
+    assert per_skb_runs(snap) == {}
+    assert "fallback_copy_bytes" not in snap["unavailable"], snap["unavailable"]
+    targets = {k: v["target"] for k, v in snap["self"]["programs"].items()
+               if k.startswith(PER_SKB)}
+    assert targets and all(t.endswith("(on demand)") for t in targets.values()), targets
+
+
+def test_zero_copy_sends_before_the_attach_null_the_fallback_copy(tracer, topologies,  # noqa: F811
+                                                                   tmp_path):
+    """TCP MSG_ZEROCOPY on demand: its zero-copy bytes count at the send, exact; its first
+    sends' skbs went by unseen, so the fallback copy is null, and said why."""
+    s, c, snap, spid, cpid = run_workload(tracer, topologies["loopback"], tmp_path, "zero-copy",
+                                          65536, COUNTS[65536], skb_on_demand=True)
+    sent = s["bytes"]
+    skb = snap["zerocopy"]["skb_programs"]
+    assert skb["attached"] and skb["zc_sends_before"] >= 1, skb
+    assert skb["zc_uncounted_sends_before"] == 0, skb
+    assert proc(snap, spid)["tx_bytes"] == sent and snap["zc_tx_bytes"] == sent
+    assert proc(snap, spid)["zc_tx_bytes"] == sent
+    assert snap["fallback_copy_bytes"] is None
+    assert snap["zerocopy"]["fallback_copy_again_bytes"] is None
+    assert "zero-copy sends came before" in snap["unavailable"]["fallback_copy_bytes"]
+    assert all(n["fallback_copy_bytes"] is None for n in snap["netns"].values())
+    assert per_skb_runs(snap), "the per-skb programs never ran after the first zero-copy send"
+
+
+def test_always_until_the_next_reset(tracer, topologies, tmp_path):  # noqa: F811
+    """`skb-programs always` (run_workload's for a zero-copy strategy): attached before the
+    first send, every figure exact; the next reset leaves them waiting again."""
+    s, c, snap, spid, cpid = run_workload(tracer, topologies["loopback"], tmp_path, "zero-copy",
+                                          65536, COUNTS[65536])
+    check_exact(s, c, snap, spid, cpid, "zero-copy")
+    skb = snap["zerocopy"]["skb_programs"]
+    assert skb["attached"] and skb["zc_sends_before"] == 0, skb
+    tracer.ok("reset")
+    after = tracer.snapshot(str(tmp_path / "after-reset.json"))
+    assert after["zerocopy"]["skb_programs"]["attached"] is False
+    assert per_skb_runs(after) == {}
