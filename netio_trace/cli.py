@@ -115,6 +115,23 @@ def _receive_flags(r):
                    "receiving veth; veth only")
 
 
+def _level_flags(t):
+    """trace's flags that choose what the tracer runs: its level and its costs."""
+    t.add_argument("--no-sample", action="store_true", help="no stack sampling")
+    t.add_argument("--no-counters", action="store_true", help="no perf counters")
+    t.add_argument("--no-latency", action="store_true",
+                   help="count bytes and calls without timing them: no syscall hook, no "
+                   "latency histogram (the counting level, with --no-sample)")
+    t.add_argument("--latency-sample", metavar="N", type=_latency_sample,
+                   help="time 1 call in N of each thread (default 1: every call); every call "
+                   "is still counted, the histograms hold the timed ones (latency.sampled_1_in)")
+    t.add_argument("--skb-programs", choices=("on-demand", "always"),
+                   help="the programs that look at every skb for zero-copy ones: attached at "
+                   "the first zero-copy send seen (on-demand, the default with --no-latency; "
+                   "the fallback copy of the sends before is then null, with why), or from "
+                   "the start (always, the default otherwise)")
+
+
 def build_parser():
     p = Parser(prog=PROG, description="Trace where a sender's bytes get copied "
                "(two-copy, one-copy, zero-copy, per-field, sendfile, io-uring, io-uring-zc) over "
@@ -207,19 +224,7 @@ def build_parser():
     t.add_argument("--netns", metavar="NAME", action="append", default=[],
                    help="count softirq events of this network namespace (repeatable)")
     t.add_argument("--duration", metavar="S", help="stop after S seconds")
-    t.add_argument("--no-sample", action="store_true", help="no stack sampling")
-    t.add_argument("--no-counters", action="store_true", help="no perf counters")
-    t.add_argument("--no-latency", action="store_true",
-                   help="count bytes and calls without timing them: no syscall hook, no "
-                   "latency histogram (the counting level, with --no-sample)")
-    t.add_argument("--latency-sample", metavar="N", type=_latency_sample,
-                   help="time 1 call in N of each thread (default 1: every call); every call "
-                   "is still counted, the histograms hold the timed ones (latency.sampled_1_in)")
-    t.add_argument("--skb-programs", choices=("on-demand", "always"),
-                   help="the programs that look at every skb for zero-copy ones: attached at "
-                   "the first zero-copy send seen (on-demand, the default with --no-latency; "
-                   "the fallback copy of the sends before is then null, with why), or from "
-                   "the start (always, the default otherwise)")
+    _level_flags(t)
 
     _machine_parsers(sub)
     rep = sub.add_parser("report", help="rebuild results.csv, plots, flame graphs and the report "

@@ -75,6 +75,8 @@ for line in sys.stdin:
             pids.clear()
             netns.clear()
         print("ok", flush=True)
+    elif cmd == "skb-programs" and len(words) == 2 and words[1] in ("always", "on-demand"):
+        print("ok", flush=True)
     elif cmd == "snapshot" and len(words) in (2, 3):
         if mode == "die-on-snapshot":
             sys.exit(1)
