@@ -289,6 +289,11 @@ def _estimated(trace):
         out.append(f"the fallback copy, counted where the skbs arrive, can miss up to "
                    f"{unseen} B of zero-copy skbs no program of ours saw leave or arrive "
                    f"(counted at their send; bench/NOTES.md, the end of \"Drops\")")
+    skb = (trace.get("zerocopy") or {}).get("skb_programs") or {}
+    if skb.get("mode") == "on-demand":
+        out.append("the programs that look at every skb for zero-copy ones waited for the first "
+                   "zero-copy send (the counting level's default): "
+                   + ("attached then" if skb.get("attached") else "never attached, none seen"))
     for k, why in (trace.get("unavailable") or {}).items():
         out.append(f"`{k}` unavailable: {why}")
     return out

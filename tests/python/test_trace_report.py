@@ -126,6 +126,20 @@ def test_what_the_fallback_copy_can_miss_is_said():
     assert trace_report._estimated(dict(base, zerocopy={"zc_bytes_no_program_saw": None})) == []
 
 
+def test_the_per_skb_programs_on_demand_are_said():
+    """At the counting level the per-skb programs wait for the first zero-copy send: the
+    report says so, and whether they were attached; at the full level nothing is said."""
+    base = {"perf": {"cycles": 1}}
+    skb = {"mode": "on-demand", "attached": False, "zc_sends_before": 0,
+           "zc_uncounted_sends_before": 0}
+    (note,) = trace_report._estimated(dict(base, zerocopy={"skb_programs": skb}))
+    assert "waited for the first zero-copy send" in note and "never attached" in note
+    (note,) = trace_report._estimated(dict(base, zerocopy={"skb_programs": dict(skb, attached=True)}))
+    assert note.endswith("attached then")
+    always = dict(skb, mode="always", attached=True)
+    assert trace_report._estimated(dict(base, zerocopy={"skb_programs": always})) == []
+
+
 def test_the_bytes_copied_again_are_said():
     """A socket's fallback copy with a part copied twice (retransmitted segments that had
     arrived): its cell says so."""
