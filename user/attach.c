@@ -144,7 +144,7 @@ static const struct row rows[] = {
 	/* rx_discarded on this rung is tp_recv_length's (attach_climb.c, infer) */
 	{ ROW(RUNG_TP_BTF, PP_RX_MAPPED, rx_mapped, cg_zc_receive, H_CGROUP, "getsockopt"), .required = true },
 	{ ROW(RUNG_TP_BTF, PP_RX_SPLICED, copy_tp, tp_splice_exit, H_TRACEPOINT, "syscalls/sys_exit_splice"), .group = 1, .kfunc = CAST },
-	{ ROW(RUNG_TP_BTF, PP_RX_SPLICED, copy_tp, tp_rcv_space_adjust, H_TP_BTF, "tcp_rcv_space_adjust"), .group = 1, .fallback = true, .kfunc = CAST },
+	{ ROW(RUNG_TP_BTF, PP_RX_SPLICED, copy_tp, tp_rcv_space_adjust, H_TP_BTF, "tcp_rcv_space_adjust"), .group = 1, .fallback = true, .kfunc = CAST, .full_level = true },
 	/* syscalls on fentry/fexit of the syscall functions, so that other syscalls pay nothing;
 	 * sys_enter/sys_exit below */
 	{ ROW(RUNG_FENTRY, PP_SYSCALLS, syscalls, fs_sendto_in, H_FENTRY, "__x64_sys_sendto", "__arm64_sys_sendto"), .required = true },

@@ -40,6 +40,10 @@ static const char *unresolved_why(const struct ladder *l, enum rung r, int pp)
 		return "this kernel has no kprobes (CONFIG_KPROBES unset)";
 	if (r == RUNG_KPROBE && (rx_kind_pps & (1u << pp)))
 		return "no kprobe program counts it (the kernels of the matrix take fentry)";
+	if (r == RUNG_TP_BTF && pp == PP_RX_SPLICED && l->no_latency)
+		return "the counting level (--no-latency) gives it up on this rung: only "
+		       "tcp_rcv_space_adjust, which every TCP receive of the machine would run, "
+		       "counts it here; the full level counts it at sys_exit_splice";
 	return "no target on this kernel";
 }
 

@@ -35,6 +35,8 @@ struct row {
 	int group;		/* optional rows of one group: at least one must attach */
 	bool fallback;		/* used only if no other row of its group resolves */
 	bool lazy;		/* loaded with its probe point, attached by tracer_bpf_poll() */
+	bool full_level;	/* runs for every event of its kind on the machine, to find a
+				 * rare one: not at the counting level (--no-latency) */
 	const char *kfunc;	/* a kfunc the program calls: the row resolves only with it */
 	/* a parameter of the target as the kernel's BTF names it: the row resolves only there
 	 * (a prototype that changed) */

@@ -153,7 +153,8 @@ static const char *resolve_row(const struct ladder *l, const struct row *r)
 {
 	const struct btf *btf = vmlinux_btf();
 
-	if (skipped(r->prog) || compat_excludes(r) || (r->kfunc && !btf_func_exists(btf, r->kfunc)))
+	if (skipped(r->prog) || compat_excludes(r) || (r->kfunc && !btf_func_exists(btf, r->kfunc)) ||
+	    (r->full_level && l->no_latency))
 		return NULL;
 
 	for (int i = 0; r->targets[i]; i++) {

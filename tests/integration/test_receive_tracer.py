@@ -95,9 +95,10 @@ def test_splice_without_socket_records_is_unknown(topologies, tmp_path):  # noqa
 
 @pytest.mark.parametrize("transport", ("loopback", "veth"))
 def test_spliced_exact_without_latency_hooks(topologies, tmp_path, transport):  # noqa: F811
-    """--no-latency (the counting level): no sys_enter program marks a thread entering
-    splice(2), so the spliced bytes' program tells a splice by the syscall in the thread's
-    saved registers alone; the bytes stay exact."""
+    """--no-latency (the counting level): where a rung counts spliced bytes in the splice
+    itself (fentry), they stay exact; on the tracepoint rung only tcp_rcv_space_adjust, run
+    for every TCP receive of the machine, could count them, and that level gives them up:
+    null, and said why."""
     t = Tracer("--no-latency", log=str(tmp_path / "tracer.log"))
     try:
         s, c, snap, _spid, cpid = run_workload(
@@ -105,5 +106,9 @@ def test_spliced_exact_without_latency_hooks(topologies, tmp_path, transport):  
             client_args=("--receive", "splice"))
         assert c["bytes"] == s["bytes"] > 0 and c["received"]["spliced"] == c["bytes"]
         check_kinds(snap, c, cpid)
+        if t.attach["rx_copy"] == "tp_btf":
+            assert snap["attach"]["rx_spliced"] == "unavailable"
+            assert "counting level" in snap["attach_why"]["rx_spliced"]
+            assert "counting level" in snap["unavailable"]["rx_spliced_bytes"]
     finally:
         assert t.close() == 0
