@@ -95,6 +95,22 @@ def test_windows_stop_when_the_workload_stops_sending(fast):
     assert tracer.commands[-1] == "detach"
 
 
+def test_windows_stop_when_the_receiver_ends_inside_a_pair(fast, monkeypatch):
+    """A toggle that outlasts its allowance can take a pair past the workload's end: its
+    receiver gone, the windows end with the pairs complete so far, and no traceback."""
+    reads = {"n": 0}
+
+    def read(pid):
+        reads["n"] += 1
+        if reads["n"] > 9:          # pair 3's second window: the process is gone
+            raise FileNotFoundError(f"/proc/{pid}/net/dev")
+        return fast.read(pid)
+
+    monkeypatch.setattr(windows, "rx_bytes", read)
+    tracer, run = run_windows(fast, 10, windows.run_seconds(10))
+    assert len(run["windows"]) == 2 and tracer.commands[-1] == "detach"
+
+
 def test_run_seconds_hold_every_pair():
     assert windows.run_seconds(10) >= windows.WARMUP_S + 10 * 2 * (windows.SETTLE_S
                                                                   + windows.WINDOW_S)
