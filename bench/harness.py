@@ -158,6 +158,7 @@ class Bench:
         self.tmp = tempfile.mkdtemp(prefix="netio-bench-")
         # every netio run (traced or not, so the baselines match) starts in it
         self.cgroup = cgroup.WorkloadCgroup.create()
+        self.strategy = None    # the sender's strategy of the run under way (observers read it)
         self._n = 0
         self.verdicts = []
         self.retries = []
@@ -209,6 +210,7 @@ class Bench:
                             "--port", port, "--threads", str(threads), "--size", str(size),
                             "--cc", "cubic"], files["c.out"], files["c.err"], cgroup=self.cgroup)
         procs = [srv, cli]
+        self.strategy = strategy
         try:
             observer.start(self, topo, [srv.pid, cli.pid])
             srv.release()
@@ -307,6 +309,7 @@ class Bench:
         d = self.rundir()
         out, err = os.path.join(d, f"{name}.out"), os.path.join(d, f"{name}.err")
         proc = GatedProcess([os.path.join(BUILD, name), *args], out, err, cgroup=self.cgroup)
+        self.strategy = None
         try:
             observer.start(self, topo, [proc.pid])
             proc.release()

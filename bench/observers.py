@@ -130,6 +130,7 @@ class OurTracer:
                                 binary=os.path.join(self.build or BUILD, "netio-tracer"),
                                 env=self.env)
         self.tr.start()
+        self.tr.skb_programs_for(bench.strategy)   # as the sweep does before such a run
         for ns in topo.namespaces:
             self.tr.netns_add(ns)
         for pid in pids:

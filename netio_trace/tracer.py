@@ -184,8 +184,14 @@ class ControlTracer:
         """Until the next reset: the per-skb programs attached now where the run's sender
         makes zero-copy skbs (else on demand, and the fallback copy of its first sends would
         go unseen: docs/tracer.md, "The per-skb programs")."""
-        if needs_skb_programs(strategy):
+        if not needs_skb_programs(strategy):
+            return
+        try:
             self.command("skb-programs always")
+        except TracerError as e:
+            # an older build (bench.ab --old) knows no such command: it attaches them always
+            if "unknown command" not in str(e):
+                raise
 
     def detach_probes(self):
         """Nothing of ours attached (an untraced run): the programs stay loaded."""

@@ -75,7 +75,10 @@ for line in sys.stdin:
             pids.clear()
             netns.clear()
         print("ok", flush=True)
-    elif cmd == "skb-programs" and len(words) == 2 and words[1] in ("always", "on-demand"):
+    elif cmd == "skb-programs" and mode != "old" and words[1:] in (["always"], ["on-demand"]):
+        if os.environ.get("FAKE_TRACER_COMMANDS"):      # what the driver asked, for tests
+            with open(os.environ["FAKE_TRACER_COMMANDS"], "a") as f:
+                f.write(line)
         print("ok", flush=True)
     elif cmd == "snapshot" and len(words) in (2, 3):
         if mode == "die-on-snapshot":

@@ -27,6 +27,23 @@ def test_protocol_roundtrip(tmp_path):
     assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
 
 
+@pytest.mark.parametrize("mode", ("", "old"))
+def test_the_per_skb_programs_are_asked_for_zero_copy_and_io_uring_senders(tmp_path, monkeypatch,
+                                                                          mode):
+    """skb_programs_for: `skb-programs always` before a run whose sender may make zero-copy
+    skbs, nothing before a copying one; an older build that knows no such command (it attaches
+    them always) is no error."""
+    asked = tmp_path / "commands"
+    monkeypatch.setenv("FAKE_TRACER_COMMANDS", str(asked))
+    monkeypatch.setenv("FAKE_TRACER_MODE", mode)
+    with ControlTracer(binary=FAKE, log_path=str(tmp_path / "tracer.log")) as t:
+        for strategy in ("two-copy", "one-copy", "zero-copy", "per-field", "sendfile",
+                         "io-uring", "io-uring-zc"):
+            t.skb_programs_for(strategy)
+    lines = asked.read_text().splitlines() if asked.exists() else []
+    assert lines == ([] if mode == "old" else ["skb-programs always"] * 3)
+
+
 def test_start_failure_is_reported(tmp_path):
     log = tmp_path / "tracer.log"
     t = ControlTracer(binary=FAKE, log_path=str(log))
