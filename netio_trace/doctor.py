@@ -209,6 +209,8 @@ def tracer_rows(tr):
                      _escape(with_note(*counters[1:]))))
     for figure, why in ladder.unavailable_rows(tr):
         rows.append((f"null: {figure}", "unavailable", _escape(why)))
+    for what, result, why in ladder.counting_rows(tr):
+        rows.append((f"counting level: {what}", result, _escape(why)))
     return rows, notes
 
 

@@ -105,6 +105,31 @@ def counters_row(loaded):
             "snapshot", None)
 
 
+COUNTING_SKB = (
+    "at the counting level (--no-latency) the programs that look at every skb wait for the "
+    "first zero-copy send (--skb-programs on-demand): a copying program runs none of them, and "
+    "a zero-copy one's fallback copy is null, its first skbs unseen; with the next row, runs "
+    "per message at one-copy 16 KiB loopback 3.10 -> 1.40 (6.18 host, bench/NOTES.md, \"Runs "
+    "per message at the counting level\")")
+COUNTING_SPLICED = (
+    "null at the counting level (--no-latency): on this rung only tcp_rcv_space_adjust, which "
+    "every TCP receive of the machine would run, counts it; the full level counts it at "
+    "sys_exit_splice")
+
+
+def counting_rows(loaded):
+    """[(what, result, why)] of what the counting level gives up here that the full level
+    (doctor's load) keeps: figures null, programs on demand (docs/tracer.md)."""
+    attach = loaded.get("attach") if isinstance(loaded.get("attach"), dict) else {}
+    build = (loaded.get("bpf_build") or {}).get("name")
+    rows = []
+    if attach.get("pinning") == attach.get("tx_bytes") == "tp_btf" and build == "storage":
+        rows.append(("per-skb programs", "on demand", COUNTING_SKB))
+    if attach.get("rx_spliced") == "tp_btf":
+        rows.append(("rx_spliced_bytes", "null", COUNTING_SPLICED))
+    return rows
+
+
 def unavailable_rows(loaded):
     """[(figure, why)] of the figures the tracer leaves null here (its `unavailable`)."""
     u = loaded.get("unavailable")

@@ -123,6 +123,25 @@ def test_table_on_the_best_rung_says_nothing_more():
                                                                   ladder.POINTS]
 
 
+def test_what_the_counting_level_gives_up_is_said():
+    """Where zero-copy bytes count at the send (tracepoint rung, storage build) the counting
+    level's per-skb programs wait for a zero-copy send, and rx_spliced on the tracepoint rung
+    is null there: doctor says so; on the fentry rung it gives up nothing."""
+    tp = {"attach": {**{p: "tp_btf" for p in ladder.POINTS}, "rx_discarded": "inferred"},
+          "bpf_build": {"name": "storage"}}
+    assert [r[:2] for r in ladder.counting_rows(tp)] == [("per-skb programs", "on demand"),
+                                                         ("rx_spliced_bytes", "null")]
+    compat = dict(tp, bpf_build={"name": "compat"})
+    assert [r[0] for r in ladder.counting_rows(compat)] == ["rx_spliced_bytes"]
+    best = {"attach": {p: "fentry" for p in ladder.POINTS}, "bpf_build": {"name": "storage"}}
+    assert ladder.counting_rows(best) == []
+    rows, _ = doctor.tracer_rows({"loaded": True, "path": "/x", **tp, "attach_why": {},
+                                  "software_from": "task_struct", "unavailable": {}})
+    by = {r[0]: r[1:] for r in rows}
+    assert by["counting level: per-skb programs"][0] == "on demand"
+    assert "3.10 -> 1.40" in by["counting level: per-skb programs"][1]
+
+
 def test_table_of_a_tracer_that_cannot_load(fake_build, monkeypatch):
     monkeypatch.setenv("FAKE_TRACER_MODE", "fail-load")
     d, errors = doctor.collect()
