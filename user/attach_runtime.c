@@ -156,6 +156,8 @@ void defer_skb_programs(struct tracer_bpf *t, bool on_demand)
 	set_skb_progs(t, SKB_PROGS_IDLE);
 }
 
+static void poll_lazy(struct tracer_bpf *t, bool at_once);
+
 void tracer_bpf_skb_programs(struct tracer_bpf *t, bool always)
 {
 	uint32_t zero = 0, state = SKB_PROGS_IDLE;
@@ -166,31 +168,44 @@ void tracer_bpf_skb_programs(struct tracer_bpf *t, bool always)
 	bpf_map_lookup_elem(t->skb_progs, &zero, &state);
 	if (state == SKB_PROGS_IDLE)
 		set_skb_progs(t, SKB_PROGS_WANTED);
-	tracer_bpf_poll(t);
+	poll_lazy(t, true);
 }
 
-/* After the poll attached what was wanted: the per-skb programs all attached, the sends
- * that find them so no longer count as unseen. */
-static void skb_programs_attached(const struct tracer_bpf *t)
+static bool skb_programs_linked(const struct tracer_bpf *t)
+{
+	for (int i = 0; i < t->nprogs; i++)
+		if (per_skb_prog(&t->progs[i]) && t->progs[i].lazy && !t->progs[i].link)
+			return false;
+	return true;
+}
+
+/* The per-skb programs all attached, wanted since a zero-copy send: the sends that find them
+ * so no longer count as unseen. linked_before: they were attached by an earlier poll, so a
+ * send that began before they were (its first skbs unseen) has ended since, and counted as
+ * unseen, unless it outlasts a poll's interval; at_once: the driver asked for them, with no
+ * zero-copy sender running. */
+static void skb_programs_attached(const struct tracer_bpf *t, bool linked_before, bool at_once)
 {
 	uint32_t zero = 0, state = SKB_PROGS_IDLE;
 
 	if (!t->skb_on_demand || bpf_map_lookup_elem(t->skb_progs, &zero, &state) ||
-	    state != SKB_PROGS_WANTED)
+	    state != SKB_PROGS_WANTED || !skb_programs_linked(t) || !(linked_before || at_once))
 		return;
-	for (int i = 0; i < t->nprogs; i++)
-		if (per_skb_prog(&t->progs[i]) && t->progs[i].lazy && !t->progs[i].link) {
-			fprintf(stderr, "netio-tracer: %s could not be attached: the zero-copy "
-				"figures it feeds stay null\n", t->progs[i].name);
-			return;
-		}
 	set_skb_progs(t, SKB_PROGS_ATTACHED);
 }
 
 void tracer_bpf_poll(struct tracer_bpf *t)
 {
+	poll_lazy(t, false);
+}
+
+static void poll_lazy(struct tracer_bpf *t, bool at_once)
+{
+	bool skb_linked;
+
 	if (t->detached)
 		return;
+	skb_linked = t->skb_on_demand && skb_programs_linked(t);
 	sockets_keep_ends(t);
 	for (int i = 0; i < t->nprogs; i++) {
 		struct attached_prog *ap = &t->progs[i];
@@ -202,12 +217,15 @@ void tracer_bpf_poll(struct tracer_bpf *t)
 			continue;
 		link = bpf_program__attach(ap->bpf_prog);
 		if (!link) {
+			if (per_skb_prog(ap))
+				fprintf(stderr, "netio-tracer: %s could not be attached: the zero-copy "
+					"figures it feeds stay null\n", ap->name);
 			ap->bpf_prog = NULL;	/* do not retry forever */
 			continue;
 		}
 		ap->link = link;
 	}
-	skb_programs_attached(t);
+	skb_programs_attached(t, skb_linked, at_once);
 }
 
 void tracer_bpf_rearm(struct tracer_bpf *t)
@@ -227,7 +245,7 @@ void tracer_bpf_rearm(struct tracer_bpf *t)
 	}
 	if (t->skb_on_demand && t->skb_always) {
 		set_skb_progs(t, SKB_PROGS_WANTED);
-		tracer_bpf_poll(t);	/* now, not at the next tick: a workload may start at once */
+		poll_lazy(t, true);	/* now, not at the next tick: a workload may start at once */
 	}
 }
 
@@ -294,7 +312,7 @@ int tracer_bpf_attach(struct tracer_bpf *t, char *err, size_t errlen)
 		return -1;
 	}
 	t->detached = false;
-	tracer_bpf_poll(t);	/* what was wanted before the detach (--skb-programs always) */
+	poll_lazy(t, true);	/* what was wanted before the detach (--skb-programs always) */
 	return 0;
 }
 

@@ -62,7 +62,8 @@ def test_zero_copy_sends_before_the_attach_null_the_fallback_copy(tracer, topolo
                                           65536, COUNTS[65536], skb_on_demand=True)
     sent = s["bytes"]
     skb = snap["zerocopy"]["skb_programs"]
-    assert skb["attached"] and skb["zc_sends_before"] >= 1, skb
+    # (attached: set by the poll after the one that attached them, if the run outlasted it)
+    assert skb["zc_sends_before"] >= 1, skb
     assert skb["zc_uncounted_sends_before"] == 0, skb
     assert proc(snap, spid)["tx_bytes"] == sent and snap["zc_tx_bytes"] == sent
     assert proc(snap, spid)["zc_tx_bytes"] == sent
