@@ -250,6 +250,20 @@ static __always_inline void count_zc_send(struct sock *sk, struct thread_counts 
 		ns->zc_tx_bytes += ret;
 }
 
+/* A send of kind `kind` on socket sk (SOCK_ZEROCOPY set) returned ret: its zero-copy bytes
+ * counted where they count at the send (for c and r, NULL: not followed), and the per-skb
+ * programs asked for where it can have made zero-copy skbs. */
+static __always_inline void zc_send_end(struct sock *sk, struct pt_regs *regs, u32 kind,
+					struct thread_counts *c, struct sock_stats *r, int ret)
+{
+	if (zc_pinned_by_send(sk, regs, kind)) {
+		count_zc_send(sk, c, r, ret);
+		zc_skbs_made(true);
+	} else if (zc_uncounted_send(sk, regs, kind)) {
+		zc_skbs_made(false);
+	}
+}
+
 /* A send of a thread not followed: xmit does not count its MSG_ZEROCOPY skbs either, so its
  * zero-copy bytes count here for a followed netns. Every other send leaves at the first test.
  * Its socket gets an entry for zc_pinned_by_send, as a followed thread's gets at its send. */
@@ -269,12 +283,7 @@ static __always_inline void unfollowed_send(struct sock *sk, int ret, struct tas
 		kind = SEND_IO_URING;
 	if (bpf_map_update_elem(&sk_owner, &key, &n, BPF_NOEXIST) == 0)
 		zc_owners_changed();
-	if (zc_pinned_by_send(sk, regs, kind)) {
-		count_zc_send(sk, NULL, NULL, ret);
-		zc_skbs_made(true);
-	} else if (zc_uncounted_send(sk, regs, kind)) {
-		zc_skbs_made(false);
-	}
+	zc_send_end(sk, regs, kind, NULL, NULL, ret);
 }
 
 /* A followed thread's send of kind `kind` returned ret on socket sk, which has SOCK_ZEROCOPY:
@@ -284,12 +293,7 @@ static __always_inline void zc_send(struct sock *sk, struct pt_regs *regs, u32 k
 				    struct task_state *st, int ret)
 {
 	note_zc_send(sk, st, c);
-	if (zc_pinned_by_send(sk, regs, kind)) {
-		count_zc_send(sk, c, r, ret);
-		zc_skbs_made(true);
-	} else if (zc_uncounted_send(sk, regs, kind)) {
-		zc_skbs_made(false);
-	}
+	zc_send_end(sk, regs, kind, c, r, ret);
 }
 
 /* A send returns at the socket layer: bytes and calls of the followed thread, counted in its

@@ -22,6 +22,18 @@ static struct attached_prog *find_attached(struct tracer_bpf *t, const char *nam
 	return NULL;
 }
 
+/* An attached program made one of the on-demand ones: detached until map wanted_fd's [0] asks
+ * for it (tracer_bpf_poll), and its target says so. */
+static void make_on_demand(struct attached_prog *ap, int wanted_fd)
+{
+	bpf_link__destroy(ap->link);
+	ap->link = NULL;
+	ap->lazy = true;
+	ap->wanted_fd = wanted_fd;
+	snprintf(ap->target + strlen(ap->target), sizeof(ap->target) - strlen(ap->target),
+		 " (on demand)");
+}
+
 /* Where the socket layer marks the end of send and receive calls (sock_send_length and
  * sock_recv_length attached), sys_exit is only needed for poll, epoll_wait and sendfile:
  * detach it until a followed thread makes such a call (syscalls.bpf.c, exit_wanted). */
@@ -51,12 +63,7 @@ void defer_sys_exit(struct tracer_bpf *t)
 	ap->bpf_prog = ap->prog;	/* t->syscalls->progs.sc_exit or .sc_exit_raw */
 	if (bpf_map_update_elem(t->exit_wanted, &socket_end, &one, BPF_ANY))
 		return;
-	bpf_link__destroy(ap->link);
-	ap->link = NULL;
-	ap->lazy = true;
-	ap->wanted_fd = t->exit_wanted;
-	snprintf(ap->target + strlen(ap->target), sizeof(ap->target) - strlen(ap->target),
-		 " (on demand)");
+	make_on_demand(ap, t->exit_wanted);
 	t->sc_end_at_socket = true;
 }
 
@@ -145,30 +152,10 @@ void defer_skb_programs(struct tracer_bpf *t, bool on_demand)
 		if (!per_skb_prog(ap) || !ap->link)
 			continue;
 		ap->bpf_prog = ap->prog;
-		bpf_link__destroy(ap->link);
-		ap->link = NULL;
-		ap->lazy = true;
-		ap->wanted_fd = t->skb_progs;
-		snprintf(ap->target + strlen(ap->target), sizeof(ap->target) - strlen(ap->target),
-			 " (on demand)");
+		make_on_demand(ap, t->skb_progs);
 	}
 	t->skb_on_demand = true;
 	set_skb_progs(t, SKB_PROGS_IDLE);
-}
-
-static void poll_lazy(struct tracer_bpf *t, bool at_once);
-
-void tracer_bpf_skb_programs(struct tracer_bpf *t, bool always)
-{
-	uint32_t zero = 0, state = SKB_PROGS_IDLE;
-
-	t->skb_always = always;
-	if (!t->skb_on_demand || !always)
-		return;
-	bpf_map_lookup_elem(t->skb_progs, &zero, &state);
-	if (state == SKB_PROGS_IDLE)
-		set_skb_progs(t, SKB_PROGS_WANTED);
-	poll_lazy(t, true);
 }
 
 static bool skb_programs_linked(const struct tracer_bpf *t)
@@ -194,11 +181,8 @@ static void skb_programs_attached(const struct tracer_bpf *t, bool linked_before
 	set_skb_progs(t, SKB_PROGS_ATTACHED);
 }
 
-void tracer_bpf_poll(struct tracer_bpf *t)
-{
-	poll_lazy(t, false);
-}
-
+/* The on-demand programs whose condition holds, attached; at_once: see
+ * skb_programs_attached. */
 static void poll_lazy(struct tracer_bpf *t, bool at_once)
 {
 	bool skb_linked;
@@ -226,6 +210,24 @@ static void poll_lazy(struct tracer_bpf *t, bool at_once)
 		ap->link = link;
 	}
 	skb_programs_attached(t, skb_linked, at_once);
+}
+
+void tracer_bpf_poll(struct tracer_bpf *t)
+{
+	poll_lazy(t, false);
+}
+
+void tracer_bpf_skb_programs(struct tracer_bpf *t, bool always)
+{
+	uint32_t zero = 0, state = SKB_PROGS_IDLE;
+
+	t->skb_always = always;
+	if (!t->skb_on_demand || !always)
+		return;
+	bpf_map_lookup_elem(t->skb_progs, &zero, &state);
+	if (state == SKB_PROGS_IDLE)
+		set_skb_progs(t, SKB_PROGS_WANTED);
+	poll_lazy(t, true);
 }
 
 void tracer_bpf_rearm(struct tracer_bpf *t)
