@@ -519,6 +519,11 @@ static unsigned try_obj(struct ladder *l, enum rung r, enum objkind k, unsigned 
 	if (!mask)
 		return 0;
 	skel = load_rung(l, r, k, mask, &err);
+	if (!skel && !(mask & (mask - 1))) {	/* one probe point: alone is what failed */
+		note_failure(l, __builtin_ctz(mask), r, "loading its programs failed: %s",
+			     strerror(-err));
+		return 0;
+	}
 	if (!skel) {
 		mask = loadable_alone(l, r, k, mask);
 		if (!mask)
