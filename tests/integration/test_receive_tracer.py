@@ -7,7 +7,8 @@ import pytest
 
 from conftest import needs_built, needs_root
 from netio_trace.preflight import probe_zerocopy_receive
-from test_tracer import Tracer, proc, run_workload, tracer, topologies  # noqa: F401
+from test_tracer import (Tracer, proc, run_workload, tracer, tracer_cache,  # noqa: F401
+                         tracers, topologies)
 
 pytestmark = [needs_root("BPF, network namespaces"),
               needs_built("netio-tracer", "netio-server", "netio-client")]
@@ -94,21 +95,19 @@ def test_splice_without_socket_records_is_unknown(topologies, tmp_path):  # noqa
 
 
 @pytest.mark.parametrize("transport", ("loopback", "veth"))
-def test_spliced_exact_without_latency_hooks(topologies, tmp_path, transport):  # noqa: F811
+def test_spliced_exact_without_latency_hooks(tracers, topologies, tmp_path,  # noqa: F811
+                                            transport):
     """--no-latency (the counting level): where a rung counts spliced bytes in the splice
     itself (fentry), they stay exact; on the tracepoint rung only tcp_rcv_space_adjust, run
     for every TCP receive of the machine, could count them, and that level gives them up:
     null, and said why."""
-    t = Tracer("--no-latency", log=str(tmp_path / "tracer.log"))
-    try:
-        s, c, snap, _spid, cpid = run_workload(
-            t, topologies[transport], tmp_path, "one-copy", SIZE, COUNT,
-            client_args=("--receive", "splice"))
-        assert c["bytes"] == s["bytes"] > 0 and c["received"]["spliced"] == c["bytes"]
-        check_kinds(snap, c, cpid)
-        if t.attach["rx_copy"] == "tp_btf":
-            assert snap["attach"]["rx_spliced"] == "unavailable"
-            assert "counting level" in snap["attach_why"]["rx_spliced"]
-            assert "counting level" in snap["unavailable"]["rx_spliced_bytes"]
-    finally:
-        assert t.close() == 0
+    t = tracers.get("--no-latency")
+    s, c, snap, _spid, cpid = run_workload(
+        t, topologies[transport], tmp_path, "one-copy", SIZE, COUNT,
+        client_args=("--receive", "splice"))
+    assert c["bytes"] == s["bytes"] > 0 and c["received"]["spliced"] == c["bytes"]
+    check_kinds(snap, c, cpid)
+    if t.attach["rx_copy"] == "tp_btf":
+        assert snap["attach"]["rx_spliced"] == "unavailable"
+        assert "counting level" in snap["attach_why"]["rx_spliced"]
+        assert "counting level" in snap["unavailable"]["rx_spliced_bytes"]

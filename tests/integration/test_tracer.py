@@ -124,6 +124,62 @@ def tracer(tmp_path_factory):
     assert t.close() == 0
 
 
+class TracerCache:
+    """One tracer of given options (and environment at its start) at a time, kept for the
+    next test that asks for the same: the cases of a parametrized test share it, each run
+    starting from `clear` and `reset` (run_workload). Starting is the dearest step of a test
+    in the matrix's guests (10-20 s under QEMU/TCG)."""
+
+    def __init__(self, logdir):
+        self.logdir = logdir
+        self.key = None
+        self.tracer = None
+        self.started = 0
+
+    def get(self, *args, env=None):
+        key = (args, tuple(sorted((env or {}).items())))
+        if key != self.key:
+            self.close()
+            saved = {k: os.environ.get(k) for k in env or {}}
+            os.environ.update(env or {})
+            try:
+                self.started += 1
+                self.tracer = Tracer(*args, log=str(self.logdir / f"tracer-{self.started}.log"))
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            self.key = key
+        return self.tracer
+
+    def close(self):
+        t, self.tracer, self.key = self.tracer, None, None
+        if t:
+            assert t.close() == 0, f"tracer {t.argv} exited non-zero {t._log()}"
+
+
+@pytest.fixture(scope="module")
+def tracer_cache(tmp_path_factory):
+    cache = TracerCache(tmp_path_factory.mktemp("tracers"))
+    yield cache
+    cache.close()
+
+
+@pytest.fixture
+def tracers(tracer_cache, request):
+    """The cache, whose tracer lives through the consecutive cases of one test only: the
+    next test starts with none of it attached (some measure what attached programs cost)."""
+    yield tracer_cache
+    items = request.session.items
+    i = items.index(request.node)
+    after = items[i + 1] if i + 1 < len(items) else None
+    if after is None or (after.module, after.originalname) != (request.node.module,
+                                                                request.node.originalname):
+        tracer_cache.close()
+
+
 @pytest.fixture(scope="module")
 def topologies():
     with Topology("veth") as veth, Topology("loopback") as lo:
@@ -259,27 +315,22 @@ def check_histogram(s, snap, spid):
 # ---- host suite ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("strategy", ("one-copy", "zero-copy"))
-def test_threads_without_storage_lose_no_byte(topologies, tmp_path, monkeypatch, strategy):
+def test_threads_without_storage_lose_no_byte(tracers, topologies, tmp_path, strategy):
     """Where the kernel cannot make a thread's storage (its per-CPU element cache empty), the
     event counts in the CPU's spill slot (bpf/thread_storage.bpf.h) and reaches the process at
     once: with every thread's storage refused, bytes and copies stay exact and nothing is
     dropped. The compat build keeps no per-thread counts (bpf/thread_hash.bpf.h): there nothing
     spills, and the same figures are exact."""
-    monkeypatch.setenv("NETIO_TEST_NO_THREAD_STORAGE", "1")
-    t = Tracer(log=str(tmp_path / "tracer.log"))
-    monkeypatch.delenv("NETIO_TEST_NO_THREAD_STORAGE")
-    try:
-        s, c, snap, spid, cpid = run_workload(t, topologies["loopback"], tmp_path, strategy,
-                                              65536, COUNTS[65536])
-        check_exact(s, c, snap, spid, cpid, strategy)
-        if t.build == "compat":
-            assert snap["thread_storage_spilled"] == 0
-        else:
-            assert snap["thread_storage_spilled"] >= s["send_calls"] + c["recv_calls"], \
-                (snap["thread_storage_spilled"], s["send_calls"], c.get("recv_calls"))
-        assert proc(snap, spid)["tx_calls"] == s["send_calls"]
-    finally:
-        assert t.close() == 0
+    t = tracers.get(env={"NETIO_TEST_NO_THREAD_STORAGE": "1"})
+    s, c, snap, spid, cpid = run_workload(t, topologies["loopback"], tmp_path, strategy,
+                                          65536, COUNTS[65536])
+    check_exact(s, c, snap, spid, cpid, strategy)
+    if t.build == "compat":
+        assert snap["thread_storage_spilled"] == 0
+    else:
+        assert snap["thread_storage_spilled"] >= s["send_calls"] + c["recv_calls"], \
+            (snap["thread_storage_spilled"], s["send_calls"], c.get("recv_calls"))
+    assert proc(snap, spid)["tx_calls"] == s["send_calls"]
 
 
 @host_only
@@ -807,7 +858,7 @@ vm_only = pytest.mark.skipif(not VMTEST, reason="runs inside the VM (make vmtest
 
 @pytest.mark.parametrize("strategy", ("one-copy", "zero-copy"))
 @pytest.mark.parametrize("rung", ("fentry", "kprobe"))
-def test_forced_rung_exact(topologies, tmp_path, rung, strategy):
+def test_forced_rung_exact(tracers, topologies, tmp_path, rung, strategy):
     """--attach fentry|kprobe: where the kernel allows the rung (--probe; the compat build has
     no fexit return values), every copy point is on it and exact, and zero-copy's completions
     and pinned pages with them; elsewhere the tracer refuses the rung with one line, exit 2."""
@@ -818,22 +869,19 @@ def test_forced_rung_exact(topologies, tmp_path, rung, strategy):
         assert cp.returncode == 2 and len(cp.stderr.strip().splitlines()) == 1, cp.stderr
         assert f"--attach {rung}: this kernel does not allow" in cp.stderr, cp.stderr
         return
-    t = Tracer("--attach", rung, log=str(tmp_path / f"{rung}.log"))
-    try:
-        for p in COPY_POINTS + ("zc_completion",):
-            assert t.attach[p] == rung, t.attach
-        s, c, snap, spid, cpid = run_workload(t, topologies["veth"], tmp_path, strategy, 65536,
-                                              COUNTS[65536])
-        check_exact(s, c, snap, spid, cpid, strategy)
-        if strategy == "one-copy":
-            check_histogram(s, snap, spid)
-        else:
-            zc = snap["zerocopy"]
-            assert zc["completed_sends"] == s["zerocopy"]["sends"], (zc, s["zerocopy"])
-            assert zc["copied_sends"] == s["zerocopy"]["copied"], (zc, s["zerocopy"])
-            assert snap["pinned_pages"] >= s["bytes"] // 4096
-    finally:
-        assert t.close() == 0
+    t = tracers.get("--attach", rung)
+    for p in COPY_POINTS + ("zc_completion",):
+        assert t.attach[p] == rung, t.attach
+    s, c, snap, spid, cpid = run_workload(t, topologies["veth"], tmp_path, strategy, 65536,
+                                          COUNTS[65536])
+    check_exact(s, c, snap, spid, cpid, strategy)
+    if strategy == "one-copy":
+        check_histogram(s, snap, spid)
+    else:
+        zc = snap["zerocopy"]
+        assert zc["completed_sends"] == s["zerocopy"]["sends"], (zc, s["zerocopy"])
+        assert zc["copied_sends"] == s["zerocopy"]["copied"], (zc, s["zerocopy"])
+        assert snap["pinned_pages"] >= s["bytes"] // 4096
 
 
 # ---- the per-skb programs' two builds, on both kernels ----------------------------------
@@ -872,26 +920,23 @@ def test_per_skb_programs_read_as_the_kernel_allows(topologies, tmp_path):
 # ---- the counting level: exact bytes without latency, on both kernels -------------------
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_counting_level_exact(topologies, tmp_path, strategy):
+def test_counting_level_exact(tracers, topologies, tmp_path, strategy):
     """--no-latency --no-sample: no syscall hook attached, no histogram, the same exact
     bytes and copies per process. Where only the send calls count the bytes sent (no exact
     rung, no sock_send_length), the hook stays and says so."""
-    t = Tracer("--no-latency", log=str(tmp_path / "counting.log"))   # with --no-sample
-    try:
-        s, c, snap, spid, cpid = run_workload(t, topologies["veth"], tmp_path, strategy, 65536,
-                                              COUNTS[65536])
-        check_exact(s, c, snap, spid, cpid, strategy)
-        if t.attach["tx_bytes"] == "tracepoint":
-            assert t.attach["syscalls"] != "unavailable", t.attach
-            assert "counted from sendto" in snap["attach_why"]["tx_bytes"], snap["attach_why"]
-            return
-        assert t.attach["syscalls"] == "unavailable", t.attach
-        assert snap["latency"] == {"timed": False}
-        hists = [v for v in (proc(snap, spid).get("syscalls") or {}).values()
-                 if isinstance(v, dict) and v.get("hist_log2_ns")]
-        assert hists == []
-    finally:
-        assert t.close() == 0
+    t = tracers.get("--no-latency")   # with --no-sample
+    s, c, snap, spid, cpid = run_workload(t, topologies["veth"], tmp_path, strategy, 65536,
+                                          COUNTS[65536])
+    check_exact(s, c, snap, spid, cpid, strategy)
+    if t.attach["tx_bytes"] == "tracepoint":
+        assert t.attach["syscalls"] != "unavailable", t.attach
+        assert "counted from sendto" in snap["attach_why"]["tx_bytes"], snap["attach_why"]
+        return
+    assert t.attach["syscalls"] == "unavailable", t.attach
+    assert snap["latency"] == {"timed": False}
+    hists = [v for v in (proc(snap, spid).get("syscalls") or {}).values()
+             if isinstance(v, dict) and v.get("hist_log2_ns")]
+    assert hists == []
 
 
 def test_latency_sample_counts_every_call_and_times_1_in_n(topologies, tmp_path):

@@ -24,9 +24,9 @@ import pytest
 from conftest import (BUILD, CLIENT, REPO, SERVER, TRACER, namespaces, needs_built, needs_root,
                       wait_line)
 from netio_trace.system.netns import FORWARD_DEST_ADDR
-from netio_trace.system.procs import wait_listening
+from netio_trace.system.procs import GatedProcess, wait_listening
 from netio_trace.tracer import needs_skb_programs
-from test_tracer import Tracer, proc, run_workload
+from test_tracer import Tracer, proc, run_workload, tracer_cache, tracers  # noqa: F401
 
 KERNEL = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
 # 20000 x 1000 B and 2000 x 64 KiB per connection: the latter writes 128 MiB per sendfile
@@ -135,6 +135,29 @@ def run_udp(fwd, strategy, size, count=FORWARD_COUNT, threads=2, tracer_json=Non
     r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout), fwd.datagrams_seen() - before
+
+
+def follow_udp(tracer, fwd, strategy, size, count, tmp):
+    """The sender over forward, followed by a --control tracer from its first syscall (as
+    run_udp's under netio-tracer -- CMD); (its JSON, the tracer's snapshot after it)."""
+    out, err = tmp / "sender.json", tmp / "sender.err"
+    sender = GatedProcess([SERVER, "--netns", fwd.sender_ns, "--addr", fwd.server_addr,
+                           "--port", "5301", "--udp", "--strategy", strategy, "--size",
+                           str(size), "--threads", "2", "--count", str(count)],
+                          str(out), str(err))
+    try:
+        tracer.ok("clear")
+        for ns in fwd.namespaces:
+            tracer.ok(f"netns add {ns}")
+        tracer.ok(f"pid add {sender.pid}")
+        tracer.ok("reset")
+        if needs_skb_programs(strategy):
+            tracer.ok("skb-programs always")
+        sender.release()
+        assert sender.wait(120) == 0, err.read_text()
+    finally:
+        sender.kill()
+    return json.loads(out.read_text()), tracer.snapshot(str(tmp / "snapshot.json"))
 
 
 @pytest.mark.parametrize("size", FORWARD_SIZES)
@@ -286,13 +309,12 @@ def test_tracer_tcp_counts_match(tracer, tcp_topo, tmp_path, strategy):
         assert snap["fallback_copy_bytes"] >= 0.99 * sent
 
 
-@pytest.mark.parametrize("level", sorted(LEVELS))
 @pytest.mark.parametrize("strategy", ("one-copy", "per-field") + ZEROCOPY)
-def test_tracer_forward_counts_match(fwd, tmp_path, strategy, level):
+@pytest.mark.parametrize("level", sorted(LEVELS))      # the slower: one tracer a level
+def test_tracer_forward_counts_match(tracers, fwd, tmp_path, strategy, level):
     need(strategy)
-    out = tmp_path / "trace.json"
-    s, _ = run_udp(fwd, strategy, 16384, count=TRACED_COUNT, tracer_json=out, level=level)
-    snap = json.loads(out.read_text())
+    s, snap = follow_udp(tracers.get(*LEVELS[level]), fwd, strategy, 16384, TRACED_COUNT,
+                         tmp_path)
     sent = s["bytes"]
     # the sender is the one process followed (its comm may be an io_uring worker's)
     (sp,) = [p for p in snap["processes"].values() if p["tx_bytes"]]
