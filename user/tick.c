@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include "tick.h"
+#include "trace_helpers.h"
 
 /* CONFIG_HZ=N in a kernel config read through zlib (which reads plain files too). */
 static int config_hz_from(const char *path)
@@ -71,16 +72,16 @@ uint64_t tick_handler_addr(void)
 {
 	static const char *const cands[] = { "tick_sched_timer", "tick_nohz_handler" };
 	uint64_t found[2] = { 0, 0 };
-	char line[512], sym[256], type;
+	char line[512], *sym, type;
 	unsigned long long a;
-	FILE *f = fopen("/proc/kallsyms", "re");
+	FILE *f = kallsyms_open();
 	size_t i;
 
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f)) {
 		/* text symbols (the tick is built in: a module's trailing field is ignored) */
-		if (sscanf(line, "%llx %c %255s", &a, &type, sym) != 3 || (type != 't' && type != 'T'))
+		if (!kallsyms_line(line, &a, &type, &sym) || (type != 't' && type != 'T'))
 			continue;
 		for (i = 0; i < 2; i++)
 			if (!found[i] && !strcmp(sym, cands[i]))

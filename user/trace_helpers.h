@@ -10,6 +10,11 @@
 
 struct btf;
 
+/* /proc/kallsyms opened with a buffer that takes it in a few reads; one line of it parsed
+ * (address, type, name cut in place; false for another kind of line). */
+FILE *kallsyms_open(void);
+bool kallsyms_line(char *line, unsigned long long *addr, char *type, char **name);
+
 /* /proc/kallsyms, text symbols only, sorted for lookups. */
 struct ksyms;
 struct ksyms *ksyms_load(void);
