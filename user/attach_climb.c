@@ -9,6 +9,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include "attach_internal.h"
+#include "kretprobes.h"
 #include "builds.h"
 #include "netio.h"
 #include "copy_tp.skel.h"
@@ -295,6 +296,8 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 	l->ksyms = ksyms_load();
 	l->traceable = ftrace_funcs_load();
 	l->kprobes = kprobes_available();
+	if (l->kprobes)
+		kretprobes_remove_stale();
 	ret = climb(l, mode, no_latency, err, errlen);
 	for (int pp = 0; pp < PP_NR; pp++)
 		snprintf(t->why[pp], sizeof(t->why[pp]), "%s", l->fail_reason[pp]);

@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "attach_internal.h"
+#include "kretprobes.h"
 #include "sockets.h"
 #include "builds.h"
 #include "follow.skel.h"
@@ -289,6 +290,7 @@ void tracer_bpf_close(struct tracer_bpf *t)
 	CLEAR_POINTER(&t->rx_mapped, rx_mapped_bpf__destroy);
 	CLEAR_POINTER(&t->syscalls, syscalls_bpf__destroy);
 	CLEAR_POINTER(&t->tcp_ends_ring, ring_buffer__free);
+	kretprobes_remove();	/* their links are gone: the events are free */
 	for (int i = 0; i < t->nshared; i++)
 		close(t->shared[i].fd);
 	t->nshared = 0;

@@ -13,6 +13,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "attach_internal.h"
+#include "kretprobes.h"
 #include "builds.h"
 #include "cgroups.h"
 #include "copy_fentry.skel.h"
@@ -337,7 +338,7 @@ static struct bpf_link *attach_row(const struct ladder *l, void *skel, int i, in
 	switch (rows[i].how) {
 	case H_KPROBE:
 	case H_KRETPROBE:
-		link = bpf_program__attach_kprobe(prog, rows[i].how == H_KRETPROBE, l->resolved[i]);
+		link = kprobe_attach(prog, rows[i].how == H_KRETPROBE, l->resolved[i]);
 		break;
 	case H_CGROUP:
 		link = attach_root_cgroup(prog);

@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "attach_internal.h"
+#include "kretprobes.h"
 #include "sockets.h"
 #include "netio.h"
 #include "flush.skel.h"
@@ -285,7 +286,7 @@ void tracer_bpf_detach(struct tracer_bpf *t)
 static struct bpf_link *attach_again(const struct attached_prog *ap)
 {
 	if (ap->kfunc[0])
-		return bpf_program__attach_kprobe(ap->prog, ap->kretprobe, ap->kfunc);
+		return kprobe_attach(ap->prog, ap->kretprobe, ap->kfunc);
 	if (ap->cgroup)
 		return attach_root_cgroup(ap->prog);
 	return bpf_program__attach(ap->prog);

@@ -884,6 +884,34 @@ def test_forced_rung_exact(tracers, topologies, tmp_path, rung, strategy):
         assert snap["pinned_pages"] >= s["bytes"] // 4096
 
 
+def _our_kprobe_events(pid):
+    with open("/sys/kernel/tracing/kprobe_events") as f:
+        return [line.strip() for line in f if f"netio/p{pid}_" in line]
+
+
+def test_kretprobes_have_room_and_last_as_long_as_the_tracer(tmp_path):
+    """On the kprobe rung the tracer's kretprobes are tracefs events of its own, each with
+    room for 4096 calls in flight (the kernel's default is one per CPU without
+    CONFIG_PREEMPTION: more threads inside a send lost returns): there while the tracer runs,
+    gone when it ends; those of a tracer killed are removed by the next one's start."""
+    probe = tracer_probe()
+    if not probe["attach"]["kprobe"]:
+        pytest.skip("this kernel has no kprobes")
+    killed = Tracer("--attach", "kprobe", log=str(tmp_path / "killed.log"))
+    events = _our_kprobe_events(killed.proc.pid)
+    assert events and all(e.startswith("r4096:") for e in events), events
+    os.kill(killed.proc.pid, signal.SIGKILL)
+    killed.proc.wait()
+    assert _our_kprobe_events(killed.proc.pid) == events      # nobody removed them
+    t = Tracer("--attach", "kprobe", log=str(tmp_path / "next.log"))
+    try:
+        assert _our_kprobe_events(killed.proc.pid) == []
+        assert _our_kprobe_events(t.proc.pid)
+    finally:
+        assert t.close() == 0
+    assert _our_kprobe_events(t.proc.pid) == []
+
+
 # ---- the per-skb programs' two builds, on both kernels ----------------------------------
 
 def test_per_skb_programs_read_as_the_kernel_allows(topologies, tmp_path):

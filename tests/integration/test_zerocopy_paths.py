@@ -137,24 +137,9 @@ def run_udp(fwd, strategy, size, count=FORWARD_COUNT, threads=2, tracer_json=Non
     return json.loads(r.stdout), fwd.datagrams_seen() - before
 
 
+# two threads: on the kprobe rung of a kernel without CONFIG_PREEMPTION, a one-vCPU guest, more
+# than the kernel's default kretprobe instances (one per CPU) would have held (kretprobes.c)
 SENDER_THREADS = 2
-# A known tracer bug, not fixed yet: the kprobe rung's kretprobes get the kernel's default
-# number of instances, which without CONFIG_PREEMPTION is the number of CPUs; a return whose
-# call began while every instance was in use is missed, uncounted and unsaid. The matrix's
-# one-vCPU 5.10 guest, two threads sending, loses 13-30% of tx_bytes.
-KRETPROBE_MISSES = ("kprobe rung: kretprobes have as many instances as CPUs on a kernel "
-                    "without CONFIG_PREEMPTION; more threads inside a send lose returns")
-
-
-def kretprobes_fewer_than(snap, threads):
-    """The tracer's tx_bytes come from kretprobes that have fewer instances than threads."""
-    if snap["attach"]["tx_bytes"] != "kprobe" or (os.cpu_count() or 1) >= threads:
-        return False
-    try:
-        with open(f"/boot/config-{os.uname().release}") as f:
-            return "CONFIG_PREEMPTION=y" not in f.read().splitlines()
-    except OSError:
-        return True
 
 
 def follow_udp(tracer, fwd, strategy, size, count, tmp):
@@ -339,10 +324,6 @@ def test_tracer_forward_counts_match(tracers, fwd, tmp_path, strategy, level):
     sent = s["bytes"]
     # the sender is the one process followed (its comm may be an io_uring worker's)
     (sp,) = [p for p in snap["processes"].values() if p["tx_bytes"]]
-    if kretprobes_fewer_than(snap, SENDER_THREADS):
-        # strict: the day the tracer counts every return here, this says so
-        assert snap["tx_bytes"] < sent, "kretprobes no longer miss: drop KRETPROBE_MISSES"
-        pytest.xfail(KRETPROBE_MISSES)
     assert sp["tx_bytes"] == snap["tx_bytes"] == sent, (sp["tx_bytes"], snap["tx_bytes"], sent)
     assert snap["drops"] == 0, snap.get("drops_by_cause")
     if strategy in ZEROCOPY:
