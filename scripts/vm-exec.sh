@@ -15,8 +15,9 @@
 #
 # Environment: NETIO_VM_KERNEL (an image path, default Debian's 6.1: `scripts/kernels.sh 6.1`;
 # the matrix's kernels are listed in tests/vm/kernels), NETIO_VM_TIMEOUT
-# (seconds for the whole boot, default 480), NETIO_VM_CPUS (the guest's vCPUs, default 2). Exit status: 3 if the guest cannot be booted
-# here (the reason on stderr), else vng's (124 on timeout).
+# (seconds for the whole boot, default 480), NETIO_VM_CPUS (the guest's vCPUs, default 2).
+# Exit status: 3 if the guest cannot be booted here (the reason on stderr), else vng's (124
+# on timeout).
 set -uo pipefail
 
 root="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
@@ -61,8 +62,8 @@ start=$(date +%s)
 # that group: SIGINT, SIGTERM or SIGHUP here end the guest through it, so none is left behind
 # udev would load kvm for the emulated CPU: slow under TCG (bench/NOTES.md, "What a start
 # costs"), and nothing here needs it
-PATH="$root/.venv/bin:$PATH" timeout "$timeout_s" "$vng" --disable-kvm --force-9p --verbose --cpus "$cpus" \
-    --qemu-opts="-accel tcg,thread=single" --append "modprobe.blacklist=kvm,kvm_amd,kvm_intel" \
+PATH="$root/.venv/bin:$PATH" timeout "$timeout_s" "$vng" --disable-kvm --force-9p --verbose \
+    --cpus "$cpus" --qemu-opts="-accel tcg,thread=single" --append "modprobe.blacklist=kvm,kvm_amd,kvm_intel" \
     --rwdir "$out" --run "$kernel" \
     --exec "$out/prelude.sh" >"$out/vm.log" 2>&1 </dev/null &
 guest=$!

@@ -119,8 +119,8 @@ void kretprobes_remove(void)
 	nevents = 0;
 }
 
-/* "r4096:netio/p1234_0 udp_sendmsg" in kprobe_events reads back as
- * "r4096:netio/p1234_0 udp_sendmsg": the pid of each, removed when it is gone. */
+/* Our events in kprobe_events ("r4096:netio/p<pid>_<n> FUNC"): those whose tracer is gone,
+ * removed. */
 void kretprobes_remove_stale(void)
 {
 	FILE *f = fopen(KPROBE_EVENTS, "re");

@@ -30,8 +30,8 @@ static int cmp_str(const void *a, const void *b)
 static struct ksyms *names_load(FILE *f, bool kallsyms_format);
 
 /* A big stdio buffer: a read of /proc (a seq_file) or of tracefs fills as much of it as it
- * can, so a file of several MB takes a few reads rather than one per 4 KiB (under QEMU/TCG,
- * where every syscall is dear, that was a second of each start). */
+ * can, so a file of several MB takes a few reads rather than one per 4 KiB (dear under
+ * QEMU/TCG: bench/NOTES.md, "One vCPU, and what a tracer's start costs in a guest"). */
 static FILE *open_big(const char *path)
 {
 	FILE *f = fopen(path, "re");

@@ -128,7 +128,7 @@ class TracerCache:
     """One tracer of given options (and environment at its start) at a time, kept for the
     next test that asks for the same: the cases of a parametrized test share it, each run
     starting from `clear` and `reset` (run_workload). Starting is the dearest step of a test
-    in the matrix's guests (10-20 s under QEMU/TCG)."""
+    in the matrix's guests (bench/NOTES.md, "One vCPU, and what a tracer's start costs")."""
 
     def __init__(self, logdir):
         self.logdir = logdir
@@ -195,6 +195,20 @@ def server_port(srv, err_path, timeout=TIMEOUT):
     return port
 
 
+def follow_afresh(tracer, namespaces, pids, skb_programs):
+    """The tracer forgets whom it followed, follows namespaces and pids from zeroed counts,
+    and attaches the per-skb programs now when skb_programs (as a sweep does before a run
+    that may send zero-copy)."""
+    tracer.ok("clear")
+    for ns in namespaces:
+        tracer.ok(f"netns add {ns}")
+    for pid in pids:
+        tracer.ok(f"pid add {pid}")
+    tracer.ok("reset")
+    if skb_programs:
+        tracer.ok("skb-programs always")
+
+
 def run_workload(tracer, topo, tmp, strategy, size, count, threads=1, duration=None,
                  server_args=(), client_args=(), follow_server=True, skb_on_demand=False):
     """Run server and client held at their gates until the tracer follows them: count messages
@@ -211,14 +225,8 @@ def run_workload(tracer, topo, tmp, strategy, size, count, threads=1, duration=N
                                           else ("--count", str(count))),
                         "--cc", "cubic", *READY_ARGS, *server_args],
                        str(srv_out), str(srv_err), ready=True)
-    tracer.ok("clear")
-    for ns in topo.namespaces:
-        tracer.ok(f"netns add {ns}")
-    if follow_server:
-        tracer.ok(f"pid add {srv.pid}")
-    tracer.ok("reset")
-    if needs_skb_programs(strategy) and not skb_on_demand:
-        tracer.ok("skb-programs always")
+    follow_afresh(tracer, topo.namespaces, [srv.pid] if follow_server else [],
+                  needs_skb_programs(strategy) and not skb_on_demand)
     srv.release()
     cli = None
     try:

@@ -4,8 +4,8 @@ before its first run, that the tracer can load (root, built binaries).
 Free of host-only assumptions: these run on the host and inside each kernel of the matrix
 (NETIO_VMTEST=1), where the three that test no more than the driver's logic, with a stand-in
 tracer, are left out (every command started under QEMU/TCG is slow). A tracer that cannot
-load is the stand-in of tests/python/fake_tracer.py (FAKE_TRACER_MODE=fail-load) as the netio-tracer of a build tree
-whose workloads are the real ones (NETIO_BUILD)."""
+load is the stand-in of tests/python/fake_tracer.py (FAKE_TRACER_MODE=fail-load) as the
+netio-tracer of a build tree whose workloads are the real ones (NETIO_BUILD)."""
 import json
 import os
 import time

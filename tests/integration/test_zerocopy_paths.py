@@ -26,7 +26,8 @@ from conftest import (BUILD, CLIENT, REPO, SERVER, TRACER, namespaces, needs_bui
 from netio_trace.system.netns import FORWARD_DEST_ADDR
 from netio_trace.system.procs import GatedProcess, wait_listening
 from netio_trace.tracer import needs_skb_programs
-from test_tracer import Tracer, proc, run_workload, tracer_cache, tracers  # noqa: F401
+from test_tracer import (Tracer, follow_afresh, proc, run_workload, tracer_cache,  # noqa: F401
+                         tracers)
 
 KERNEL = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
 # 20000 x 1000 B and 2000 x 64 KiB per connection: the latter writes 128 MiB per sendfile
@@ -152,13 +153,7 @@ def follow_udp(tracer, fwd, strategy, size, count, tmp):
                            str(count)],
                           str(out), str(err))
     try:
-        tracer.ok("clear")
-        for ns in fwd.namespaces:
-            tracer.ok(f"netns add {ns}")
-        tracer.ok(f"pid add {sender.pid}")
-        tracer.ok("reset")
-        if needs_skb_programs(strategy):
-            tracer.ok("skb-programs always")
+        follow_afresh(tracer, fwd.namespaces, [sender.pid], needs_skb_programs(strategy))
         sender.release()
         assert sender.wait(120) == 0, err.read_text()
     finally:
@@ -316,7 +311,7 @@ def test_tracer_tcp_counts_match(tracer, tcp_topo, tmp_path, strategy):
 
 
 @pytest.mark.parametrize("strategy", ("one-copy", "per-field") + ZEROCOPY)
-@pytest.mark.parametrize("level", sorted(LEVELS))      # the slower: one tracer a level
+@pytest.mark.parametrize("level", sorted(LEVELS))   # varies slowest: one tracer a level
 def test_tracer_forward_counts_match(tracers, fwd, tmp_path, strategy, level):
     need(strategy)
     s, snap = follow_udp(tracers.get(*LEVELS[level]), fwd, strategy, 16384, TRACED_COUNT,

@@ -19,7 +19,8 @@
 # Environment: NETIO_BUILD (binaries, default <repo>/build), NETIO_VM_KERNELS (names of
 # tests/vm/kernels to boot, space separated; default all), NETIO_VM_TIMEOUT (seconds per boot,
 # default 2400: TCG runs the guests at half the speed on some of the hosts this VM lands on),
-# NETIO_VM_JOBS, NETIO_VM_CPUS (vCPUs a guest, default 1), NETIO_VM_KEEP=1 (keep the guests' logs), VMTEST_K (a pytest -k expression).
+# NETIO_VM_JOBS, NETIO_VM_CPUS (vCPUs a guest, default 1), NETIO_VM_KEEP=1 (keep the guests'
+# logs), VMTEST_K (a pytest -k expression).
 set -uo pipefail
 
 root="$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)"
