@@ -122,6 +122,23 @@ static __always_inline void sock_end(struct sock *sk, struct tcp_end *e)
 	}
 }
 
+/* The same from a trusted sk (a tp_btf argument): direct loads, where each probe read above
+ * is a helper call. */
+static __always_inline void sock_end_btf(const struct sock *sk, struct tcp_end *e)
+{
+	e->family = sk->__sk_common.skc_family;
+	e->lport = sk->__sk_common.skc_num;
+	e->rport = bpf_ntohs(sk->__sk_common.skc_dport);
+	if (e->family == NETIO_AF_INET6) {
+		__builtin_memcpy(e->laddr, &sk->__sk_common.skc_v6_rcv_saddr, sizeof(e->laddr));
+		__builtin_memcpy(e->raddr, &sk->__sk_common.skc_v6_daddr, sizeof(e->raddr));
+		v4_mapped(e);
+	} else {
+		*(u32 *)e->laddr = sk->__sk_common.skc_rcv_saddr;
+		*(u32 *)e->raddr = sk->__sk_common.skc_daddr;
+	}
+}
+
 /* The device sk's cached route leaves by (enum netio_path), and its ifindex. */
 static __always_inline u32 sock_path(struct sock *sk, u32 *ifindex)
 {
@@ -250,7 +267,7 @@ static __always_inline void sock_add_zc(u32 slot1, u64 bytes)
 
 /* A TCP connection reaches ESTABLISHED on this host (sk trusted: tp_btf): its ends, for the
  * tracer to keep in tcp_ends. No wakeup: the tracer drains the ring on its own tick. */
-static __always_inline void tcp_end_seen(struct sock *sk)
+static __always_inline void tcp_end_seen(const struct sock *sk)
 {
 	struct tcp_end *e = bpf_ringbuf_reserve(&tcp_ends_ring, sizeof(*e), 0);
 
@@ -259,7 +276,7 @@ static __always_inline void tcp_end_seen(struct sock *sk)
 		return;
 	}
 	__builtin_memset(e, 0, sizeof(*e));
-	sock_end(sk, e);
+	sock_end_btf(sk, e);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 

@@ -211,27 +211,29 @@ static long flush_part(u32 k, struct flush_ctx *c)
 }
 
 /* Adds what the thread counted since its last flush to its process's statistics (on this
- * CPU's copy, atomically: a softirq here may be adding to them). */
-static __always_inline void flush_thread_counts(struct task_state *st)
+ * CPU's copy, atomically: a softirq here may be adding to them): those statistics (flush_target:
+ * tgid_stats' entry or tgid_spill's), or NULL where it had nothing to add or no place for it. */
+static __always_inline struct tgid_stats *flush_thread_counts(struct task_state *st)
 {
-	struct tgid_stats *ts;
+	struct tgid_stats *ts, *to;
 	struct flush_ctx c;
 
 	if (!st->tgid || !st->active)
-		return;		/* no event yet (adopted ahead of them): nothing to add */
-	ts = flush_target(st->tgid);
-	if (!ts && st->spill) {
+		return NULL;	/* no event yet (adopted ahead of them): nothing to add */
+	to = ts = flush_target(st->tgid);
+	if (!to && st->spill) {
 		u32 zero = 0;
 
-		ts = bpf_map_lookup_elem(&spill_discard, &zero);
+		to = bpf_map_lookup_elem(&spill_discard, &zero);
 	}
-	if (!ts)
-		return;
+	if (!to)
+		return NULL;
 	c.from = (u64 *)&st->counts;
 	c.done = (u64 *)&st->flushed;
-	c.to = (u64 *)&ts->c;
+	c.to = (u64 *)&to->c;
 	c.classes = *(volatile u32 *)&st->sc_touched;
 	bpf_loop(1 + SC_NR_CLASSES, flush_part, &c, 0);
+	return ts;
 }
 
 /* What the kernel counted for the thread since the last flush goes to its process while the
@@ -240,7 +242,7 @@ static __always_inline void flush_thread_counts(struct task_state *st)
  * statistics are made for them only at the thread's exit (a process with no event of its own
  * has none before); until then the counts wait in the thread. */
 static __always_inline void flush_kernel_counts(struct task_struct *task, struct task_state *st,
-						bool exiting)
+						bool exiting, struct tgid_stats *found)
 {
 	struct kernel_counts now;
 	struct tgid_stats *ts = NULL;
@@ -249,7 +251,7 @@ static __always_inline void flush_kernel_counts(struct task_struct *task, struct
 	u64 d;
 
 	if (followed && st->kfollowed) {
-		ts = exiting ? flush_target(tgid) : bpf_map_lookup_elem(&tgid_stats, &tgid);
+		ts = exiting ? (found ?: flush_target(tgid)) : bpf_map_lookup_elem(&tgid_stats, &tgid);
 		if (!ts)
 			return;
 	}
@@ -336,9 +338,16 @@ static __always_inline void thread_flush(struct task_struct *task, bool iteratin
 	u32 tgid;
 
 	if (st) {
-		flush_thread_counts(st);
-		flush_kernel_counts(task, st, !iterating);
-		if (!iterating && st->tgid)
+		/* at an exit, the statistics the counts went to take the kernel's and the name,
+		 * with no second lookup */
+		struct tgid_stats *ts = flush_thread_counts(st);
+
+		flush_kernel_counts(task, st, !iterating, iterating ? NULL : ts);
+		if (iterating || !st->tgid)
+			return;
+		if (ts)
+			name_if_own(ts, st->tgid);
+		else
 			name_process(st->tgid);
 		return;
 	}
@@ -350,7 +359,7 @@ static __always_inline void thread_flush(struct task_struct *task, bool iteratin
 	if (tgid_followed(tgid)) {
 		st = adopt_thread(task, tgid, false);
 		if (st)
-			flush_kernel_counts(task, st, false);
+			flush_kernel_counts(task, st, false, NULL);
 	}
 }
 

@@ -6,9 +6,13 @@ exactly the difference, and the snapshot's `unavailable` says why; on the host's
 rung nothing is left unattributed. Each socket knows its route's device and, where the
 socket-state tracepoint is attached, that its TCP peer is on this host; its send-size
 histogram counts every send."""
+import json
+import subprocess
+import sys
+
 import pytest
 
-from conftest import needs_built, needs_root
+from conftest import TRACER, needs_built, needs_root
 from test_tracer import COUNTS, Tracer, run_workload, tracer, topologies  # noqa: F401
 
 pytestmark = [needs_root("BPF, network namespaces"),
@@ -79,3 +83,36 @@ def test_no_sockets_counts_per_process_only(topologies, tmp_path):  # noqa: F811
         assert t.close() == 0
     assert snap["sockets"] is None and "--no-sockets" in snap["unavailable"]["sockets"]
     assert snap["processes"][str(spid)]["tx_bytes"] == s["bytes"]
+
+
+# one TCP connection over ::1 and one from 127.0.0.1 to a dual-stack listener (its accepted
+# socket's addresses are IPv4-mapped), each sending both ways
+DUAL_STACK = ("import socket\n"
+              "for addr, listen in (('::1', '::1'), ('127.0.0.1', '::')):\n"
+              "    l = socket.socket(socket.AF_INET6)\n"
+              "    l.bind((listen, 0))\n"
+              "    l.listen()\n"
+              "    c = socket.create_connection((addr, l.getsockname()[1]))\n"
+              "    a, _ = l.accept()\n"
+              "    c.sendall(b'x' * 1000)\n"
+              "    assert len(a.recv(4096)) == 1000\n"
+              "    a.sendall(b'y' * 10)\n"
+              "    assert len(c.recv(100)) == 10\n")
+
+
+def test_tcp_peers_on_this_host_over_ipv6_and_ipv4_mapped(tmp_path):
+    """Each end of an IPv6 connection, and of an IPv4 one whose listener is dual-stack, is
+    seen with its peer on this host, its addresses as the other end sees them reversed."""
+    out = tmp_path / "t.json"
+    cp = subprocess.run([TRACER, "--no-sample", "--json", str(out), "--", sys.executable, "-c",
+                         DUAL_STACK], capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    snap = json.loads(out.read_text())
+    socks = {s["local"]: s for s in snap["sockets"] if s["proto"] == "tcp"}
+    assert sum(s["local"].startswith("[::1]:") for s in socks.values()) == 2, socks
+    assert sum(s["local"].startswith("127.0.0.1:") for s in socks.values()) == 2, socks
+    for s in socks.values():
+        assert socks[s["peer"]]["peer"] == s["local"]
+        assert sorted((s["tx_bytes"], s["rx_copy_bytes"])) == [10, 1000], s
+        if snap["attach"]["pinning"] == "tp_btf":
+            assert s["peer_local"] is True, s
