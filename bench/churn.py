@@ -5,11 +5,13 @@ processes whose threads open short TCP connections over loopback, each sending a
 tracer follows it at the counting level with run-time stats always on, loaded for each run.
 Each program's ns per run and runs, dearest first, against the targets (TARGETS: a fork and a
 thread exit at most 1 µs of BPF each, a socket's state change at most 150 ns), with the host's
-CPU and SRSO state beside them; and in every run the tracer's byte totals against the load's own
-accounting: exact, churn or not.
+CPU and SRSO state beside them, and beside them what an empty program costs a run on the same
+hooks here (the floor: on a host with the SRSO return thunk most of a cheap program's time);
+and in every run the tracer's byte totals against the load's own accounting: exact, churn or
+not.
 
     python -m bench.churn [--runs N] [--processes P] [--threads T] [--connections C]
-                          [--bytes B] [--json FILE]
+                          [--bytes B] [--json FILE] [--no-floor]
 
 Prints the section's Markdown; exit 1 when a run's byte totals were not exact, 2 on bad
 arguments. Needs root and a build ($NETIO_BUILD, default build).
@@ -19,6 +21,7 @@ import json
 import os
 import sys
 
+from bench import floor as floors
 from bench import harness, pairs
 from bench.config import COUNTING_ARGS
 from bench.observers import OurTracer
@@ -48,23 +51,48 @@ def run_record(run, snap):
                       and tracer["rx_copy_bytes"] == load["bytes_received"])}
 
 
-def measure(b, load, nruns, log=harness.log):
+def bounded_hooks(programs):
+    """The hooks of the programs with a bound, from a run's programs (their targets)."""
+    bounded = {name for name, _, _ in TARGETS}
+    return floors.targets({n: p for n, p in programs.items() if n in bounded})
+
+
+def floor_of(floor, programs, before):
+    """{program: the empty program's ns per run on its hooks} over a run: the floor's counts
+    since `before` (its read() then); None without a floor."""
+    if floor is None:
+        return None
+    return floors.per_program(programs, floors.delta(before, floor.read()))
+
+
+def measure(b, load, nruns, log=harness.log, with_floor=True):
     """nruns runs of the load, each under a counting-level tracer loaded for it, the machine's
-    speed probed around each: [run_record() with "speeds"]."""
+    speed probed around each: [run_record() with "speeds" and "floor"]. From the second run
+    on, an empty program sits on the hooks of the programs with a bound (the first run names
+    them), so that each reads as this host's cost of a run plus its own work."""
     from netio_trace.system.netns import Topology
-    records = []
-    with Topology("loopback") as topo:
-        for r in range(nruns):
-            before = harness.machine_speed()
-            run = b.churn(topo, load, OurTracer(TRACER_ARGS, label="counting"))
-            speeds = (before, harness.machine_speed())
-            harness.SPEEDS.append(speeds)
-            with open(run["trace_json"]) as f:
-                rec = run_record(run, json.load(f))
-            rec["speeds"] = speeds
-            records.append(rec)
-            log(f"[churn run {r + 1}/{nruns}] {run}; bytes "
-                f"{'exact' if rec['exact'] else 'NOT exact'}")
+    records, floor = [], None
+    try:
+        with Topology("loopback") as topo:
+            for r in range(nruns):
+                before = harness.machine_speed()
+                floor_before = floor.read() if floor else None
+                run = b.churn(topo, load, OurTracer(TRACER_ARGS, label="counting"))
+                speeds = (before, harness.machine_speed())
+                harness.SPEEDS.append(speeds)
+                with open(run["trace_json"]) as f:
+                    rec = run_record(run, json.load(f))
+                rec["speeds"] = speeds
+                rec["floor"] = floor_of(floor, rec["programs"], floor_before)
+                records.append(rec)
+                log(f"[churn run {r + 1}/{nruns}] {run}; bytes "
+                    f"{'exact' if rec['exact'] else 'NOT exact'}")
+                if with_floor and floor is None and r + 1 < nruns:
+                    floor = floors.Floor(bounded_hooks(rec["programs"]),
+                                         os.path.join(b.rundir(), "floor.log")).start()
+    finally:
+        if floor:
+            floor.close()
     return records
 
 
@@ -119,12 +147,27 @@ def programs_by_cost(records):
     return sorted(rows, key=lambda r: -r[3])
 
 
+def floor_ns(records, program):
+    """Each run's empty-program ns per run on program's hooks (None where it had no floor)."""
+    return [(rec.get("floor") or {}).get(program) for rec in records]
+
+
+def own_ns(records, program):
+    """Each run's ns per run of program less the floor's, where both are known."""
+    return [None if t is None or f is None else t - f
+            for t, f in zip(ns_per_run(records, program), floor_ns(records, program))]
+
+
 def _targets_md(records):
-    lines = ["| what | program | **ns per run** | bound | verdict |", "|---|---|---|---|---|"]
+    lines = ["| what | program | **ns per run** | bound | verdict | floor ns per run | "
+             "own ns per run |", "|---|---|---|---|---|---|---|"]
     for program, bound, what in TARGETS:
+        fl, own = pairs.summary(floor_ns(records, program)), pairs.summary(own_ns(records, program))
         lines.append(f"| {what} | `{program}` | "
                      f"**{pairs.fmt(pairs.summary(ns_per_run(records, program)), 0)}** | "
-                     f"≤ {bound} ns | {bound_verdict(records, program, bound)} |")
+                     f"≤ {bound} ns | {bound_verdict(records, program, bound)} | "
+                     f"{pairs.fmt(fl, 0) if fl['n'] else 'not measured'} | "
+                     f"{pairs.fmt(own, 0) if own['n'] else 'not measured'} |")
     return lines
 
 
@@ -167,7 +210,10 @@ def markdown(records, load, machine, srso):
         f"{len(records)} runs; ns per run is each run's BPF time over its runs, median (min, "
         f"max) over the runs; `fork_btf` and `tp_thread_exit` also run, cheaply, for every "
         f"other process of the machine. A bound is met when the median's interval is within "
-        f"it (min to max with fewer than 9 runs; 5 runs at least), missed when it is over it.",
+        f"it (min to max with fewer than 9 runs; 5 runs at least), missed when it is over it. "
+        f"The floor is an empty program on the same hooks from the second run on "
+        f"(bench/floor.py): what a run costs on this host before any work, which the bound "
+        f"includes; own is the rest.",
         "", f"Host CPU: {machine['model']} ({machine['nproc']} vCPUs), kernel "
         f"{machine['kernel']}; SRSO: `{srso}`. Busy loop blocks/s around the runs: "
         f"{per_cpu or 'not probed'}.", "",
@@ -191,6 +237,8 @@ def parse_args(argv):
     for key, default in LOAD.items():
         ap.add_argument(f"--{key}", type=int, default=default)
     ap.add_argument("--json", metavar="FILE", help="also write every run's figures as JSON")
+    ap.add_argument("--no-floor", action="store_true",
+                    help="no empty programs beside the tracer's (no floor columns)")
     a = ap.parse_args(argv)
     if min(a.runs, a.processes, a.threads, a.bytes, a.parallel) < 1 or a.connections < 0:
         ap.error("--runs, --processes, --threads, --bytes and --parallel must be more than 0, "
@@ -205,7 +253,7 @@ def main(argv=None):
     load = {k: getattr(a, k) for k in LOAD}
     b = harness.Bench(argparse.Namespace(duration=1.0, rounds=1))
     try:
-        records = measure(b, load, a.runs)
+        records = measure(b, load, a.runs, with_floor=not a.no_floor)
     finally:
         b.cleanup()
     machine, srso = harness.machine(), srso_state()

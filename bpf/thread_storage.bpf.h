@@ -172,7 +172,7 @@ static __always_inline u64 flush_one(u64 *count, u64 *flushed)
 
 struct flush_ctx {
 	u64 *from, *done, *to;
-	u32 classes;		/* the thread's sc_touched */
+	u32 classes;		/* the classes of the thread's sc_touched not flushed yet */
 };
 
 #define NETIO_COUNT_WORDS (sizeof(struct thread_counts) / 8)
@@ -193,21 +193,35 @@ static __always_inline void flush_word(struct flush_ctx *c, u32 i)
 		__sync_fetch_and_add(&c->to[i], d);
 }
 
-/* Part k of the thread's counts: 0 its proc_stats, k > 0 class k - 1's statistics if it used
- * the class (a bpf_loop callback: verified once, not once per program). */
+/* Part k of the thread's counts: 0 its proc_stats, k > 0 the statistics of the lowest class
+ * left in c->classes, which it takes off, so that the loop makes one call per class the
+ * thread used rather than one per class (a bpf_loop callback: verified once, not once per
+ * program). */
 static long flush_part(u32 k, struct flush_ctx *c)
 {
-	u32 first = 0, n = NETIO_PROC_WORDS;
+	u32 first = 0, n = NETIO_PROC_WORDS, cls;
 
 	if (k > 0) {
-		if (k > SC_NR_CLASSES || !(c->classes & (1u << (k - 1))))
-			return 0;
-		first = NETIO_PROC_WORDS + (k - 1) * NETIO_SC_WORDS;
+		for (cls = 0; cls < SC_NR_CLASSES; cls++)
+			if (c->classes & (1u << cls))
+				break;
+		if (cls >= SC_NR_CLASSES)
+			return 1;
+		c->classes &= ~(1u << cls);
+		first = NETIO_PROC_WORDS + cls * NETIO_SC_WORDS;
 		n = NETIO_SC_WORDS;
 	}
 	for (u32 i = 0; i < NETIO_PROC_WORDS && i < n; i++)
 		flush_word(c, first + i);
 	return 0;
+}
+
+/* The number of bits set in v (no popcount instruction in BPF). */
+static __always_inline u32 bits_set(u32 v)
+{
+	v = v - ((v >> 1) & 0x55555555);
+	v = (v & 0x33333333) + ((v >> 2) & 0x33333333);
+	return (((v + (v >> 4)) & 0x0f0f0f0f) * 0x01010101) >> 24;
 }
 
 /* Adds what the thread counted since its last flush to its process's statistics (on this
@@ -231,8 +245,8 @@ static __always_inline struct tgid_stats *flush_thread_counts(struct task_state 
 	c.from = (u64 *)&st->counts;
 	c.done = (u64 *)&st->flushed;
 	c.to = (u64 *)&to->c;
-	c.classes = *(volatile u32 *)&st->sc_touched;
-	bpf_loop(1 + SC_NR_CLASSES, flush_part, &c, 0);
+	c.classes = *(volatile u32 *)&st->sc_touched & ((1u << SC_NR_CLASSES) - 1);
+	bpf_loop(1 + bits_set(c.classes), flush_part, &c, 0);
 	return ts;
 }
 

@@ -64,14 +64,18 @@ def test_verdicts_go_to_the_summary_as_ratios_at_or_above_1():
 def test_markdown_has_the_targets_every_program_dearest_first_and_the_accounting():
     recs = _records([500, 600, 700, 800, 900])
     recs[-1] = churn.run_record(_run(), _snap(900, tx=1))
-    for r in recs:
+    for i, r in enumerate(recs):
         r["speeds"] = ((100.0, 90.0), (100.0, 95.0))
+        r["floor"] = {"fork_btf": 100.0, "tp_thread_exit": None} if i else None
     md = churn.markdown(recs, churn.LOAD, {"model": "Test CPU", "nproc": 2, "kernel": "6.18"},
                         "Mitigation: Safe RET")
     lines = md.splitlines()
     assert "Host CPU: Test CPU (2 vCPUs), kernel 6.18; SRSO: `Mitigation: Safe RET`." in md
-    assert ("| a fork | `fork_btf` | **700 (min 500, max 900, n=5)** | ≤ 1000 ns | met |"
-            in lines)
+    # the floor from the second run on, and each run's own time less it
+    assert ("| a fork | `fork_btf` | **700 (min 500, max 900, n=5)** | ≤ 1000 ns | met | "
+            "100 (min 100, max 100, n=4) | 650 (min 500, max 800, n=4) |" in lines)
+    assert "| a thread exit | `tp_thread_exit` | **500 (min 500, max 500, n=5)** | ≤ 1000 ns | " \
+        "met | not measured | not measured |" in lines
     progs = [line.split("`")[1] for line in lines if line.startswith("| `")]
     assert progs == ["fork_btf", "tp_thread_exit", "tp_sock_state"]     # by BPF time, ran
     assert "**exact in 4 of 5 runs**" in md
@@ -83,3 +87,13 @@ def test_bad_arguments_exit_2():
         with pytest.raises(SystemExit) as e:
             churn.parse_args(bad)
         assert e.value.code == 2
+
+
+def test_the_floor_sits_on_the_bounded_programs_hooks_only():
+    progs = {"fork_btf": {"target": "tp_btf:sched_process_fork"},
+             "tp_thread_exit": {"target": "tp_btf:sched_process_exit"},
+             "tp_sock_state": {"target": "tp_btf:inet_sock_set_state"},
+             "tp_send_length": {"target": "tp_btf:sock_send_length"}}
+    assert churn.bounded_hooks(progs) == ["tp_btf:sched_process_fork",
+                                          "tp_btf:sched_process_exit",
+                                          "tp_btf:inet_sock_set_state"]
