@@ -42,7 +42,7 @@ ifneq ($(BPF_SRCS),)
 TARGETS += $(BUILD)/netio-tracer $(BUILD)/netio-bench-floor
 endif
 
-.PHONY: all deps run test unittest pytest vmtest vmtest-beside-pytest vmtest-after-pytest pytest-then-rest soak bench clean
+.PHONY: all deps run test unittest pytest vmtest soak bench clean
 # run, test and bench need root (BPF, namespaces): as another user they re-run themselves with
 # sudo, so README's two commands are the same for root and for a sudo user.
 AS_ROOT := $(if $(filter 0,$(shell id -u)),,sudo)
@@ -148,25 +148,9 @@ vmtest: all
 	NETIO_BUILD=$(abspath $(BUILD)) ./tests/vm/run-vmtest.sh
 
 # the agent's soak (tests/soak/: 10 minutes of churn, NETIO_SOAK_S to change it); `test` runs
-# it beside guests, whose QEMU takes one core each
+# it beside vmtest, whose QEMU guests take one core
 soak: all
 	NETIO_FULL_TEST=1 NETIO_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -rs -s tests/soak
-
-# `test` boots these kernels' guests one after the other beside pytest, which keeps about one
-# core busy, and the other kernels' after pytest, beside the soak: the two lanes take about as
-# long (docs/testing.md)
-VM_BESIDE_PYTEST ?= 5.10 6.12
-
-vmtest-beside-pytest: all
-	NETIO_VM_KERNELS="$(VM_BESIDE_PYTEST)" NETIO_VM_JOBS=1 NETIO_BUILD=$(abspath $(BUILD)) ./tests/vm/run-vmtest.sh
-
-vmtest-after-pytest: all
-	NETIO_VM_SKIP="$(VM_BESIDE_PYTEST)" NETIO_VM_JOBS=1 NETIO_BUILD=$(abspath $(BUILD)) ./tests/vm/run-vmtest.sh
-
-# a make of its own, with its own two jobs (not its parent's jobserver, whose second job is
-# the first lane's)
-pytest-then-rest: pytest
-	@MAKEFLAGS= $(MAKE) --no-print-directory -j2 vmtest-after-pytest soak
 
 # deps first, in a make of its own: CLANG and BPFTOOL are looked up when a make starts, and
 # on a fresh machine they exist only after deps
@@ -174,7 +158,8 @@ test:
 	@$(AS_ROOT) $(MAKE) --no-print-directory deps
 	@$(AS_ROOT) $(MAKE) --no-print-directory all
 	@$(AS_ROOT) $(MAKE) --no-print-directory unittest
-	@$(AS_ROOT) $(MAKE) --no-print-directory -j2 vmtest-beside-pytest pytest-then-rest
+	@$(AS_ROOT) $(MAKE) --no-print-directory pytest
+	@$(AS_ROOT) $(MAKE) --no-print-directory -j2 vmtest soak
 
 run:
 	@$(AS_ROOT) $(MAKE) --no-print-directory deps
