@@ -17,10 +17,8 @@
 # then the totals; the exit status is non-zero on any failure.
 #
 # Environment: NETIO_BUILD (binaries, default <repo>/build), NETIO_VM_KERNELS (names of
-# tests/vm/kernels to boot, space separated; default all), NETIO_VM_SKIP (names not to boot:
-# `make test` boots some beside the host's tests, the rest after), NETIO_VM_TIMEOUT (seconds
-# per boot, default 2400: TCG runs the guests at half the speed on some of the hosts this VM
-# lands on),
+# tests/vm/kernels to boot, space separated; default all), NETIO_VM_TIMEOUT (seconds per boot,
+# default 2400: TCG runs the guests at half the speed on some of the hosts this VM lands on),
 # NETIO_VM_JOBS, NETIO_VM_CPUS (vCPUs a guest, default 1), NETIO_VM_KEEP=1 (keep the guests'
 # logs), VMTEST_K (a pytest -k expression).
 set -uo pipefail
@@ -68,7 +66,6 @@ while read -r name suite regex extra; do
     if [ -n "${NETIO_VM_KERNELS:-}" ] && ! grep -qw -- "$name" <<<"$NETIO_VM_KERNELS"; then
         continue
     fi
-    grep -qw -- "$name" <<<"${NETIO_VM_SKIP:-}" && continue
     img="$("$root/scripts/kernels.sh" "$name")" ||
         fail "kernel $name is not installed (make deps installs it: scripts/deps-kernels.sh)"
     names+=("$name") images+=("$img") extras+=("${extra//,/ }")
