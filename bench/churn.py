@@ -11,7 +11,7 @@ and in every run the tracer's byte totals against the load's own accounting: exa
 not.
 
     python -m bench.churn [--runs N] [--processes P] [--threads T] [--connections C]
-                          [--bytes B] [--json FILE] [--no-floor]
+                          [--bytes B] [--parallel N] [--json FILE] [--no-floor]
 
 Prints the section's Markdown; exit 1 when a run's byte totals were not exact, 2 on bad
 arguments. Needs root and a build ($NETIO_BUILD, default build).
