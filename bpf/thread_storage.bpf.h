@@ -193,35 +193,35 @@ static __always_inline void flush_word(struct flush_ctx *c, u32 i)
 		__sync_fetch_and_add(&c->to[i], d);
 }
 
+/* The number of bits set in v (no popcount instruction in BPF, and no branch: one path to
+ * verify). */
+static __always_inline u32 bits_set(u32 v)
+{
+	v = v - ((v >> 1) & 0x55555555);
+	v = (v & 0x33333333) + ((v >> 2) & 0x33333333);
+	return (((v + (v >> 4)) & 0x0f0f0f0f) * 0x01010101) >> 24;
+}
+
 /* Part k of the thread's counts: 0 its proc_stats, k > 0 the statistics of the lowest class
  * left in c->classes, which it takes off, so that the loop makes one call per class the
- * thread used rather than one per class (a bpf_loop callback: verified once, not once per
- * program). */
+ * thread used rather than one per class (a bpf_loop callback). The class is found without a
+ * branch per class: each would be a path of its own for the verifier, in every program. */
 static long flush_part(u32 k, struct flush_ctx *c)
 {
-	u32 first = 0, n = NETIO_PROC_WORDS, cls;
+	u32 first = 0, n = NETIO_PROC_WORDS, low, cls;
 
 	if (k > 0) {
-		for (cls = 0; cls < SC_NR_CLASSES; cls++)
-			if (c->classes & (1u << cls))
-				break;
-		if (cls >= SC_NR_CLASSES)
+		low = c->classes & -c->classes;		/* the lowest class left, alone */
+		cls = bits_set(low - 1);		/* its number */
+		if (!low || cls >= SC_NR_CLASSES)
 			return 1;
-		c->classes &= ~(1u << cls);
+		c->classes &= ~low;
 		first = NETIO_PROC_WORDS + cls * NETIO_SC_WORDS;
 		n = NETIO_SC_WORDS;
 	}
 	for (u32 i = 0; i < NETIO_PROC_WORDS && i < n; i++)
 		flush_word(c, first + i);
 	return 0;
-}
-
-/* The number of bits set in v (no popcount instruction in BPF). */
-static __always_inline u32 bits_set(u32 v)
-{
-	v = v - ((v >> 1) & 0x55555555);
-	v = (v & 0x33333333) + ((v >> 2) & 0x33333333);
-	return (((v + (v >> 4)) & 0x0f0f0f0f) * 0x01010101) >> 24;
 }
 
 /* Adds what the thread counted since its last flush to its process's statistics (on this
@@ -254,7 +254,8 @@ static __always_inline struct tgid_stats *flush_thread_counts(struct task_state 
  * process is followed; outside that (before, between `clear` and `pid add`) it is skipped.
  * Exchanged field by field: a racing flush takes the rest (as flush_one). The process's
  * statistics are made for them only at the thread's exit (a process with no event of its own
- * has none before); until then the counts wait in the thread. */
+ * has none before); until then the counts wait in the thread. found: at the exit, the
+ * statistics the thread's counts just went to, if any (no second lookup). */
 static __always_inline void flush_kernel_counts(struct task_struct *task, struct task_state *st,
 						bool exiting, struct tgid_stats *found)
 {
@@ -265,7 +266,10 @@ static __always_inline void flush_kernel_counts(struct task_struct *task, struct
 	u64 d;
 
 	if (followed && st->kfollowed) {
-		ts = exiting ? (found ?: flush_target(tgid)) : bpf_map_lookup_elem(&tgid_stats, &tgid);
+		if (exiting)
+			ts = found ?: flush_target(tgid);
+		else
+			ts = bpf_map_lookup_elem(&tgid_stats, &tgid);
 		if (!ts)
 			return;
 	}
