@@ -106,36 +106,27 @@ static __always_inline void v4_mapped(struct tcp_end *e)
 	l[1] = l[2] = l[3] = r[1] = r[2] = r[3] = 0;
 }
 
-/* sk's addresses and ports, read (sk untrusted: probe reads), into an end of a connection. */
-static __always_inline void sock_end(struct sock *sk, struct tcp_end *e)
-{
-	e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	e->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-	e->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-	if (e->family == NETIO_AF_INET6) {
-		BPF_CORE_READ_INTO(&e->laddr, sk, __sk_common.skc_v6_rcv_saddr);
-		BPF_CORE_READ_INTO(&e->raddr, sk, __sk_common.skc_v6_daddr);
-		v4_mapped(e);
-	} else {
-		BPF_CORE_READ_INTO((u32 *)e->laddr, sk, __sk_common.skc_rcv_saddr);
-		BPF_CORE_READ_INTO((u32 *)e->raddr, sk, __sk_common.skc_daddr);
-	}
-}
+/* A field of sk's __sk_common: a direct load where sk is trusted (a tp_btf argument), else a
+ * probe read, a helper call. `trusted` is a constant at every call: one of the two is built. */
+#define SK_COMMON(sk, trusted, f) \
+	((trusted) ? (sk)->__sk_common.f : BPF_CORE_READ((sk), __sk_common.f))
 
-/* The same from a trusted sk (a tp_btf argument): direct loads, where each probe read above
- * is a helper call. */
-static __always_inline void sock_end_btf(const struct sock *sk, struct tcp_end *e)
+/* sk's addresses and ports into an end of a connection. */
+static __always_inline void sock_end(struct sock *sk, struct tcp_end *e, const bool trusted)
 {
-	e->family = sk->__sk_common.skc_family;
-	e->lport = sk->__sk_common.skc_num;
-	e->rport = bpf_ntohs(sk->__sk_common.skc_dport);
+	e->family = SK_COMMON(sk, trusted, skc_family);
+	e->lport = SK_COMMON(sk, trusted, skc_num);
+	e->rport = bpf_ntohs(SK_COMMON(sk, trusted, skc_dport));
 	if (e->family == NETIO_AF_INET6) {
-		__builtin_memcpy(e->laddr, &sk->__sk_common.skc_v6_rcv_saddr, sizeof(e->laddr));
-		__builtin_memcpy(e->raddr, &sk->__sk_common.skc_v6_daddr, sizeof(e->raddr));
+		struct in6_addr l = SK_COMMON(sk, trusted, skc_v6_rcv_saddr);
+		struct in6_addr r = SK_COMMON(sk, trusted, skc_v6_daddr);
+
+		__builtin_memcpy(e->laddr, &l, sizeof(e->laddr));
+		__builtin_memcpy(e->raddr, &r, sizeof(e->raddr));
 		v4_mapped(e);
 	} else {
-		*(u32 *)e->laddr = sk->__sk_common.skc_rcv_saddr;
-		*(u32 *)e->raddr = sk->__sk_common.skc_daddr;
+		*(u32 *)e->laddr = SK_COMMON(sk, trusted, skc_rcv_saddr);
+		*(u32 *)e->raddr = SK_COMMON(sk, trusted, skc_daddr);
 	}
 }
 
@@ -174,7 +165,7 @@ static __always_inline void sock_fill(struct sock_stats *r, struct sock *sk, u32
 {
 	struct tcp_end e = {};
 
-	sock_end(sk, &e);
+	sock_end(sk, &e, false);	/* sk may come from a probe read (the kprobe rung) */
 	r->sk = (u64)sk;
 	r->tgid = tgid;
 	r->ports = ports;
@@ -267,7 +258,7 @@ static __always_inline void sock_add_zc(u32 slot1, u64 bytes)
 
 /* A TCP connection reaches ESTABLISHED on this host (sk trusted: tp_btf): its ends, for the
  * tracer to keep in tcp_ends. No wakeup: the tracer drains the ring on its own tick. */
-static __always_inline void tcp_end_seen(const struct sock *sk)
+static __always_inline void tcp_end_seen(struct sock *sk)
 {
 	struct tcp_end *e = bpf_ringbuf_reserve(&tcp_ends_ring, sizeof(*e), 0);
 
@@ -276,7 +267,7 @@ static __always_inline void tcp_end_seen(const struct sock *sk)
 		return;
 	}
 	__builtin_memset(e, 0, sizeof(*e));
-	sock_end_btf(sk, e);
+	sock_end(sk, e, true);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 

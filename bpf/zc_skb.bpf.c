@@ -407,7 +407,7 @@ int BPF_PROG(tp_sock_state, const struct sock *sk, const int oldstate, const int
 	struct sk_info *si;
 
 	if (newstate == NETIO_TCP_ESTABLISHED && !socks_off())
-		tcp_end_seen(sk);
+		tcp_end_seen((struct sock *)sk);
 	if (newstate != 7 /* TCP_CLOSE */ || zc_owners_none())
 		return 0;
 	si = bpf_map_lookup_elem(&sk_owner, &key);

@@ -63,8 +63,8 @@ start=$(date +%s)
 # udev would load kvm for the emulated CPU: slow under TCG (bench/NOTES.md, "What a start
 # costs"), and nothing here needs it
 PATH="$root/.venv/bin:$PATH" timeout "$timeout_s" "$vng" --disable-kvm --force-9p --verbose \
-    --cpus "$cpus" --qemu-opts="-accel tcg,thread=single" --append "modprobe.blacklist=kvm,kvm_amd,kvm_intel" \
-    --rwdir "$out" --run "$kernel" \
+    --cpus "$cpus" --qemu-opts="-accel tcg,thread=single" \
+    --append "modprobe.blacklist=kvm,kvm_amd,kvm_intel" --rwdir "$out" --run "$kernel" \
     --exec "$out/prelude.sh" >"$out/vm.log" 2>&1 </dev/null &
 guest=$!
 trap 'kill -TERM "$guest" 2>/dev/null; wait "$guest"; echo "vm-exec: interrupted" >&2; exit 130' INT TERM HUP
