@@ -4,11 +4,13 @@ the messages the server sent, beside the empty-program floor on the same hooks (
 an empty program's ns per run, attached during the same run; a program's own work is its ns per
 run less the floor's). No ratio and no verdict on time (bench/windows.py gives those): the
 table says which program to make cheaper first. Runs per message are read against their target
-where it applies (config.TARGET_RUNS_PER_MESSAGE).
+where it applies (config.TARGET_RUNS_PER_MESSAGE). With --unfollowed the tracer follows a
+process of the bench's that makes no event, not the workload: what the tracer costs the other
+processes of a host, whose events its programs run for all the same.
 
     python -m bench.per_message [--strategy S] [--size BYTES] [--transport loopback|veth]
-                                [--seconds S] [--level counting|full] [--no-floor]
-                                [--json FILE]
+                                [--seconds S] [--level counting|full] [--unfollowed]
+                                [--no-floor] [--json FILE]
 
 Prints a Markdown table, with the host's CPU and SRSO state; --json writes the same figures
 for machines. Exit 2 on bad arguments. Needs root and a build ($NETIO_BUILD, default build).
@@ -16,6 +18,7 @@ for machines. Exit 2 on bad arguments. Needs root and a build ($NETIO_BUILD, def
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -42,6 +45,8 @@ def parse_args(argv):
     p.add_argument("--transport", default="loopback", choices=("loopback", "veth"))
     p.add_argument("--seconds", type=float, default=2.0)
     p.add_argument("--level", default="counting", choices=sorted(LEVELS))
+    p.add_argument("--unfollowed", action="store_true",
+                   help="the tracer follows another process, not the workload")
     p.add_argument("--no-floor", action="store_true",
                    help="no empty programs beside the tracer's (no floor columns)")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
@@ -53,15 +58,29 @@ def parse_args(argv):
     return a
 
 
-def workload(tracer, topo, a, tmp, floor=None):
-    """One gated server/client run, both followed; returns the server's JSON, the snapshot
-    and the floor's runs and time over the run (None without a floor)."""
+def release_unfollowed(tracer, srv, bystander, at_zero=None):
+    """A `--control` tracer follows only bystander (a process that makes no event), its
+    counts from zero; then the gated server srv is released. at_zero as in
+    harness.release_followed()."""
+    tracer.clear()
+    tracer.pid_add(bystander.pid)
+    tracer.reset()
+    started = at_zero() if at_zero else None
+    srv.release()
+    return started
+
+
+def workload(tracer, topo, a, tmp, floor=None, bystander=None):
+    """One gated server/client run, both followed (or neither, with bystander: the process
+    followed instead); returns the server's JSON, the snapshot and the floor's runs and time
+    over the run (None without a floor)."""
     srv = GatedProcess([os.path.join(BUILD, "netio-server"), "--strategy", a.strategy,
                         "--size", str(a.size), "--threads", "1", "--port", "0", "--addr",
                         "0.0.0.0", "--netns", topo.sender_ns, "--duration", str(a.seconds),
                         *READY_ARGS], f"{tmp}/s.json", f"{tmp}/s.err", ready=True)
-    before = harness.release_followed(tracer, topo, srv, a.strategy,
-                                      floor.read if floor else None)
+    at_zero = floor.read if floor else None
+    before = (release_unfollowed(tracer, srv, bystander, at_zero) if bystander else
+              harness.release_followed(tracer, topo, srv, a.strategy, at_zero))
     cli = None
     try:
         port, _ = wait_listening(srv.ready, TIMEOUT)
@@ -70,7 +89,8 @@ def workload(tracer, topo, a, tmp, floor=None):
         cli = GatedProcess([os.path.join(BUILD, "netio-client"), "--addr", topo.server_addr,
                             "--port", str(port), "--threads", "1", "--size", str(a.size),
                             "--netns", topo.receiver_ns], f"{tmp}/c.json", f"{tmp}/c.err")
-        tracer.pid_add(cli.pid)
+        if not bystander:
+            tracer.pid_add(cli.pid)
         cli.release()
         if srv.wait(TIMEOUT) != 0 or cli.wait(TIMEOUT) != 0:
             raise RuntimeError(open(f"{tmp}/s.err").read() + open(f"{tmp}/c.err").read())
@@ -107,9 +127,10 @@ def figures(messages, programs, floor_runs=None):
             "ns_per_message": sum(r["ns"] for r in rows) / messages, "programs": rows}
 
 
-def runs_target(transport, strategy, size, level):
+def runs_target(transport, strategy, size, level, unfollowed=False):
     """TARGET_RUNS_PER_MESSAGE where it applies to this configuration, else None."""
-    applies = level == "counting" and (transport, strategy, size) in RUNS_PER_MESSAGE_CASES
+    applies = (level == "counting" and not unfollowed
+               and (transport, strategy, size) in RUNS_PER_MESSAGE_CASES)
     return TARGET_RUNS_PER_MESSAGE if applies else None
 
 
@@ -131,7 +152,8 @@ def _cell(v, fmt):
 def table(result):
     """The Markdown of result (result(): the configuration, the machine, figures())."""
     c, m, fig = result["config"], result["machine"], result
-    out = [f"{c['transport']} {c['strategy']} {c['size']} B, {c['level']} level, "
+    whose = ", not followed (the tracer follows another process)" if c.get("unfollowed") else ""
+    out = [f"{c['transport']} {c['strategy']} {c['size']} B, {c['level']} level{whose}, "
            f"{fig['messages']} messages in {c['seconds']:g} s; CPU {m['model']}, kernel "
            f"{m['kernel']}, SRSO: {result['srso']}", "",
            "| program | runs per message | ns per run | floor ns per run | own ns per run | "
@@ -155,9 +177,11 @@ def result(a, server, snap, floor_runs, floor_hooks):
     """Everything the table and --json say; floor_hooks: {"attached", "missing"} or None."""
     fig = figures(server["messages"], snap["self"]["programs"], floor_runs)
     return {"config": {"transport": a.transport, "strategy": a.strategy, "size": a.size,
-                       "size_name": size_name(a.size), "level": a.level, "seconds": a.seconds},
+                       "size_name": size_name(a.size), "level": a.level, "seconds": a.seconds,
+                       "unfollowed": a.unfollowed},
             "machine": harness.machine(), "srso": srso_state(),
-            "runs_per_message_target": runs_target(a.transport, a.strategy, a.size, a.level),
+            "runs_per_message_target": runs_target(a.transport, a.strategy, a.size, a.level,
+                                                   a.unfollowed),
             "floor": floor_hooks, **fig}
 
 
@@ -167,15 +191,19 @@ def measure(a, tmp, topo):
                            extra_args=("--bpf-stats", "always", *LEVELS[a.level]),
                            log_path=f"{tmp}/tracer.log").start()
     floor = None
+    bystander = subprocess.Popen(["sleep", "3600"]) if a.unfollowed else None
     try:
         if not a.no_floor:      # on the hooks the tracer's programs are on
             progs = tracer.snapshot(f"{tmp}/hooks.json")["self"]["programs"]
             floor = floors.Floor(floors.targets(progs), f"{tmp}/floor.log").start()
-        server, snap, floor_runs = workload(tracer, topo, a, tmp, floor)
+        server, snap, floor_runs = workload(tracer, topo, a, tmp, floor, bystander)
     finally:
         if floor:
             floor.close()
         tracer.close()
+        if bystander:
+            bystander.kill()
+            bystander.wait()
     hooks = {"attached": floor.attached, "missing": floor.missing} if floor else None
     return result(a, server, snap, floor_runs, hooks)
 

@@ -20,6 +20,36 @@ struct {
 	__type(value, u32);	/* its slot in netns_stats, given by the tracer */
 } followed_netns SEC(".maps");
 
+/* One value, mapped by the tracer (struct follow_buckets in netio.h): an event of a thread
+ * whose tgid's bucket is 0 leaves on one load, before any helper call or map lookup
+ * (followed_thread). On a host where a few processes are followed, most events are the others'. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, u32);
+	__type(value, struct follow_buckets);
+} follow_buckets SEC(".maps");
+
+/* tgid's bucket, where the tracer keeps them (else NULL: nothing is known from them). */
+static __always_inline u32 *follow_bucket(u32 tgid)
+{
+	u32 zero = 0;
+	struct follow_buckets *b = bpf_map_lookup_elem(&follow_buckets, &zero);
+
+	return b && b->on ? &b->n[tgid % NETIO_FOLLOW_BUCKETS] : NULL;
+}
+
+/* Whether no followed process has tgid: its bucket holds none. A bucket is raised before a
+ * tgid is followed and lowered after it is not, so a 0 is never wrong; a bucket shared with a
+ * followed tgid says nothing, and the caller looks further. */
+static __always_inline bool surely_unfollowed(u32 tgid)
+{
+	u32 *n = follow_bucket(tgid);
+
+	return n && !*n;
+}
+
 /* [0]: generation of the filter, bumped by the tracer whenever followed_tgids or
  * followed_netns changes, so that a thread's cached "followed" (task_state in maps.bpf.h) and a
  * CPU's cached namespace slots (netns_slot) are checked again. [1]: tests only

@@ -51,10 +51,19 @@ static __always_inline bool task_in_followed_cgroup(struct task_struct *task)
 }
 
 /* tgid followed from `since` (followed.bpf.h): a forked child's birth, so that its threads,
- * all born since, count from their birth. */
+ * all born since, count from their birth. Its bucket is raised first (filter.bpf.h), and
+ * lowered again if the tgid was followed already or could not be. */
 static __always_inline long follow_tgid(u32 tgid, u64 since)
 {
-	return bpf_map_update_elem(&followed_tgids, &tgid, &since, BPF_NOEXIST);
+	u32 *n = follow_bucket(tgid);
+	long err;
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	err = bpf_map_update_elem(&followed_tgids, &tgid, &since, BPF_NOEXIST);
+	if (err && n)
+		__sync_fetch_and_add(n, (u32)-1);
+	return err;
 }
 
 /* Every fork of the machine passes here, so it does no more than the filter needs: a thread

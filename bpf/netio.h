@@ -27,6 +27,17 @@ typedef __u64 u64;
 #define NETIO_MAX_CGROUP_DEPTH 32
 #define NETIO_ANY_CGROUP 0	/* key of followed_cgroups set while any is followed (ids are > 0) */
 
+/* How many followed processes each bucket of tgids (tgid % NETIO_FOLLOW_BUCKETS) holds
+ * (bpf/filter.bpf.h, follow_buckets): raised before followed_tgids gains a tgid, lowered after
+ * it lost one, by the BPF side (a fork, a move into a followed cgroup) and by the tracer
+ * through mmap (user/attach_runtime.c). on: the tracer keeps them; 0, every event looks the
+ * map up. */
+#define NETIO_FOLLOW_BUCKETS 16384
+struct follow_buckets {
+	u32 on;
+	u32 n[NETIO_FOLLOW_BUCKETS];
+};
+
 /* Syscall classes counted per process. */
 enum netio_sc_class {
 	SC_SENDTO = 0,

@@ -43,7 +43,7 @@ static __always_inline struct task_state *followed_thread(struct task_struct *ta
 	u32 tid = (u32)id, tgid = id >> 32;
 	struct task_state *st, fresh = { .tgid = tgid };
 
-	if (!tgid_followed(tgid))
+	if (surely_unfollowed(tgid) || !tgid_followed(tgid))
 		return NULL;
 	st = bpf_map_lookup_elem(&task_state, &tid);
 	if (st && st->tgid == tgid)

@@ -121,14 +121,18 @@ static __always_inline struct task_state *adopt_thread(struct task_struct *task,
 
 /* The state of thread `task` if its process is followed, else NULL. `task` is current, from
  * the event's one bpf_get_current_task_btf() (a helper call each: passed on, not asked
- * again). "Followed" is cached in the task's storage and decided again when the filter
- * generation changed. The storage is created on a followed thread's first event, with its
+ * again). A thread whose tgid's bucket is empty leaves first (surely_unfollowed). "Followed"
+ * is cached in the task's storage and decided again when the filter generation changed. The storage is created on a followed thread's first event, with its
  * process's statistics (named after the process, which is current here). */
 static __always_inline struct task_state *followed_thread(struct task_struct *task)
 {
-	struct task_state *st = bpf_task_storage_get(&task_state, task, 0, 0);
-	u32 gen = current_filter_gen(), tgid;
+	struct task_state *st;
+	u32 gen, tgid;
 
+	if (surely_unfollowed(TASK_READ(task, tgid)))
+		return NULL;	/* most threads of a host: one load, no storage lookup */
+	st = bpf_task_storage_get(&task_state, task, 0, 0);
+	gen = current_filter_gen();
 	if (st && st->gen == gen) {
 		if (!st->followed)
 			return NULL;

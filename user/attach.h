@@ -90,6 +90,7 @@ struct tracer_bpf {
 	struct shared_map shared[MAX_SHARED_MAPS];
 	int nshared;
 	/* fds of the shared maps the rest of the tracer uses (-1: none) */
+	struct follow_buckets *buckets;	/* mapped (followed_tgids.c), NULL where not */
 	int followed_tgids, followed_netns, followed_cgroups, filter_gen, counters, tgid_stats,
 	    tgid_hist, tgid_hist_spill, tgid_spill, netns_stats, in_send, sk_owner, zc_state,
 	    exit_wanted, latency_sample, skb_progs;
@@ -134,6 +135,12 @@ void tracer_bpf_close(struct tracer_bpf *t);
 int tracer_bpf_follow_cgroups(struct tracer_bpf *t, char *err, size_t errlen);
 /* The followed set changed: threads decide again whether they are followed. */
 void tracer_bpf_filter_changed(struct tracer_bpf *t);
+/* The followed processes (followed_tgids.c): tgid followed from since (a new `pid add` of a
+ * followed one moves its since); 0, or -1 with errno. Unfollowed: 0, or -1 with errno (ENOENT:
+ * it was not followed). All of them unfollowed. */
+int tracer_bpf_follow_tgid(struct tracer_bpf *t, u32 tgid, u64 since);
+int tracer_bpf_unfollow_tgid(const struct tracer_bpf *t, u32 tgid);
+void tracer_bpf_unfollow_all(struct tracer_bpf *t);
 /* Follow network namespace inum: its softirq events count in a slot of netns_stats (its
  * own again if it had one). 0, or -1 with errno (ENOSPC: NETIO_MAX_NETNS followed since
  * the last reset). */

@@ -86,4 +86,9 @@ struct bpf_link *attach_root_cgroup(struct bpf_program *prog);
 void defer_sys_exit(struct tracer_bpf *t);
 void mark_splices_without_sys_enter(struct tracer_bpf *t);
 
+/* followed_tgids.c: the buckets of followed tgids mapped once the objects loaded (their map's
+ * fd, -1 where none), and unmapped at close */
+void followed_tgids_open(struct tracer_bpf *t, int buckets_fd);
+void followed_tgids_close(struct tracer_bpf *t);
+
 #endif

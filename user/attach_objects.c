@@ -213,6 +213,7 @@ void find_shared_maps(struct tracer_bpf *t)
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		*(int *)((char *)t + fds[i].off) = shared_map_fd(t, fds[i].name);
+	followed_tgids_open(t, shared_map_fd(t, "follow_buckets"));
 	t->tgid_stats_copies = map_value_copies(t->tgid_stats);
 	t->tgid_hist_copies = map_value_copies(t->tgid_hist);
 	sockets_open_ends(t);
@@ -291,6 +292,7 @@ void tracer_bpf_close(struct tracer_bpf *t)
 	CLEAR_POINTER(&t->syscalls, syscalls_bpf__destroy);
 	CLEAR_POINTER(&t->tcp_ends_ring, ring_buffer__free);
 	kretprobes_remove();	/* their links are gone: the events are free */
+	followed_tgids_close(t);
 	for (int i = 0; i < t->nshared; i++)
 		close(t->shared[i].fd);
 	t->nshared = 0;

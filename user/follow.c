@@ -38,7 +38,7 @@ int follow_pid(struct tracer *tr, unsigned int pid, char *err, size_t errlen)
 		snprintf(err, errlen, "no such process %u", pid);
 		return -1;
 	}
-	if (bpf_map_update_elem(tr->bpf.followed_tgids, &tgid, &since, BPF_ANY)) {
+	if (tracer_bpf_follow_tgid(&tr->bpf, tgid, since)) {
 		snprintf(err, errlen, "cannot follow %u: %s", tgid, strerror(errno));
 		return -1;
 	}
@@ -83,7 +83,7 @@ static int follow_cgroup_proc(pid_t pid, void *ctx)
 	unsigned int tgid = pid;	/* cgroup.procs lists processes */
 	u64 since = monotonic_ns();
 
-	bpf_map_update_elem(tr->bpf.followed_tgids, &tgid, &since, BPF_ANY);
+	tracer_bpf_follow_tgid(&tr->bpf, tgid, since);
 	return 0;
 }
 
@@ -107,20 +107,19 @@ int follow_cgroup(struct tracer *tr, const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
-static void clear_map(int fd, size_t key_size)
+static void clear_map(int fd)
 {
 	char key[64];
 
 	while (fd >= 0 && bpf_map_get_next_key(fd, NULL, key) == 0)
 		if (bpf_map_delete_elem(fd, key))
 			break;
-	(void)key_size;
 }
 
 void clear_all(struct tracer *tr)
 {
-	clear_map(tr->bpf.followed_tgids, sizeof(u32));
-	clear_map(tr->bpf.followed_netns, sizeof(u32));
+	tracer_bpf_unfollow_all(&tr->bpf);
+	clear_map(tr->bpf.followed_netns);
 	tracer_bpf_filter_changed(&tr->bpf);
 	tracer_bpf_flush_threads(&tr->bpf);	/* the kernel counters stop for the unfollowed */
 	stats_clear_state(&tr->bpf);

@@ -74,8 +74,7 @@ void prune_forget(struct pruned *p)
 /* Delete what prune_gather found, once the snapshot that holds its last counts was read. */
 void prune_apply(const struct tracer *tr, const struct pruned *p)
 {
-	const int maps[] = { tr->bpf.followed_tgids, tr->bpf.tgid_stats, tr->bpf.tgid_hist,
-			     tr->bpf.tgid_spill };
+	const int maps[] = { tr->bpf.tgid_stats, tr->bpf.tgid_hist, tr->bpf.tgid_spill };
 	u64 since;
 
 	sockets_free_ended(&tr->bpf, &p->socks);
@@ -85,6 +84,8 @@ void prune_apply(const struct tracer *tr, const struct pruned *p)
 
 		if (followed ? since != p->one[i].since : p->one[i].since != 0)
 			continue;	/* followed again meanwhile: a new process on that pid */
+		if (followed)
+			tracer_bpf_unfollow_tgid(&tr->bpf, tgid);
 		for (size_t m = 0; m < sizeof(maps) / sizeof(maps[0]); m++)
 			if (maps[m] >= 0)
 				bpf_map_delete_elem(maps[m], &tgid);

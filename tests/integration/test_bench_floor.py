@@ -75,3 +75,19 @@ def test_per_message_puts_the_floor_beside_each_program(tmp_path):
     assert res["runs_per_message"] == sum(p["runs"] for p in res["programs"]) / res["messages"]
     assert "| all | " in r.stdout and "floor ns per run" in r.stdout
     assert _gone()
+
+
+def test_per_message_unfollowed_runs_the_programs_for_another_process(tmp_path):
+    out = tmp_path / "pm.json"
+    r = subprocess.run([sys.executable, "-m", "bench.per_message", "--seconds", "0.3",
+                        "--unfollowed", "--json", str(out)], cwd=REPO,
+                       env=dict(os.environ, NETIO_BUILD=BUILD), capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(out.read_text())
+    rows = {p["program"]: p for p in res["programs"]}
+    assert res["config"]["unfollowed"] and res["runs_per_message_target"] is None
+    assert rows["tp_send_length"]["runs_per_message"] >= 1      # every send runs it
+    assert rows["tp_send_length"]["floor_ns_per_run"] > 0
+    assert "not followed" in r.stdout.splitlines()[0]
+    assert _gone()

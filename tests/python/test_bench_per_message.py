@@ -91,6 +91,15 @@ def test_runs_per_message_target_applies_only_to_its_cases():
     assert "within the target ≤ 2" in per_message.runs_line(fig, 2.0)
 
 
+def test_unfollowed_runs_say_so_and_have_no_runs_target():
+    assert per_message.runs_target("loopback", "one-copy", 16384, "counting", True) is None
+    res = _result("loopback", "one-copy", 16384, "counting", None, None)
+    res["config"]["unfollowed"] = True
+    title = per_message.table(res).splitlines()[0]
+    assert title.startswith("loopback one-copy 16384 B, counting level, not followed (the "
+                            "tracer follows another process), 1000 messages")
+
+
 @pytest.mark.parametrize("args", (["--size", "0"], ["--seconds", "0"], ["--strategy", "nope"],
                                   ["--transport", "forward"]))
 def test_bad_arguments_exit_2(args):
