@@ -31,13 +31,21 @@ struct {
 	__type(value, struct follow_buckets);
 } follow_buckets SEC(".maps");
 
-/* tgid's bucket, where the tracer keeps them (else NULL: nothing is known from them). */
-static __always_inline u32 *follow_bucket(u32 tgid)
+/* The buckets where the tracer keeps them, else NULL (nothing is known from them). */
+static __always_inline struct follow_buckets *follow_buckets_kept(void)
 {
 	u32 zero = 0;
 	struct follow_buckets *b = bpf_map_lookup_elem(&follow_buckets, &zero);
 
-	return b && b->on ? &b->n[tgid % NETIO_FOLLOW_BUCKETS] : NULL;
+	return b && b->on ? b : NULL;
+}
+
+/* tgid's bucket, or NULL. */
+static __always_inline u32 *follow_bucket(u32 tgid)
+{
+	struct follow_buckets *b = follow_buckets_kept();
+
+	return b ? &b->n[tgid % NETIO_FOLLOW_BUCKETS] : NULL;
 }
 
 /* Whether no followed process has tgid: its bucket holds none. A bucket is raised before a

@@ -17,8 +17,8 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* cgroup ids (kernfs node id = the directory's inode number on cgroup2) of --cgroup; key
- * NETIO_ANY_CGROUP is set while there is at least one, so that forks without --cgroup pay one
- * lookup and no walk. */
+ * NETIO_ANY_CGROUP is set while there is at least one (and follow_buckets' cgroups), so that
+ * forks without --cgroup pay no walk. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, NETIO_MAX_CGROUPS + 1);
@@ -28,8 +28,11 @@ struct {
 
 static __always_inline bool cgroups_followed(void)
 {
+	struct follow_buckets *b = follow_buckets_kept();
 	u64 any = NETIO_ANY_CGROUP;
 
+	if (b)
+		return b->cgroups;	/* the same, with no lookup */
 	return bpf_map_lookup_elem(&followed_cgroups, &any) != NULL;
 }
 
@@ -69,16 +72,21 @@ static __always_inline long follow_tgid(u32 tgid, u64 since)
 /* Every fork of the machine passes here, so it does no more than the filter needs: a thread
  * or child of a followed process gets its storage and statistics at its first event, and
  * its kernel counters count from its birth all the same (born_followed). */
-static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child)
+/* A field of task: a load where the tracepoint hands it as a trusted pointer (tp_btf), else a
+ * probe read (raw_tp), two helper calls a fork of the machine would pay. */
+#define TASK_FIELD(task, field, trusted) ((trusted) ? (task)->field : BPF_CORE_READ(task, field))
+
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child,
+				   bool trusted)
 {
-	u32 ptgid = BPF_CORE_READ(parent, tgid);
-	u32 ctgid = BPF_CORE_READ(child, tgid);
+	u32 ptgid = TASK_FIELD(parent, tgid, trusted);
+	u32 ctgid = TASK_FIELD(child, tgid, trusted);
 	long err;
 
 	if (ctgid == ptgid)
 		return 0;
-	if (tgid_followed(ptgid)) {
-		err = follow_tgid(ctgid, BPF_CORE_READ(child, start_time));
+	if (!surely_unfollowed(ptgid) && tgid_followed(ptgid)) {
+		err = follow_tgid(ctgid, TASK_FIELD(child, start_time, trusted));
 		if (!err)
 			count_event(CNT_FORKS_FOLLOWED);
 		count_update_error(err);
@@ -86,7 +94,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	}
 	if (!cgroups_followed() || !task_in_followed_cgroup(child))
 		return 0;
-	err = follow_tgid(ctgid, BPF_CORE_READ(child, start_time));
+	err = follow_tgid(ctgid, TASK_FIELD(child, start_time, trusted));
 	if (!err)
 		count_event(CNT_CGROUP_FOLLOWED);
 	count_update_error(err);
@@ -96,13 +104,13 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(fork_btf, struct task_struct *parent, struct task_struct *child)
 {
-	return on_fork(parent, child);
+	return on_fork(parent, child, true);
 }
 
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(fork_raw, struct task_struct *parent, struct task_struct *child)
 {
-	return on_fork(parent, child);
+	return on_fork(parent, child, false);
 }
 
 /* A process (or, in a threaded cgroup, a thread) moved to another cgroup: the tracepoint
@@ -114,7 +122,8 @@ static __always_inline int on_cgroup_attach(struct task_struct *task)
 	u32 tgid = BPF_CORE_READ(task, tgid), zero = 0, *gen;
 	long err;
 
-	if (!cgroups_followed() || tgid_followed(tgid) || !task_in_followed_cgroup(task))
+	if (!cgroups_followed() || (!surely_unfollowed(tgid) && tgid_followed(tgid)) ||
+	    !task_in_followed_cgroup(task))
 		return 0;
 	err = follow_tgid(tgid, bpf_ktime_get_ns());
 	count_update_error(err);

@@ -30,11 +30,13 @@ typedef __u64 u64;
 /* How many followed processes each bucket of tgids (tgid % NETIO_FOLLOW_BUCKETS) holds
  * (bpf/filter.bpf.h, follow_buckets): raised before followed_tgids gains a tgid, lowered after
  * it lost one, by the BPF side (a fork, a move into a followed cgroup) and by the tracer
- * through mmap (user/attach_runtime.c). on: the tracer keeps them; 0, every event looks the
- * map up. */
+ * through mmap (user/followed_tgids.c). on: the tracer keeps them; 0, every event looks the
+ * map up. cgroups: 1 once a cgroup is followed (--cgroup), as followed_cgroups' key
+ * NETIO_ANY_CGROUP says, with no lookup. */
 #define NETIO_FOLLOW_BUCKETS 16384
 struct follow_buckets {
 	u32 on;
+	u32 cgroups;
 	u32 n[NETIO_FOLLOW_BUCKETS];
 };
 

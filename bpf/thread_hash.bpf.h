@@ -96,7 +96,7 @@ static __always_inline void thread_flush(struct task_struct *task, bool iteratin
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id, tgid = id >> 32;
 
-	if (iterating || !tgid_followed(tgid))
+	if (iterating || surely_unfollowed(tgid) || !tgid_followed(tgid))
 		return;
 	bpf_map_delete_elem(&task_state, &tid);
 	name_process(tgid);

@@ -356,9 +356,13 @@ static __always_inline void flush_unadopted(struct task_struct *task, u32 tgid)
  * `pid add`, which runs the iterator right after). */
 static __always_inline void thread_flush(struct task_struct *task, bool iterating)
 {
-	struct task_state *st = thread_state(task);
+	struct task_state *st;
 	u32 tgid;
 
+	/* an exit of a process not followed (most of a host's): nothing of it is counted */
+	if (!iterating && surely_unfollowed(task->tgid))
+		return;
+	st = thread_state(task);
 	if (st) {
 		/* at an exit, the statistics the counts went to take the kernel's and the name,
 		 * with no second lookup */

@@ -141,6 +141,8 @@ void tracer_bpf_filter_changed(struct tracer_bpf *t);
 int tracer_bpf_follow_tgid(struct tracer_bpf *t, u32 tgid, u64 since);
 int tracer_bpf_unfollow_tgid(const struct tracer_bpf *t, u32 tgid);
 void tracer_bpf_unfollow_all(struct tracer_bpf *t);
+/* A cgroup is followed (followed_cgroups holds it and NETIO_ANY_CGROUP): forks look. */
+void tracer_bpf_cgroups_followed(struct tracer_bpf *t);
 /* Follow network namespace inum: its softirq events count in a slot of netns_stats (its
  * own again if it had one). 0, or -1 with errno (ENOSPC: NETIO_MAX_NETNS followed since
  * the last reset). */

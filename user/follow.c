@@ -102,6 +102,7 @@ int follow_cgroup(struct tracer *tr, const char *dir, char *err, size_t errlen)
 		snprintf(err, errlen, "--cgroup %s: %s", dir, strerror(errno));
 		return -1;
 	}
+	tracer_bpf_cgroups_followed(&tr->bpf);
 	cgroup_for_each_proc(dir, follow_cgroup_proc, tr);
 	tracer_bpf_filter_changed(&tr->bpf);
 	return 0;

@@ -73,6 +73,12 @@ int tracer_bpf_unfollow_tgid(const struct tracer_bpf *t, u32 tgid)
 	return 0;
 }
 
+void tracer_bpf_cgroups_followed(struct tracer_bpf *t)
+{
+	if (t->buckets)
+		__atomic_store_n(&t->buckets->cgroups, 1, __ATOMIC_SEQ_CST);
+}
+
 void tracer_bpf_unfollow_all(struct tracer_bpf *t)
 {
 	u32 tgid;

@@ -73,20 +73,21 @@ def _maps(tracer_pid):
 
 
 def _state(tracer_pid):
-    """(on, [count per bucket], [followed tgids]) as the tracer's maps hold them now."""
+    """(on, cgroups, [count per bucket], [followed tgids]) as the tracer's maps hold them
+    now."""
     ids = _maps(tracer_pid)
     raw = bytes(int(b, 16) for b in _dump(ids["follow_buckets"])[0]["value"])
     nb = _buckets_size()
-    on, *counts = struct.unpack_from(f"<{1 + nb}I", raw)
+    on, cgroups, *counts = struct.unpack_from(f"<{2 + nb}I", raw)      # struct follow_buckets
     tgids = [e["formatted"]["key"] for e in _dump(ids["followed_tgids"])]
-    return on, counts, tgids
+    return on, cgroups, counts, tgids
 
 
 def _read(tracer_pid):
     """(whether each bucket holds exactly the followed tgids that fall in it, the followed
     tgids). A bucket may hold more for a moment (a tgid being followed or forgotten), never
     fewer: that is asserted at every read."""
-    on, counts, tgids = _state(tracer_pid)
+    on, _, counts, tgids = _state(tracer_pid)
     want = [0] * len(counts)
     for t in tgids:
         want[t % len(counts)] += 1
@@ -134,8 +135,9 @@ def test_pid_add_forks_and_clear_keep_the_buckets_exact():
             kids = _forked(forker)          # followed at their fork, by the BPF side
             assert _exact(tr.pid) == {sleeper.pid, forker.pid, *kids}
             tr.clear()
-            on, counts, tgids = _state(tr.pid)
+            on, cgroups, counts, tgids = _state(tr.pid)
             assert on == 1 and not tgids and not any(counts)
+            assert cgroups == 0             # no --cgroup: a fork looks at no cgroup
         _end(forker)
     finally:
         for p in (sleeper, forker):
@@ -157,6 +159,7 @@ def test_cgroup_forks_moves_and_pruning_keep_the_buckets_exact(tmp_path):
         try:
             wait_line(tracer, "following cgroup", TIMEOUT)
             drain(tracer.stderr)
+            assert _state(tracer.pid)[1] == 1   # a fork looks at the child's cgroup
             forker = _forker(in_cgroup(cg))
             kids = _forked(forker)
             with open(os.path.join(cg, "cgroup.procs"), "w") as f:
