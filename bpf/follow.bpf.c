@@ -69,12 +69,13 @@ static __always_inline long follow_tgid(u32 tgid, u64 since)
 	return err;
 }
 
-/* Every fork of the machine passes here, so it does no more than the filter needs: a thread
- * or child of a followed process gets its storage and statistics at its first event, and
- * its kernel counters count from its birth all the same (born_followed). */
 /* A field of task: a load where the tracepoint hands it as a trusted pointer (tp_btf), else a
  * probe read (raw_tp), two helper calls a fork of the machine would pay. */
 #define TASK_FIELD(task, field, trusted) ((trusted) ? (task)->field : BPF_CORE_READ(task, field))
+
+/* Every fork of the machine passes here, so it does no more than the filter needs: a thread
+ * or child of a followed process gets its storage and statistics at its first event, and
+ * its kernel counters count from its birth all the same (born_followed). */
 
 static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child,
 				   bool trusted)

@@ -122,8 +122,9 @@ static __always_inline struct task_state *adopt_thread(struct task_struct *task,
 /* The state of thread `task` if its process is followed, else NULL. `task` is current, from
  * the event's one bpf_get_current_task_btf() (a helper call each: passed on, not asked
  * again). A thread whose tgid's bucket is empty leaves first (surely_unfollowed). "Followed"
- * is cached in the task's storage and decided again when the filter generation changed. The storage is created on a followed thread's first event, with its
- * process's statistics (named after the process, which is current here). */
+ * is cached in the task's storage and decided again when the filter generation changed.
+ * The storage is created on a followed thread's first event, with its process's statistics
+ * (named after the process, which is current here). */
 static __always_inline struct task_state *followed_thread(struct task_struct *task)
 {
 	struct task_state *st;

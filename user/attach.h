@@ -89,8 +89,8 @@ struct tracer_bpf {
 	int nprogs;
 	struct shared_map shared[MAX_SHARED_MAPS];
 	int nshared;
-	/* fds of the shared maps the rest of the tracer uses (-1: none) */
 	struct follow_buckets *buckets;	/* mapped (followed_tgids.c), NULL where not */
+	/* fds of the shared maps the rest of the tracer uses (-1: none) */
 	int followed_tgids, followed_netns, followed_cgroups, filter_gen, counters, tgid_stats,
 	    tgid_hist, tgid_hist_spill, tgid_spill, netns_stats, in_send, sk_owner, zc_state,
 	    exit_wanted, latency_sample, skb_progs;

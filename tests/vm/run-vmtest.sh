@@ -4,7 +4,8 @@
 # scripts/vm-exec.sh (slow: the tests run with less data there, NETIO_VMTEST=1), and runs
 #   - the tracer's exactness and ladder tests: tests/integration/test_tracer.py, every strategy
 #     and transport the kernel can run in test_zerocopy_paths.py, the programs of
-#     test_programs.py, test_udp_zc_first.py and test_fallback_again.py, plus the kernel's
+#     test_programs.py, test_udp_zc_first.py, test_fallback_again.py and the buckets of
+#     followed processes (test_follow_buckets.py), plus the kernel's
 #     extra test files (the fourth column there);
 #   - doctor (`./netio-trace doctor --json`, which must pass);
 #   - the tracer once on its own, whose snapshot gives the kernel's ladder.
@@ -37,6 +38,7 @@ COMMON_TESTS="tests/integration/test_tracer.py tests/integration/test_zerocopy_p
 COMMON_TESTS+=" tests/integration/test_programs.py tests/integration/test_tracer_load.py"
 COMMON_TESTS+=" tests/integration/test_socket_sums.py tests/integration/test_receive_tracer.py"
 COMMON_TESTS+=" tests/integration/test_udp_zc_first.py tests/integration/test_fallback_again.py"
+COMMON_TESTS+=" tests/integration/test_follow_buckets.py"
 
 fail() {
     echo "vmtest: $*" >&2
