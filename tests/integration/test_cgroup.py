@@ -73,9 +73,11 @@ def test_workload_started_in_the_cgroup_after_the_tracer_counts_exactly(cgroup_d
             tracer.send_signal(signal.SIGINT)
             assert tracer.wait(TIMEOUT) == 0, tracer.stderr.read()   # the signal is the end
         finally:
-            if tracer.poll() is None:
-                tracer.kill()
-                tracer.wait()
+            # the waiting client too: left behind, it forks a sleep every 10 ms for good
+            for p in (tracer, early):
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
     snap = json.loads(out.read_text())
     procs = snap["processes"]
     s = json.loads((tmp_path / "in.json").read_text())
