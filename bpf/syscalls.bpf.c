@@ -190,8 +190,11 @@ static __always_inline int on_exit(int cls, long ret)
 		if (socket_end && *socket_end)
 			return 0;
 	}
-	/* no state: a thread never followed; ts 0: not in a traced call */
+	/* a process not followed (most of a host's) leaves at its bucket; no state: a thread
+	 * never followed; ts 0: not in a traced call */
 	task = current_task();
+	if (surely_unfollowed(TASK_READ(task, tgid)))
+		return 0;
 	st = thread_state(task);
 	if (!st || !st->ts)
 		return 0;
