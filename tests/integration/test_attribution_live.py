@@ -32,7 +32,9 @@ def sweep(tmp_path_factory):
     out = tmp_path_factory.mktemp("attribution") / "results"
     cp = subprocess.run([os.path.join(REPO, "netio-trace"), "run", "--strategies",
                          ",".join(STRATEGIES), "--sizes", "64K", "--threads", "1",
-                         "--transport", "veth", "--duration", "1", "--repeat", "1",
+                         # 2 s: a share of 0 among a run's tick samples has an upper bound
+                         # of about 3/n, which at 1 s (n ~ 300) came within two-copy's lower
+                         "--transport", "veth", "--duration", "2", "--repeat", "1",
                          "--trace-only", "--out", str(out)],
                         capture_output=True, text=True, timeout=300,
                         env={**os.environ, "NETIO_BUILD": BUILD})
