@@ -29,7 +29,7 @@ from bench import floor as floors
 from bench import harness
 from netio_trace.system.netns import Topology
 from netio_trace.system.procs import READY_ARGS, GatedProcess, wait_listening
-from netio_trace.tracer import ControlTracer
+from netio_trace.tracer import ControlTracer, set_pdeathsig
 
 BUILD = os.environ.get("NETIO_BUILD", "build")
 STRATEGIES = ("two-copy", "one-copy", "zero-copy", "per-field", "io-uring", "io-uring-zc")
@@ -191,7 +191,9 @@ def measure(a, tmp, topo):
                            extra_args=("--bpf-stats", "always", *LEVELS[a.level]),
                            log_path=f"{tmp}/tracer.log").start()
     floor = None
-    bystander = subprocess.Popen(["sleep", "3600"]) if a.unfollowed else None
+    # ends with the bench, however the bench ends
+    bystander = (subprocess.Popen(["sleep", "3600"], preexec_fn=set_pdeathsig)
+                 if a.unfollowed else None)
     try:
         if not a.no_floor:      # on the hooks the tracer's programs are on
             progs = tracer.snapshot(f"{tmp}/hooks.json")["self"]["programs"]
