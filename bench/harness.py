@@ -94,6 +94,17 @@ def release_followed(tracer, topo, srv, strategy, at_zero=None):
     return started
 
 
+def release_unfollowed(tracer, srv, bystander, at_zero=None):
+    """As release_followed(), but the tracer follows only bystander (a process that makes no
+    event), not srv nor the run's namespaces: srv's events are another process's."""
+    tracer.clear()
+    tracer.pid_add(bystander.pid)
+    tracer.reset()
+    started = at_zero() if at_zero else None
+    srv.release()
+    return started
+
+
 class Run(dict):
     """One run's numbers; printed short in the progress log."""
 

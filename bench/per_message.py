@@ -58,18 +58,6 @@ def parse_args(argv):
     return a
 
 
-def release_unfollowed(tracer, srv, bystander, at_zero=None):
-    """A `--control` tracer follows only bystander (a process that makes no event), its
-    counts from zero; then the gated server srv is released. at_zero as in
-    harness.release_followed()."""
-    tracer.clear()
-    tracer.pid_add(bystander.pid)
-    tracer.reset()
-    started = at_zero() if at_zero else None
-    srv.release()
-    return started
-
-
 def workload(tracer, topo, a, tmp, floor=None, bystander=None):
     """One gated server/client run, both followed (or neither, with bystander: the process
     followed instead); returns the server's JSON, the snapshot and the floor's runs and time
@@ -79,7 +67,7 @@ def workload(tracer, topo, a, tmp, floor=None, bystander=None):
                         "0.0.0.0", "--netns", topo.sender_ns, "--duration", str(a.seconds),
                         *READY_ARGS], f"{tmp}/s.json", f"{tmp}/s.err", ready=True)
     at_zero = floor.read if floor else None
-    before = (release_unfollowed(tracer, srv, bystander, at_zero) if bystander else
+    before = (harness.release_unfollowed(tracer, srv, bystander, at_zero) if bystander else
               harness.release_followed(tracer, topo, srv, a.strategy, at_zero))
     cli = None
     try:

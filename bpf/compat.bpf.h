@@ -7,6 +7,10 @@
 #ifndef NETIO_COMPAT_H
 #define NETIO_COMPAT_H
 
+/* A field of p: a direct load where p is trusted (a tp_btf argument), else a probe read, a
+ * helper call. `trusted` is a constant at every use: only one of the two is built. */
+#define FIELD_READ(p, field, trusted) ((trusted) ? (p)->field : BPF_CORE_READ(p, field))
+
 #ifdef NETIO_COMPAT
 /* current as an untrusted pointer (bpf_get_current_task_btf is 5.11): fields by probe read */
 #define current_task() ((struct task_struct *)bpf_get_current_task())

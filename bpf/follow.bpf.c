@@ -69,25 +69,22 @@ static __always_inline long follow_tgid(u32 tgid, u64 since)
 	return err;
 }
 
-/* A field of task: a load where the tracepoint hands it as a trusted pointer (tp_btf), else a
- * probe read (raw_tp), two helper calls a fork of the machine would pay. */
-#define TASK_FIELD(task, field, trusted) ((trusted) ? (task)->field : BPF_CORE_READ(task, field))
-
 /* Every fork of the machine passes here, so it does no more than the filter needs: a thread
  * or child of a followed process gets its storage and statistics at its first event, and
- * its kernel counters count from its birth all the same (born_followed). */
+ * its kernel counters count from its birth all the same (born_followed). trusted: tp_btf's
+ * tasks, read with loads, not probe reads (FIELD_READ). */
 
 static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child,
 				   bool trusted)
 {
-	u32 ptgid = TASK_FIELD(parent, tgid, trusted);
-	u32 ctgid = TASK_FIELD(child, tgid, trusted);
+	u32 ptgid = FIELD_READ(parent, tgid, trusted);
+	u32 ctgid = FIELD_READ(child, tgid, trusted);
 	long err;
 
 	if (ctgid == ptgid)
 		return 0;
 	if (!surely_unfollowed(ptgid) && tgid_followed(ptgid)) {
-		err = follow_tgid(ctgid, TASK_FIELD(child, start_time, trusted));
+		err = follow_tgid(ctgid, FIELD_READ(child, start_time, trusted));
 		if (!err)
 			count_event(CNT_FORKS_FOLLOWED);
 		count_update_error(err);
@@ -95,7 +92,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	}
 	if (!cgroups_followed() || !task_in_followed_cgroup(child))
 		return 0;
-	err = follow_tgid(ctgid, TASK_FIELD(child, start_time, trusted));
+	err = follow_tgid(ctgid, FIELD_READ(child, start_time, trusted));
 	if (!err)
 		count_event(CNT_CGROUP_FOLLOWED);
 	count_update_error(err);

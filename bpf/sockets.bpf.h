@@ -106,27 +106,22 @@ static __always_inline void v4_mapped(struct tcp_end *e)
 	l[1] = l[2] = l[3] = r[1] = r[2] = r[3] = 0;
 }
 
-/* A field of sk's __sk_common: a direct load where sk is trusted (a tp_btf argument), else a
- * probe read, a helper call. `trusted` is a constant at every call: one of the two is built. */
-#define SK_COMMON(sk, trusted, f) \
-	((trusted) ? (sk)->__sk_common.f : BPF_CORE_READ((sk), __sk_common.f))
-
-/* sk's addresses and ports into an end of a connection. */
+/* sk's addresses and ports into an end of a connection (trusted: FIELD_READ). */
 static __always_inline void sock_end(struct sock *sk, struct tcp_end *e, const bool trusted)
 {
-	e->family = SK_COMMON(sk, trusted, skc_family);
-	e->lport = SK_COMMON(sk, trusted, skc_num);
-	e->rport = bpf_ntohs(SK_COMMON(sk, trusted, skc_dport));
+	e->family = FIELD_READ(sk, __sk_common.skc_family, trusted);
+	e->lport = FIELD_READ(sk, __sk_common.skc_num, trusted);
+	e->rport = bpf_ntohs(FIELD_READ(sk, __sk_common.skc_dport, trusted));
 	if (e->family == NETIO_AF_INET6) {
-		struct in6_addr l = SK_COMMON(sk, trusted, skc_v6_rcv_saddr);
-		struct in6_addr r = SK_COMMON(sk, trusted, skc_v6_daddr);
+		struct in6_addr l = FIELD_READ(sk, __sk_common.skc_v6_rcv_saddr, trusted);
+		struct in6_addr r = FIELD_READ(sk, __sk_common.skc_v6_daddr, trusted);
 
 		__builtin_memcpy(e->laddr, &l, sizeof(e->laddr));
 		__builtin_memcpy(e->raddr, &r, sizeof(e->raddr));
 		v4_mapped(e);
 	} else {
-		*(u32 *)e->laddr = SK_COMMON(sk, trusted, skc_rcv_saddr);
-		*(u32 *)e->raddr = SK_COMMON(sk, trusted, skc_daddr);
+		*(u32 *)e->laddr = FIELD_READ(sk, __sk_common.skc_rcv_saddr, trusted);
+		*(u32 *)e->raddr = FIELD_READ(sk, __sk_common.skc_daddr, trusted);
 	}
 }
 

@@ -138,11 +138,11 @@ void tracer_bpf_filter_changed(struct tracer_bpf *t);
 /* The followed processes (followed_tgids.c): tgid followed from since (a new `pid add` of a
  * followed one moves its since); 0, or -1 with errno. Unfollowed: 0, or -1 with errno (ENOENT:
  * it was not followed). All of them unfollowed. */
-int tracer_bpf_follow_tgid(struct tracer_bpf *t, u32 tgid, u64 since);
+int tracer_bpf_follow_tgid(const struct tracer_bpf *t, u32 tgid, u64 since);
 int tracer_bpf_unfollow_tgid(const struct tracer_bpf *t, u32 tgid);
-void tracer_bpf_unfollow_all(struct tracer_bpf *t);
+void tracer_bpf_unfollow_all(const struct tracer_bpf *t);
 /* A cgroup is followed (followed_cgroups holds it and NETIO_ANY_CGROUP): forks look. */
-void tracer_bpf_cgroups_followed(struct tracer_bpf *t);
+void tracer_bpf_cgroups_followed(const struct tracer_bpf *t);
 /* Follow network namespace inum: its softirq events count in a slot of netns_stats (its
  * own again if it had one). 0, or -1 with errno (ENOSPC: NETIO_MAX_NETNS followed since
  * the last reset). */

@@ -48,7 +48,7 @@ static void bucket_add(const struct tracer_bpf *t, u32 tgid, int d)
 		__atomic_fetch_add(&t->buckets->n[tgid % NETIO_FOLLOW_BUCKETS], d, __ATOMIC_SEQ_CST);
 }
 
-int tracer_bpf_follow_tgid(struct tracer_bpf *t, u32 tgid, u64 since)
+int tracer_bpf_follow_tgid(const struct tracer_bpf *t, u32 tgid, u64 since)
 {
 	int err;
 
@@ -73,13 +73,13 @@ int tracer_bpf_unfollow_tgid(const struct tracer_bpf *t, u32 tgid)
 	return 0;
 }
 
-void tracer_bpf_cgroups_followed(struct tracer_bpf *t)
+void tracer_bpf_cgroups_followed(const struct tracer_bpf *t)
 {
 	if (t->buckets)
 		__atomic_store_n(&t->buckets->cgroups, 1, __ATOMIC_SEQ_CST);
 }
 
-void tracer_bpf_unfollow_all(struct tracer_bpf *t)
+void tracer_bpf_unfollow_all(const struct tracer_bpf *t)
 {
 	u32 tgid;
 

@@ -32,8 +32,8 @@ def sweep(tmp_path_factory):
     out = tmp_path_factory.mktemp("attribution") / "results"
     cp = subprocess.run([os.path.join(REPO, "netio-trace"), "run", "--strategies",
                          ",".join(STRATEGIES), "--sizes", "64K", "--threads", "1",
-                         # 2 s: a share of 0 among a run's tick samples has an upper bound
-                         # of about 3/n, which at 1 s (n ~ 300) came within two-copy's lower
+                         # 2 s: a share of 0 among n tick samples has an upper bound of
+                         # about 3/n, which 1-s runs brought within two-copy's lower one
                          "--transport", "veth", "--duration", "2", "--repeat", "1",
                          "--trace-only", "--out", str(out)],
                         capture_output=True, text=True, timeout=300,
