@@ -8,6 +8,11 @@ from netio_trace.system.signals import critical
 from netio_trace.tracer import (ControlTracer, TracerError, samples_on_perf_events,
                                 start_failure)
 
+# The sweep knows each run's sender: before one that may make zero-copy skbs it asks for the
+# per-skb programs (runner._follow_topology, ControlTracer.skb_programs_for), so every other
+# run's skbs pass no program of ours, at either level (docs/tracer.md, "The per-skb programs").
+SKB_PROGRAMS = ("--skb-programs", "on-demand")
+
 
 class Instrument:
     def __init__(self, params, out_dir):
@@ -34,8 +39,8 @@ class Instrument:
             t = ControlTracer(attach=self.params.attach, freq=self.params.freq,
                               sample_source=self.params.sample_source,
                               log_path=self.log_path,
-                              extra_args=["--sample-cgroup", sample_cgroup] if sample_cgroup
-                              else [])
+                              extra_args=[*SKB_PROGRAMS, *(["--sample-cgroup", sample_cgroup]
+                                                           if sample_cgroup else [])])
             try:
                 t.start()
                 t.detach_probes()

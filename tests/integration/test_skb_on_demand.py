@@ -5,10 +5,15 @@ unfollowed thread sends on a SO_ZEROCOPY socket or through io_uring (bpf/maps.bp
 zc_skbs_made). A copying sender then runs none of them, and its figures stay exact; a
 zero-copy sender's first skbs pass before they are attached, so the figures they feed are
 null, with why, never short; `skb-programs always` (the sweep's, before a zero-copy run)
-attaches them before the first send, until the next reset."""
+attaches them before the first send, until the next reset. The sweep's tracer waits for
+them at either level, and asks for them before each zero-copy run."""
+import json
+import os
+import subprocess
+
 import pytest
 
-from conftest import needs_built, needs_root
+from conftest import REPO, needs_built, needs_root
 from test_tracer import COUNTS, Tracer, check_exact, proc, run_workload, topologies  # noqa: F401
 
 pytestmark = [needs_root("BPF, network namespaces"),
@@ -87,3 +92,32 @@ def test_always_until_the_next_reset(tracer, topologies, tmp_path):  # noqa: F81
     after = tracer.snapshot(str(tmp_path / "after-reset.json"))
     assert after["zerocopy"]["skb_programs"]["attached"] is False
     assert per_skb_runs(after) == {}
+
+
+def test_the_sweep_runs_them_for_zero_copy_senders_only(tmp_path):
+    """A sweep's traced copying run passes no per-skb program; its zero-copy run has them
+    from its first send, so its fallback copy is counted, not null. Where they never wait
+    (the exact rungs, the compat build), both runs have them."""
+    out = tmp_path / "results"
+    cp = subprocess.run([os.path.join(REPO, "netio-trace"), "run", "--strategies",
+                         "one-copy,zero-copy", "--sizes", "4K", "--threads", "1", "--repeat",
+                         "1", "--duration", "0.3", "--out", str(out)],
+                        capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    traces = {}
+    for run in sorted((out / "raw").iterdir()):
+        if (run / "trace.json").exists():
+            traces[run.name.split("-4K")[0][5:]] = json.loads((run / "trace.json").read_text())
+    with open(out / "runs.jsonl") as f:
+        assert all(json.loads(line)["status"] == "ok" for line in f)
+    assert sorted(traces) == ["one-copy", "zero-copy"], sorted(traces)
+    copying, zc = traces["one-copy"], traces["zero-copy"]
+    # they can wait where zero-copy bytes count at their send (that figure is not null there)
+    waits = copying["zerocopy"]["zc_bytes_no_program_saw"] is not None
+    assert copying["zerocopy"]["skb_programs"]["mode"] == ("on-demand" if waits else "always")
+    assert copying["zerocopy"]["skb_programs"]["attached"] is not waits
+    assert (per_skb_runs(copying) == {}) is waits, per_skb_runs(copying)
+    skb = zc["zerocopy"]["skb_programs"]
+    assert skb["attached"] and skb["zc_sends_before"] == 0, skb
+    assert "fallback_copy_bytes" not in zc["unavailable"], zc["unavailable"]
+    assert zc["fallback_copy_bytes"] >= zc["zc_tx_bytes"] > 0
