@@ -50,6 +50,9 @@ def parse_args(argv):
     p.add_argument("--no-floor", action="store_true",
                    help="no empty programs beside the tracer's (no floor columns)")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    p.add_argument("--floor-build", metavar="DIR", default=BUILD,
+                   help="where netio-bench-floor is (default NETIO_BUILD): the bench's "
+                   "instrument, for a tracer built before it")
     a = p.parse_args(argv)
     if not 1 <= a.size <= 1 << 20 or not 0 < a.seconds <= 60:
         p.error("--size 1..1048576, --seconds 0..60")
@@ -185,7 +188,8 @@ def measure(a, tmp, topo):
     try:
         if not a.no_floor:      # on the hooks the tracer's programs are on
             progs = tracer.snapshot(f"{tmp}/hooks.json")["self"]["programs"]
-            floor = floors.Floor(floors.targets(progs), f"{tmp}/floor.log").start()
+            floor = floors.Floor(floors.targets(progs), f"{tmp}/floor.log",
+                                 os.path.join(a.floor_build, "netio-bench-floor")).start()
         server, snap, floor_runs = workload(tracer, topo, a, tmp, floor, bystander)
     finally:
         if floor:
