@@ -86,13 +86,20 @@ static __always_inline struct tgid_hist *hist_entry_try(void *map, u32 tgid)
 	return bpf_map_lookup_elem(map, &tgid);
 }
 
-/* A timed call of class cls of process tgid fell in histogram slot `slot`. */
-static __always_inline void hist_count(u32 tgid, u32 cls, u32 slot)
+/* Where process tgid's timed calls count: its tgid_hist entry, else its tgid_hist_spill one,
+ * made if missing; NULL if neither can be made now. */
+static __always_inline struct tgid_hist *hist_target(u32 tgid)
 {
 	struct tgid_hist *h = hist_entry_try(&tgid_hist, tgid);
 
-	if (!h)
-		h = hist_entry_try(&tgid_hist_spill, tgid);
+	return h ?: hist_entry_try(&tgid_hist_spill, tgid);
+}
+
+/* A timed call of class cls of process tgid fell in histogram slot `slot`. */
+static __always_inline void hist_count(u32 tgid, u32 cls, u32 slot)
+{
+	struct tgid_hist *h = hist_target(tgid);
+
 	if (!h) {
 		count_event(CNT_DROP_PROCESS_STATS);
 		return;

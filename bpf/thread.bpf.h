@@ -8,6 +8,7 @@
  *   thread_spilled(st)     the state lasts this event only (its call is not timed)
  *   thread_sc_touched(st, c) its counts of syscall class c were written
  *   thread_flush(t, iter)  at the thread's exit, or from the tracer's iterator
+ *   thread_hist_count(st, c, s)  a timed call of class c ended in histogram slot s
  * and sc_finish below, the end of a traced call. */
 #ifndef NETIO_THREAD_H
 #define NETIO_THREAD_H
@@ -24,8 +25,8 @@
  * read at either end (what the clock reads cost: bench/NOTES.md). */
 #define NETIO_UNTIMED 1
 
-/* The thread's traced call ends with return value ret: its class statistics, and the
- * histogram of its process (hist_count) if it was timed. */
+/* The thread's traced call ends with return value ret: its class statistics, and its
+ * histogram slot (thread_hist_count) if it was timed. */
 static __always_inline void sc_finish(struct task_state *st, long ret)
 {
 	u64 start = st->ts, now, delta;
@@ -55,7 +56,7 @@ static __always_inline void sc_finish(struct task_state *st, long ret)
 	slot = log2_slot(delta);
 	if (slot >= NETIO_HIST_SLOTS)
 		slot = NETIO_HIST_SLOTS - 1;
-	hist_count(st->tgid, cls, slot);
+	thread_hist_count(st, cls, slot);
 }
 
 #endif

@@ -88,6 +88,12 @@ static __always_inline void thread_counted(struct task_state *st, struct task_st
 {
 }
 
+/* A timed call ended: straight into its process's histograms, as its counts go. */
+static __always_inline void thread_hist_count(struct task_state *st, u32 cls, u32 slot)
+{
+	hist_count(st->tgid, cls, slot);
+}
+
 /* At a thread's exit (task is current) of a followed process its entry goes (if it had an
  * event), and it names its process's statistics if they have no name (made at its fork, in
  * its parent's context); the iterator has nothing to flush. */

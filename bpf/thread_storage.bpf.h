@@ -10,6 +10,12 @@
 #include "maps.bpf.h"
 #include "thread_spill.bpf.h"
 
+/* A thread's own latency histograms: a timed call of one of its first two classes adds to
+ * its storage, with no lookup, and the flushes take them to its process's tgid_hist; its
+ * other classes' calls go there at once (hist_count). Most threads time one or two classes
+ * (a send or a receive, and a poll), and the storage stays in the allocator's 2 KiB class. */
+#define NETIO_THREAD_HISTS 2
+
 /* Per thread of a followed process (task-local storage: no hash lookup, and absent for
  * threads never followed). sys_enter opens a traced call here; it ends where the kernel
  * marks its end: the socket layer's sock_send_length / sock_recv_length for send and receive
@@ -41,6 +47,12 @@ struct task_state {
 	struct thread_counts counts;	/* written by the thread only */
 	struct thread_counts flushed;	/* what flushes took of counts */
 	struct kernel_counts kbase;	/* the kernel's counters already added (or left out) */
+	/* The histograms of its first NETIO_THREAD_HISTS timed classes (thread_hist_count):
+	 * class + 1 of each, in the order taken (0: free); bit s of hist_used[i]: slot s of
+	 * hist[i] was counted in; hist[i][s] its calls not flushed yet. */
+	u32 hist_cls[NETIO_THREAD_HISTS];
+	u64 hist_used[NETIO_THREAD_HISTS];
+	u64 hist[NETIO_THREAD_HISTS][NETIO_HIST_SLOTS];
 };
 
 struct {
@@ -229,6 +241,55 @@ static long flush_part(u32 k, struct flush_ctx *c)
 	return 0;
 }
 
+struct hist_flush_ctx {
+	u64 *from;		/* one of the thread's histograms */
+	u64 used;		/* its slots counted in and not flushed yet by this flush */
+	struct tgid_hist *to;	/* its process's, looked up at the first slot with calls */
+	u32 tgid, cls;
+};
+
+/* The lowest slot left in c->used: its calls, taken by exchange (the thread adds to it
+ * atomically meanwhile), go to the process's histogram of the class. Stops where the
+ * process has no histograms to take them (they wait for the next flush). */
+static long flush_hist_slot(u32 k, struct hist_flush_ctx *c)
+{
+	u64 low = c->used & -c->used, d;
+	u32 s = bits_set((u32)(low - 1)) + bits_set((u32)((low - 1) >> 32)), cls = c->cls;
+
+	if (!low || s >= NETIO_HIST_SLOTS || cls >= SC_NR_CLASSES)
+		return 1;
+	c->used &= ~low;
+	if (!*(volatile u64 *)&c->from[s])
+		return 0;
+	if (!c->to)
+		c->to = hist_target(c->tgid);
+	if (!c->to) {
+		count_event(CNT_DROP_PROCESS_STATS);
+		return 1;
+	}
+	d = __sync_lock_test_and_set(&c->from[s], 0);
+	if (d)
+		__sync_fetch_and_add(&c->to->hist[cls][s], d);
+	return 0;
+}
+
+/* The thread's own histograms go to its process's (the slots it ever counted in). */
+static __always_inline void flush_thread_hists(struct task_state *st)
+{
+	struct hist_flush_ctx c = { .tgid = st->tgid };
+
+	for (u32 i = 0; i < NETIO_THREAD_HISTS; i++) {
+		u32 cls1 = *(volatile u32 *)&st->hist_cls[i];
+
+		if (!cls1)
+			return;		/* taken in order: none after a free one */
+		c.from = st->hist[i];
+		c.cls = cls1 - 1;
+		c.used = *(volatile u64 *)&st->hist_used[i];
+		bpf_loop(NETIO_HIST_SLOTS, flush_hist_slot, &c, 0);
+	}
+}
+
 /* Adds what the thread counted since its last flush to its process's statistics (on this
  * CPU's copy, atomically: a softirq here may be adding to them): those statistics (flush_target:
  * tgid_stats' entry or tgid_spill's), or NULL where it had nothing to add or no place for it. */
@@ -239,6 +300,7 @@ static __always_inline struct tgid_stats *flush_thread_counts(struct task_state 
 
 	if (!st->tgid || !st->active)
 		return NULL;	/* no event yet (adopted ahead of them): nothing to add */
+	flush_thread_hists(st);
 	to = ts = flush_target(st->tgid);
 	if (!to && st->spill) {
 		u32 zero = 0;
@@ -312,6 +374,32 @@ static __always_inline void thread_counted(struct task_state *st, struct task_st
 static __always_inline void thread_sc_touched(struct task_state *st, u32 cls)
 {
 	st->sc_touched |= 1u << cls;
+}
+
+/* A timed call of class cls ended in histogram slot `slot`: into the thread's own histogram
+ * of cls, taken at the class's first timed call while one is free (only the thread takes
+ * them), else into its process's. Atomic: a flush takes the slot by exchange meanwhile. */
+static __always_inline void thread_hist_count(struct task_state *st, u32 cls, u32 slot)
+{
+	u32 i;
+
+	for (i = 0; i < NETIO_THREAD_HISTS; i++) {
+		u32 mine = st->hist_cls[i];
+
+		if (mine == cls + 1)
+			break;
+		if (!mine) {
+			st->hist_cls[i] = cls + 1;
+			break;
+		}
+	}
+	if (i >= NETIO_THREAD_HISTS || slot >= NETIO_HIST_SLOTS) {
+		hist_count(st->tgid, cls, slot);
+		return;
+	}
+	if (!(st->hist_used[i] & (1ull << slot)))
+		st->hist_used[i] |= 1ull << slot;
+	__sync_fetch_and_add(&st->hist[i][slot], 1);
 }
 
 /* The thread's counts: its storage's. */

@@ -38,7 +38,7 @@ COMMON_TESTS="tests/integration/test_tracer.py tests/integration/test_zerocopy_p
 COMMON_TESTS+=" tests/integration/test_programs.py tests/integration/test_tracer_load.py"
 COMMON_TESTS+=" tests/integration/test_socket_sums.py tests/integration/test_receive_tracer.py"
 COMMON_TESTS+=" tests/integration/test_udp_zc_first.py tests/integration/test_fallback_again.py"
-COMMON_TESTS+=" tests/integration/test_follow_buckets.py"
+COMMON_TESTS+=" tests/integration/test_follow_buckets.py tests/integration/test_thread_hists.py"
 
 fail() {
     echo "vmtest: $*" >&2
