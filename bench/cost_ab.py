@@ -144,8 +144,20 @@ def sweep_figures(runs):
     return out
 
 
-def sweep_rows(old_runs, new_runs):
-    old, new = sweep_figures(old_runs), sweep_figures(new_runs)
+def sweeps_figures(sweeps):
+    """sweep_figures of each sweep (a list of its runs), put together: a sweep's rounds pair
+    only with its own."""
+    out = {}
+    for runs in sweeps:
+        for strategy, f in sweep_figures(runs).items():
+            into = out.setdefault(strategy, {k: [] for k in f})
+            for k, v in f.items():
+                into[k] += v
+    return out
+
+
+def sweep_rows(old_sweeps, new_sweeps):
+    old, new = sweeps_figures(old_sweeps), sweeps_figures(new_sweeps)
     rows = []
     for s in sorted(set(old) | set(new)):
         o, n = old.get(s, {}), new.get(s, {})
@@ -163,7 +175,7 @@ def commit_of(tree):
     return cp.stdout.strip() or "unknown"
 
 
-def markdown(a, results, old_runs, new_runs, started):
+def markdown(a, results, old_sweeps, new_sweeps, started):
     m = harness.machine()
     out = [f"# The tracer's cost, before ({commit_of(a.old_tree)}) and after "
            f"({commit_of(a.new_tree)})", "",
@@ -186,7 +198,7 @@ def markdown(a, results, old_runs, new_runs, started):
                 "(min–max); kept = traced / untraced of the same configuration and round.", "",
                 "| strategy | program runs per message | per-skb programs' runs | BPF ns per "
                 "message | throughput kept | BPF category, % of samples |",
-                "|---|---|---|---|---|---|", *sweep_rows(old_runs, new_runs)]
+                "|---|---|---|---|---|---|", *sweep_rows(old_sweeps, new_sweeps)]
     return "\n".join(out) + "\n"
 
 
@@ -198,20 +210,20 @@ def measure(a, tmp):
                 res = per_message(a, tree, case, os.path.join(tmp, f"{k}-{r}-{i}.json"))
                 if res:
                     results[case][k].append(res)
-    old_runs, new_runs = [], []
+    old_sweeps, new_sweeps = [], []
     for r in range(a.sweeps):
-        old_runs += sweep(a.old_tree, os.path.join(tmp, f"sweep-old-{r}"))
-        new_runs += sweep(a.new_tree, os.path.join(tmp, f"sweep-new-{r}"))
-    return results, old_runs, new_runs
+        old_sweeps.append(sweep(a.old_tree, os.path.join(tmp, f"sweep-old-{r}")))
+        new_sweeps.append(sweep(a.new_tree, os.path.join(tmp, f"sweep-new-{r}")))
+    return results, old_sweeps, new_sweeps
 
 
 def main(argv=None):
     a = parse_args(argv)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     with tempfile.TemporaryDirectory(prefix="cost-ab-") as tmp:
-        results, old_runs, new_runs = measure(a, tmp)
+        results, old_sweeps, new_sweeps = measure(a, tmp)
     with open(a.out, "w") as f:
-        f.write(markdown(a, results, old_runs, new_runs, started))
+        f.write(markdown(a, results, old_sweeps, new_sweeps, started))
     print(f"written: {a.out}")
     return 0
 

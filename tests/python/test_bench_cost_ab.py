@@ -59,6 +59,16 @@ def test_a_sweep_is_summed_per_strategy_and_kept_is_paired_by_round():
     assert f["two-copy"]["skb"] == [1.0, 0.0, 0.0]
     assert f["two-copy"]["kept"] == [0.8, 0.5, None]
     assert f["two-copy"]["ns"] == [400, 300, None]
-    row, = cost_ab.sweep_rows(runs, runs)
+    row, = cost_ab.sweep_rows([runs], [runs])
     assert row.startswith("| two-copy | 2.00 (0.00–3.20) → 2.00 (0.00–3.20) | ")
     assert row.endswith("| 12.5 (10.0–15.0) → 12.5 (10.0–15.0) |")
+
+
+def test_each_sweep_pairs_its_rounds_with_its_own():
+    """Two sweeps have the same rounds: a traced run is kept against its own sweep's
+    untraced run, never the other's."""
+    first = [run("one-copy", 1, 0, False, 1.0), run("one-copy", 1, 0, True, 0.5)]
+    second = [run("one-copy", 1, 0, False, 4.0), run("one-copy", 1, 0, True, 3.0)]
+    f = cost_ab.sweeps_figures([first, second])
+    assert f["one-copy"]["kept"] == [0.5, 0.75]
+    assert f["one-copy"]["runs"] == [0.0, 0.0]
