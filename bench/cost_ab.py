@@ -11,12 +11,12 @@ python -m bench.cost_ab --old-tree DIR [--new-tree DIR] [--rounds 3] [--sweeps 2
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+from analysis import passes, record, stats
 from bench import harness
 from bench.config import KiB, REPO
 from bench.sockets import srso_state
@@ -75,14 +75,12 @@ def sweep(tree, out):
 
 
 def spread(values, fmt=None):
-    """'median (min–max)' of the values that are not None, '–' for none; fmt: a format for
-    each (default: two decimals below 10, none above)."""
-    v = sorted(x for x in values if x is not None)
-    if not v:
+    """'median (min–max)' of the values that are not None (analysis.stats), '–' for none;
+    fmt: a format for each (default: two decimals below 10, none above)."""
+    s = stats.spread(values)
+    if s is None:
         return "–"
-    fmt = fmt or ("{:.2f}" if v[-1] < 10 else "{:.0f}")
-    med, lo, hi = (fmt.format(x) for x in (statistics.median(v), v[0], v[-1]))
-    return med if lo == hi else f"{med} ({lo}–{hi})"
+    return stats.fmt_spread(s, fmt or ("{:.2f}" if s["max"] < 10 else "{:.0f}"))
 
 
 def case_name(case):
@@ -123,12 +121,12 @@ def program_rows(results):
 def sweep_figures(runs):
     """Per strategy, over the traced runs of every thread count: program runs, per-skb
     programs' runs and BPF ns per message, the BPF category's share of the samples, and the
-    throughput kept (traced / untraced of the same configuration and round)."""
-    untraced = {(r["strategy"], r["threads"], r["round"]): r["throughput_gbps"]
-                for r in runs if not r["traced"] and r.get("status") == "ok"}
+    throughput kept (analysis.passes: traced / untraced of the same configuration and round,
+    as the report pairs them)."""
+    kept = passes.kept_by_run(runs)
     out = {}
     for r in runs:
-        if not r["traced"] or r.get("status") != "ok" or not r.get("messages_sent"):
+        if not (record.ok(r) and record.traced(r)) or not r.get("messages_sent"):
             continue
         me = ((r.get("trace") or {}).get("self") or {})
         progs, m = me.get("programs") or {}, r["messages_sent"]
@@ -139,8 +137,7 @@ def sweep_figures(runs):
                             if n.startswith(PER_SKB)) / m)
         f["ns"].append(me.get("ns_per_message"))
         f["bpf"].append(((r.get("attribution") or {}).get("share") or {}).get("bpf"))
-        base = untraced.get((r["strategy"], r["threads"], r["round"]))
-        f["kept"].append(r["throughput_gbps"] / base if base else None)
+        f["kept"].append(kept.get(record.key_of(r)))
     return out
 
 

@@ -104,12 +104,11 @@ def test_the_sweep_runs_them_for_zero_copy_senders_only(tmp_path):
                          "1", "--duration", "0.3", "--out", str(out)],
                         capture_output=True, text=True, timeout=300)
     assert cp.returncode == 0, cp.stderr[-2000:]
-    traces = {}
-    for run in sorted((out / "raw").iterdir()):
-        if (run / "trace.json").exists():
-            traces[run.name.split("-4K")[0][5:]] = json.loads((run / "trace.json").read_text())
     with open(out / "runs.jsonl") as f:
-        assert all(json.loads(line)["status"] == "ok" for line in f)
+        runs = [json.loads(line) for line in f]
+    assert all(r["status"] == "ok" for r in runs)
+    traces = {r["strategy"]: json.loads((out / r["files"]["raw"] / "trace.json").read_text())
+              for r in runs if r["traced"]}
     assert sorted(traces) == ["one-copy", "zero-copy"], sorted(traces)
     copying, zc = traces["one-copy"], traces["zero-copy"]
     # they can wait where zero-copy bytes count at their send (that figure is not null there)

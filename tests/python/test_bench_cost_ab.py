@@ -13,8 +13,9 @@ def pm(ns, runs, programs):
 
 
 def run(strategy, threads, rnd, traced, gbps, messages=1000, progs=None, ns=None, bpf=None):
-    r = {"strategy": strategy, "threads": threads, "round": rnd, "traced": traced,
-         "status": "ok", "throughput_gbps": gbps, "messages_sent": messages}
+    r = {"strategy": strategy, "threads": threads, "repeat": rnd, "traced": traced,
+         "msg_size": 256, "transport": "veth", "status": "ok", "throughput_gbps": gbps,
+         "messages_sent": messages}
     if traced:
         r["trace"] = {"self": {"programs": progs or {}, "ns_per_message": ns}}
         r["attribution"] = {"share": {"bpf": bpf}}
