@@ -135,8 +135,10 @@ static const struct row rows[] = {
 	{ ROW(RUNG_TP_BTF, PP_PINNING, zc_skb, tp_sock_state, H_TP_BTF, "inet_sock_set_state") },
 	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, zc_skb, tp_netif_receive, H_TP_BTF, "netif_receive_skb"), .group = 1, .kfunc = CAST },
 	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, zc_skb, tp_netif_receive_pre62, H_TP_BTF, "netif_receive_skb"), .group = 1, .fallback = true },
-	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, zc_skb, tp_tcp_probe, H_TP_BTF, "tcp_probe"), .group = 2, .lazy = true, .kfunc = CAST },
-	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, zc_skb, tp_tcp_probe_pre62, H_TP_BTF, "tcp_probe"), .group = 2, .lazy = true, .fallback = true },
+	/* tcp_probe confirms the inference (zc_skbs_at_tcp, a diagnostic): optional, and not
+	 * at the counting level, where it would run for every TCP segment of the machine */
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, zc_skb, tp_tcp_probe, H_TP_BTF, "tcp_probe"), .lazy = true, .kfunc = CAST, .full_level = true },
+	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, zc_skb, tp_tcp_probe_pre62, H_TP_BTF, "tcp_probe"), .lazy = true, .fallback = true, .full_level = true },
 	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, zc_skb, tp_kfree_skb, H_TP_BTF, "kfree_skb"), .group = 3, .kfunc = CAST },
 	{ ROW(RUNG_TP_BTF, PP_FALLBACK_COPY, zc_skb, tp_kfree_skb_pre62, H_TP_BTF, "kfree_skb"), .group = 3, .fallback = true },
 	{ ROW(RUNG_TP_BTF, PP_RX_COPY, copy_tp, tp_recv_length, H_TP_BTF, "sock_recv_length"), .group = 1, .kfunc = CAST },

@@ -550,6 +550,36 @@ static void skb_programs_unavailable(const struct snapshot *s, struct json *j)
 	}
 }
 
+/* Whether a tcp_probe program is loaded (attached or waiting for the first zero-copy skb
+ * received): only then is zc_skbs_at_tcp counted. */
+static bool skbs_at_tcp_counted(const struct tracer_bpf *t)
+{
+	for (int i = 0; i < t->nprogs && i < MAX_ATTACHED; i++)
+		if (!strncmp(t->progs[i].name, "tp_tcp_probe", strlen("tp_tcp_probe")))
+			return true;
+	return false;
+}
+
+/* Why zc_skbs_at_tcp, which confirms that zero-copy skbs were copied before TCP received
+ * them, is null. */
+static void skbs_at_tcp_unavailable(const struct tracer_bpf *t, const struct snapshot *s,
+				    struct json *j)
+{
+	const char *why;
+
+	if (s->skbs_at_tcp_counted || t->rung[PP_FALLBACK_COPY] == RUNG_UNAVAILABLE)
+		return;
+	if (t->rung[PP_FALLBACK_COPY] != RUNG_TP_BTF)
+		why = "the fallback copy is counted where skb_copy_ubufs copies, not inferred at "
+		      "netif_receive_skb: nothing for tcp_probe to confirm";
+	else if (t->no_latency)
+		why = "not counted at the counting level (--no-latency): tcp_probe would run for "
+		      "every TCP segment of the machine";
+	else
+		why = "no tcp_probe tracepoint on this kernel";
+	json_kv_string(j, "zerocopy.zc_skbs_at_tcp", why);
+}
+
 /* "unavailable": what the trace does not count on this kernel, and why (its figures are
  * null). */
 static void write_unavailable(const struct tracer_bpf *t, const struct snapshot *s,
@@ -567,6 +597,7 @@ static void write_unavailable(const struct tracer_bpf *t, const struct snapshot 
 		json_kv_string(j, "rx_copy_bytes", why);
 	}
 	skb_programs_unavailable(s, j);
+	skbs_at_tcp_unavailable(t, s, j);
 	if (!s->zc_per_process) {
 		json_kv_string(j, "processes.zc_tx_bytes", ZC_PER_PROCESS_WHY);
 		if (s->tx_copy_inferred)
@@ -613,6 +644,7 @@ static void total(const struct tracer_bpf *t, struct snapshot *s)
 	else
 		s->zc_tx_bytes = zc_procs > zc_netns ? zc_procs : zc_netns;
 	s->zc_at_send = t->zc_at_send;
+	s->skbs_at_tcp_counted = skbs_at_tcp_counted(t);
 	skb_programs_state(t, s);
 	seen = s->zc_bytes_seen_at_xmit + s->zc_bytes_unseen_at_xmit;
 	s->zc_bytes_no_program_saw = s->zc_at_send && zc_netns > seen ? zc_netns - seen : 0;
@@ -838,7 +870,7 @@ static void write_zerocopy(const struct tracer_bpf *t, const struct snapshot *s,
 		      !s->fallback_null, s->fallback_copy_again_bytes);
 	json_kv_count(j, "fallback_copy_again_skbs", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE &&
 		      !s->fallback_null, s->fallback_copy_again_skbs);
-	json_kv_uint(j, "zc_skbs_at_tcp", s->zc_skbs_at_tcp);
+	json_kv_count(j, "zc_skbs_at_tcp", s->skbs_at_tcp_counted, s->zc_skbs_at_tcp);
 	json_kv_uint(j, "zc_skbs_again", s->zc_skbs_again);
 	json_kv_uint(j, "zc_skbs_unseen_at_xmit", s->zc_skbs_unseen_at_xmit);
 	json_kv_uint(j, "zc_bytes_unseen_at_xmit", s->zc_bytes_unseen_at_xmit);
@@ -911,7 +943,7 @@ static void write_netns(const struct snapshot *s, const struct netns_snap *ns, s
 	json_kv_count(j, "fallback_copy_again_bytes", !s->fallback_null,
 		      n->fallback_copy_again_bytes);
 	json_kv_uint(j, "fallback_copy_again_skbs", n->fallback_copy_again_skbs);
-	json_kv_uint(j, "zc_skbs_at_tcp", n->zc_skbs_at_tcp);
+	json_kv_count(j, "zc_skbs_at_tcp", s->skbs_at_tcp_counted, n->zc_skbs_at_tcp);
 	json_kv_uint(j, "zc_skbs_again", n->zc_skbs_again);
 	json_kv_uint(j, "zc_skbs_unseen_at_xmit", n->zc_skbs_unseen_at_xmit);
 	json_kv_uint(j, "zc_bytes_unseen_at_xmit", n->zc_bytes_unseen_at_xmit);

@@ -53,6 +53,9 @@ struct snapshot {
 	unsigned long long zc_sends_before_skb_progs, zc_uncounted_before_skb_progs;
 	bool skb_on_demand, skb_progs_attached;
 	bool zc_bytes_null, fallback_null;
+	/* zc_skbs_at_tcp is counted: a tcp_probe program is loaded (the tracepoint rung's full
+	 * level); else null, with why */
+	bool skbs_at_tcp_counted;
 	unsigned long long rx_unsized_calls;	/* rx_copy_bytes unknown (proc_stats) */
 	/* the receive kinds beside rx_copy, [enum rx_kind of bpf/receive.bpf.h]: totals,
 	 * whether a rung counts each, and splices no record could size */

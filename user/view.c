@@ -48,10 +48,13 @@ void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s)
 		 t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE, s->fallback_copy_bytes, msgs, false);
 	copy_row(f, "rx: copy to user", rung_name(t->rung[PP_RX_COPY]),
 		 t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE, s->rx_copy_bytes, msgs, false);
-	if (s->zc_tx_skbs || s->fallback_copy_skbs)
+	if ((s->zc_tx_skbs || s->fallback_copy_skbs) && s->skbs_at_tcp_counted)
 		fprintf(f, "  zerocopy skbs: %llu sent, %llu copied on local delivery, %llu still "
 			"zerocopy when TCP received them\n",
 			s->zc_tx_skbs, s->fallback_copy_skbs, s->zc_skbs_at_tcp);
+	else if (s->zc_tx_skbs || s->fallback_copy_skbs)
+		fprintf(f, "  zerocopy skbs: %llu sent, %llu copied on local delivery\n",
+			s->zc_tx_skbs, s->fallback_copy_skbs);
 	if (t->rung[PP_ZC_COMPLETION] != RUNG_UNAVAILABLE && s->zc_completions)
 		fprintf(f, "  zerocopy completions (%s): %llu notifications for %llu sends, %llu "
 			"sends copied\n", rung_name(t->rung[PP_ZC_COMPLETION]), s->zc_completions,

@@ -14,7 +14,8 @@ import subprocess
 import pytest
 
 from conftest import REPO, needs_built, needs_root
-from test_tracer import COUNTS, Tracer, check_exact, proc, run_workload, topologies  # noqa: F401
+from test_tracer import (COUNTS, Tracer, check_exact, check_skbs_at_tcp, proc,  # noqa: F401
+                         run_workload, topologies)
 
 pytestmark = [needs_root("BPF, network namespaces"),
               needs_built("netio-tracer", "netio-server", "netio-client")]
@@ -88,6 +89,8 @@ def test_always_until_the_next_reset(tracer, topologies, tmp_path):  # noqa: F81
     check_exact(s, c, snap, spid, cpid, "zero-copy")
     skb = snap["zerocopy"]["skb_programs"]
     assert skb["attached"] and skb["zc_sends_before"] == 0, skb
+    check_skbs_at_tcp(snap)     # the counting level: no tcp_probe, the diagnostic null
+    assert "counting level" in snap["unavailable"]["zerocopy.zc_skbs_at_tcp"]
     tracer.ok("reset")
     after = tracer.snapshot(str(tmp_path / "after-reset.json"))
     assert after["zerocopy"]["skb_programs"]["attached"] is False
