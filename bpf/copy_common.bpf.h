@@ -194,7 +194,7 @@ static __always_inline void on_copy_ubufs(struct sk_buff *skb)
 	uarg = BPF_CORE_READ(shinfo, destructor_arg);
 	sk = zc_uarg_sock(uarg);
 	if (!socks_off())
-		si = sock_zc_seen(uarg, len, false);
+		si = sock_zc_seen(sk, len, false);
 	else
 		si = sk ? bpf_map_lookup_elem(&sk_owner, &sk) : NULL;
 	tcp_copy_again(skb, sk, si, ns, len);

@@ -235,14 +235,9 @@ static __always_inline void zc_owners_changed(void)
 		__sync_fetch_and_add(gen, 1);
 }
 
-/* Bytes of the zerocopy skbs of a socket seen received (kept: freed uncopied after their
- * receive), for the record of the socket whose zerocopy pages uarg (the skb's destructor_arg)
- * tracks; returns that socket's entry (sk_owner), NULL where there is none or it was just
- * made: MSG_ZEROCOPY keeps its ubuf_info in the cb[] of an skb of the sending socket (its
- * notification), whose owner names the record (note_zc_owner); until then (its first skbs
- * are received inside its first send) they wait on the socket. io_uring's notifications are
- * not in an skb: what this reads for them matches no socket. */
-/* The socket whose MSG_ZEROCOPY notification skb holds ubuf_info uarg in its cb[], or 0. */
+/* The socket whose MSG_ZEROCOPY notification skb holds ubuf_info uarg (a zerocopy skb's
+ * destructor_arg) in its cb[], or 0. io_uring's notifications are not in an skb: what this
+ * reads for them matches no socket. */
 static __always_inline u64 zc_uarg_sock(void *uarg)
 {
 	struct sk_buff *nskb;
@@ -258,11 +253,14 @@ static __always_inline bool sock_is_tcp(u64 sk)
 	return sk && BPF_CORE_READ((struct sock *)sk, sk_protocol) == 6;
 }
 
-static __always_inline struct sk_info *sock_zc_seen(void *uarg, u64 bytes, bool kept)
+/* Bytes of the zerocopy skbs of socket sk (zc_uarg_sock) seen received (kept: freed uncopied
+ * after their receive), for its record; returns its entry (sk_owner), NULL where there is
+ * none or it was just made: the socket's owner names the record (note_zc_owner); until then
+ * (its first skbs are received inside its first send) they wait on the socket. */
+static __always_inline struct sk_info *sock_zc_seen(u64 sk, u64 bytes, bool kept)
 {
 	struct sock_stats *r = NULL;
 	struct sk_info *si;
-	u64 sk = zc_uarg_sock(uarg);
 
 	si = sk ? bpf_map_lookup_elem(&sk_owner, &sk) : NULL;
 	if (!si && sk) {

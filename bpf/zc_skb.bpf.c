@@ -82,6 +82,39 @@ static __always_inline void *zc_skb_uarg(struct sk_buff *skb, const bool cast)
 	return uarg;
 }
 
+/* The socket whose notification holds uarg (maps.bpf.h, zc_uarg_sock): in the cast build a
+ * load, not a probe read. */
+static __always_inline u64 zc_sock_of(void *uarg, const bool cast)
+{
+	struct sk_buff *nskb;
+
+	if (!cast || !uarg)
+		return zc_uarg_sock(uarg);
+	nskb = bpf_rdonly_cast((char *)uarg - bpf_core_field_offset(struct sk_buff, cb),
+			       bpf_core_type_id_kernel(struct sk_buff));
+	return (u64)nskb->sk;
+}
+
+/* Socket sk (a zc_sock_of, not 0) as a read-only pointer of the cast build. */
+static __always_inline struct sock *sock_cast(u64 sk)
+{
+	return bpf_rdonly_cast((void *)sk, bpf_core_type_id_kernel(struct sock));
+}
+
+static __always_inline bool zc_sock_is_tcp(u64 sk, const bool cast)
+{
+	if (!cast)
+		return sock_is_tcp(sk);
+	return sk && sock_cast(sk)->sk_protocol == NETIO_IPPROTO_TCP;
+}
+
+static __always_inline void *zc_sock_net(u64 sk, const bool cast)
+{
+	if (!cast)
+		return BPF_CORE_READ((struct sock *)sk, __sk_common.skc_net.net);
+	return sk ? sock_cast(sk)->__sk_common.skc_net.net : NULL;
+}
+
 /* The sequence number in the TCP header of an skb on its way out; -1 if it cannot be read. */
 static __always_inline int tcp_seq(struct sk_buff *skb, const bool cast, u32 *seq)
 {
@@ -154,18 +187,7 @@ static __always_inline bool test_rx_miss(void)
 static __always_inline bool zc_counted_at_send(struct sk_buff *skb, struct sock *sk,
 					       const bool cast)
 {
-	void *uarg;
-	struct sk_buff *nskb;
-
-	if (!zc_at_send)
-		return false;
-	uarg = zc_skb_uarg(skb, cast);
-	if (!cast || !uarg)
-		return zc_uarg_sock(uarg) == (u64)sk;
-	/* zc_uarg_sock with a load for its probe read */
-	nskb = bpf_rdonly_cast((char *)uarg - bpf_core_field_offset(struct sk_buff, cb),
-			       bpf_core_type_id_kernel(struct sk_buff));
-	return nskb->sk == sk;
+	return zc_at_send && zc_sock_of(zc_skb_uarg(skb, cast), cast) == (u64)sk;
 }
 
 /* A zerocopy skb leaves a device: count its user pages, for the device's netns and, for a TCP
@@ -236,12 +258,11 @@ static __always_inline int on_xmit(struct sk_buff *skb, struct net_device *dev, 
  * would have, for the socket and its namespace; where zc_at_send they counted at their send,
  * and are only told (zc_skbs_unseen_at_xmit). Its TCP header is where xmit put it (loopback
  * and veth hand the same skb over). */
-static __always_inline void tcp_zc_unseen(struct sk_buff *skb, struct sk_info *si,
+static __always_inline void tcp_zc_unseen(struct sk_buff *skb, u64 sk, struct sk_info *si,
 					  const bool cast)
 {
 	struct netns_stats *ns;
 	u32 seq, unseen;
-	u64 sk;
 
 	if (!si || !si->seq.valid || skb->transport_header == (u16)~0U ||
 	    tcp_seq(skb, cast, &seq) || test_rx_miss())
@@ -249,12 +270,11 @@ static __always_inline void tcp_zc_unseen(struct sk_buff *skb, struct sk_info *s
 	unseen = zc_seq_unseen(&si->seq, seq, skb->data_len);
 	if (!unseen)
 		return;
-	sk = zc_uarg_sock(zc_skb_uarg(skb, cast));
 #ifndef NETIO_COMPAT	/* nothing is kept pending there: maps.bpf.h, claim_zc_bytes */
 	if (!zc_at_send)	/* else counted at their send: here only told */
 		__sync_fetch_and_add(&si->pending, unseen);
 #endif
-	ns = netns_stats_of(BPF_CORE_READ((struct sock *)sk, __sk_common.skc_net.net));
+	ns = netns_stats_of(zc_sock_net(sk, cast));
 	if (ns) {
 		if (!zc_at_send)
 			ns->zc_tx_bytes += unseen;
@@ -264,28 +284,25 @@ static __always_inline void tcp_zc_unseen(struct sk_buff *skb, struct sk_info *s
 	}
 }
 
-/* A zerocopy skb's bytes seen received, for the record of the socket that sent it (its
- * MSG_ZEROCOPY notification holds uarg), whatever namespace received it; returns that socket's
- * entry (sk_owner), or NULL. */
-static __always_inline struct sk_info *sock_zc_rx(struct sk_buff *skb, void *uarg)
+/* A zerocopy skb's bytes seen received, for the record of socket sk, which sent it (its
+ * MSG_ZEROCOPY notification holds the skb's ubuf_info), whatever namespace received it;
+ * returns that socket's entry (sk_owner), or NULL. */
+static __always_inline struct sk_info *sock_zc_rx(struct sk_buff *skb, u64 sk)
 {
-	u64 sk;
-
 	if (!socks_off())
-		return sock_zc_seen(uarg, skb->data_len, false);
-	sk = zc_uarg_sock(uarg);
+		return sock_zc_seen(sk, skb->data_len, false);
 	return sk ? bpf_map_lookup_elem(&sk_owner, &sk) : NULL;
 }
 
-/* A received zerocopy skb of the socket whose entry is si: if that is a TCP socket, the
+/* A received zerocopy skb of socket sk, whose entry is si: if that is a TCP socket, the
  * bytes it had been received with before are copied again (zc_rx_again), for ns. Its TCP
  * header is where xmit put it (tcp_zc_unseen). */
-static __always_inline void tcp_zc_again(struct sk_buff *skb, void *uarg, struct sk_info *si,
+static __always_inline void tcp_zc_again(struct sk_buff *skb, u64 sk, struct sk_info *si,
 					 struct netns_stats *ns, const bool cast)
 {
 	u32 seq;
 
-	if (si && skb->transport_header != (u16)~0U && sock_is_tcp(zc_uarg_sock(uarg)) &&
+	if (si && skb->transport_header != (u16)~0U && zc_sock_is_tcp(sk, cast) &&
 	    !tcp_seq(skb, cast, &seq))
 		zc_rx_again(si, ns, seq, skb->data_len);
 }
@@ -295,15 +312,15 @@ static __always_inline int on_netif_receive(struct sk_buff *skb, const bool cast
 	struct netns_stats *ns;
 	struct sk_info *si;
 	u32 zero = 0, *seen;
-	void *uarg;
+	u64 sk;
 
 	if (!skb_zc(skb, cast))
 		return 0;
-	uarg = zc_skb_uarg(skb, cast);
-	si = sock_zc_rx(skb, uarg);
-	tcp_zc_unseen(skb, si, cast);
+	sk = zc_sock_of(zc_skb_uarg(skb, cast), cast);	/* read once, for the three below */
+	si = sock_zc_rx(skb, sk);
+	tcp_zc_unseen(skb, sk, si, cast);
 	ns = netns_stats_of(skb->dev->nd_net.net);
-	tcp_zc_again(skb, uarg, si, ns, cast);
+	tcp_zc_again(skb, sk, si, ns, cast);
 	if (!ns)
 		return 0;
 	seen = bpf_map_lookup_elem(&zc_state, &zero);
@@ -325,7 +342,7 @@ static __always_inline int on_kfree_skb(struct sk_buff *skb, const bool cast)
 	if (!skb->skb_iif || !skb_zc(skb, cast))
 		return 0;
 	if (!socks_off())
-		sock_zc_seen(zc_skb_uarg(skb, cast), skb->data_len, true);
+		sock_zc_seen(zc_sock_of(zc_skb_uarg(skb, cast), cast), skb->data_len, true);
 	dev = skb->dev;
 	if (!dev)
 		return 0;
