@@ -550,12 +550,18 @@ static void skb_programs_unavailable(const struct snapshot *s, struct json *j)
 	}
 }
 
+/* tp_tcp_probe or its _pre62 build: it counts only the diagnostic zc_skbs_at_tcp */
+static bool is_tcp_probe(const char *name)
+{
+	return strncmp(name, "tp_tcp_probe", strlen("tp_tcp_probe")) == 0;
+}
+
 /* Whether a tcp_probe program is loaded (attached or waiting for the first zero-copy skb
  * received): only then is zc_skbs_at_tcp counted. */
 static bool skbs_at_tcp_counted(const struct tracer_bpf *t)
 {
 	for (int i = 0; i < t->nprogs && i < MAX_ATTACHED; i++)
-		if (!strncmp(t->progs[i].name, "tp_tcp_probe", strlen("tp_tcp_probe")))
+		if (is_tcp_probe(t->progs[i].name))
 			return true;
 	return false;
 }
@@ -678,7 +684,7 @@ static struct prog_snap *same_program(const struct tracer_bpf *t, int i, struct 
  * its skips stay in its own `skipped`, not in the drops. */
 static bool skip_is_drop(const char *name)
 {
-	return strncmp(name, "tp_tcp_probe", strlen("tp_tcp_probe")) != 0;
+	return !is_tcp_probe(name);
 }
 
 /* Our programs' run time and runs since the reset, scaled up when run-time stats were on
