@@ -34,6 +34,11 @@ const char *rung_name(enum rung r)
 	return r < RUNG_NR ? rung_names[r] : "?";
 }
 
+bool is_tcp_probe(const char *name)
+{
+	return strncmp(name, "tp_tcp_probe", strlen("tp_tcp_probe")) == 0;
+}
+
 const char *pp_name(enum probe_point pp)
 {
 	return pp < PP_NR ? pp_names[pp] : "?";

@@ -122,6 +122,9 @@ struct tracer_bpf {
 };
 
 const char *rung_name(enum rung r);
+/* Whether program `name` is tcp_probe's (either build): it counts only the diagnostic
+ * zc_skbs_at_tcp, and waits for the first zero-copy skb received (zc_state). */
+bool is_tcp_probe(const char *name);
 const char *pp_name(enum probe_point pp);
 int parse_attach_mode(const char *s, enum attach_mode *mode);
 

@@ -218,8 +218,7 @@ void find_shared_maps(struct tracer_bpf *t)
 	t->tgid_hist_copies = map_value_copies(t->tgid_hist);
 	sockets_open_ends(t);
 	for (int i = 0; i < t->nprogs; i++)
-		if (t->progs[i].lazy && !strncmp(t->progs[i].name, "tp_tcp_probe",
-							   sizeof("tp_tcp_probe") - 1))
+		if (t->progs[i].lazy && is_tcp_probe(t->progs[i].name))
 			t->progs[i].wanted_fd = t->zc_state;
 }
 

@@ -550,12 +550,6 @@ static void skb_programs_unavailable(const struct snapshot *s, struct json *j)
 	}
 }
 
-/* tp_tcp_probe or its _pre62 build: it counts only the diagnostic zc_skbs_at_tcp */
-static bool is_tcp_probe(const char *name)
-{
-	return strncmp(name, "tp_tcp_probe", strlen("tp_tcp_probe")) == 0;
-}
-
 /* Whether a tcp_probe program is loaded (attached or waiting for the first zero-copy skb
  * received): only then is zc_skbs_at_tcp counted. */
 static bool skbs_at_tcp_counted(const struct tracer_bpf *t)
@@ -828,6 +822,21 @@ void stats_write_attach(const struct tracer_bpf *t, struct json *j)
 	json_end(j);
 }
 
+bool zc_tx_counted(const struct tracer_bpf *t, const struct snapshot *s)
+{
+	return t->rung[PP_PINNING] != RUNG_UNAVAILABLE && !s->zc_bytes_null;
+}
+
+bool fallback_counted(const struct tracer_bpf *t, const struct snapshot *s)
+{
+	return t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE && !s->fallback_null;
+}
+
+bool rx_copy_counted(const struct tracer_bpf *t, const struct snapshot *s)
+{
+	return t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE && !s->rx_unsized_calls;
+}
+
 /* The bytes of docs/DESIGN.md's trace object, over every followed process and namespace. */
 static void write_bytes(const struct tracer_bpf *t, const struct snapshot *s, struct json *j)
 {
@@ -836,12 +845,9 @@ static void write_bytes(const struct tracer_bpf *t, const struct snapshot *s, st
 	json_kv_uint(j, "tx_copy_bytes", s->tx_copy_bytes);
 	json_kv_bool(j, "tx_copy_inferred", s->tx_copy_inferred);
 	json_kv_uint(j, "tx_spliced_bytes", s->tx_spliced_bytes);
-	json_kv_count(j, "zc_tx_bytes", t->rung[PP_PINNING] != RUNG_UNAVAILABLE &&
-		      !s->zc_bytes_null, s->zc_tx_bytes);
-	json_kv_count(j, "fallback_copy_bytes", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE &&
-		      !s->fallback_null, s->fallback_copy_bytes);
-	json_kv_count(j, "rx_copy_bytes", t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE &&
-		      !s->rx_unsized_calls, s->rx_copy_bytes);
+	json_kv_count(j, "zc_tx_bytes", zc_tx_counted(t, s), s->zc_tx_bytes);
+	json_kv_count(j, "fallback_copy_bytes", fallback_counted(t, s), s->fallback_copy_bytes);
+	json_kv_count(j, "rx_copy_bytes", rx_copy_counted(t, s), s->rx_copy_bytes);
 	json_kv_count(j, "pinned_pages", !s->pinned_pages_null, s->pinned_pages);
 	for (int k = 0; k < 3; k++)
 		json_kv_count(j, rx_kind_field[k], s->rx_kind_counted[k] &&

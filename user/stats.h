@@ -110,6 +110,11 @@ int stats_reset(struct tracer_bpf *t, struct stats_baseline *base);
 int stats_read(const struct tracer_bpf *t, const struct stats_baseline *base,
 	       const unsigned int *extra_pids, int nextra, struct snapshot *s);
 void stats_free(struct snapshot *s);
+/* Whether the totals zc_tx_bytes, fallback_copy_bytes and rx_copy_bytes are counted (else
+ * null, with why in "unavailable"): for the JSON and the view alike. */
+bool zc_tx_counted(const struct tracer_bpf *t, const struct snapshot *s);
+bool fallback_counted(const struct tracer_bpf *t, const struct snapshot *s);
+bool rx_copy_counted(const struct tracer_bpf *t, const struct snapshot *s);
 /* Forget every per-socket and per-thread state too (on `clear`). */
 void stats_clear_state(const struct tracer_bpf *t);
 

@@ -40,21 +40,21 @@ void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s)
 	copy_row(f, "tx: spliced (sendfile, splice)", rung_name(t->rung[PP_TX_BYTES]),
 		 t->rung[PP_TX_BYTES] != RUNG_UNAVAILABLE, s->tx_spliced_bytes, msgs, false);
 	copy_row(f, "tx: zero-copy (user pages)", rung_name(t->rung[PP_PINNING]),
-		 t->rung[PP_PINNING] != RUNG_UNAVAILABLE, s->zc_tx_bytes, msgs, false);
+		 zc_tx_counted(t, s), s->zc_tx_bytes, msgs, false);
 	if (!s->pinned_pages_null)
 		fprintf(f, "  %-38s %-12s %16llu pages\n", "tx: pinned pages", rung_name(t->rung[PP_PINNING]),
 			s->pinned_pages);
 	copy_row(f, "fallback copy (zc received, copied)", rung_name(t->rung[PP_FALLBACK_COPY]),
-		 t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE, s->fallback_copy_bytes, msgs, false);
+		 fallback_counted(t, s), s->fallback_copy_bytes, msgs, false);
 	copy_row(f, "rx: copy to user", rung_name(t->rung[PP_RX_COPY]),
-		 t->rung[PP_RX_COPY] != RUNG_UNAVAILABLE, s->rx_copy_bytes, msgs, false);
-	if ((s->zc_tx_skbs || s->fallback_copy_skbs) && s->skbs_at_tcp_counted)
-		fprintf(f, "  zerocopy skbs: %llu sent, %llu copied on local delivery, %llu still "
-			"zerocopy when TCP received them\n",
-			s->zc_tx_skbs, s->fallback_copy_skbs, s->zc_skbs_at_tcp);
-	else if (s->zc_tx_skbs || s->fallback_copy_skbs)
-		fprintf(f, "  zerocopy skbs: %llu sent, %llu copied on local delivery\n",
+		 rx_copy_counted(t, s), s->rx_copy_bytes, msgs, false);
+	if (s->zc_tx_skbs || s->fallback_copy_skbs) {
+		fprintf(f, "  zerocopy skbs: %llu sent, %llu copied on local delivery",
 			s->zc_tx_skbs, s->fallback_copy_skbs);
+		if (s->skbs_at_tcp_counted)
+			fprintf(f, ", %llu still zerocopy when TCP received them", s->zc_skbs_at_tcp);
+		fputc('\n', f);
+	}
 	if (t->rung[PP_ZC_COMPLETION] != RUNG_UNAVAILABLE && s->zc_completions)
 		fprintf(f, "  zerocopy completions (%s): %llu notifications for %llu sends, %llu "
 			"sends copied\n", rung_name(t->rung[PP_ZC_COMPLETION]), s->zc_completions,

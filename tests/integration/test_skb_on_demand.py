@@ -9,11 +9,14 @@ attaches them before the first send, until the next reset. The sweep's tracer wa
 them at either level, and asks for them before each zero-copy run."""
 import json
 import os
+import pty
+import re
+import socket
 import subprocess
 
 import pytest
 
-from conftest import REPO, needs_built, needs_root
+from conftest import BUILD, REPO, needs_built, needs_root
 from test_tracer import (COUNTS, Tracer, check_exact, check_skbs_at_tcp, proc,  # noqa: F401
                          run_workload, topologies)
 
@@ -123,3 +126,47 @@ def test_the_sweep_runs_them_for_zero_copy_senders_only(tmp_path):
     assert skb["attached"] and skb["zc_sends_before"] == 0, skb
     assert "fallback_copy_bytes" not in zc["unavailable"], zc["unavailable"]
     assert zc["fallback_copy_bytes"] >= zc["zc_tx_bytes"] > 0
+
+
+def view_of(args, json_path):
+    """netio-tracer's own run of a zero-copy pair over loopback with its stderr a terminal,
+    which then gets the human view beside the JSON: the view's text."""
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    pair = (f"{BUILD}/netio-server --strategy zero-copy --size 16K --threads 1 --port {port} "
+            f"--addr 127.0.0.1 --count 2000 >/dev/null & sleep 0.3; {BUILD}/netio-client "
+            f"--addr 127.0.0.1 --port {port} --threads 1 --size 16K >/dev/null; wait")
+    master, slave = pty.openpty()
+    p = subprocess.Popen([f"{BUILD}/netio-tracer", "--no-sample", *args, "--json", json_path,
+                          "--", "sh", "-c", pair], stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:         # EIO: the tracer closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert p.wait(timeout=120) == 0
+    return b"".join(chunks).decode(errors="replace")
+
+
+@pytest.mark.parametrize("level", (("--skb-programs", "always"), ("--no-latency",)))
+def test_the_view_shows_what_the_json_counts(tmp_path, level):
+    """The human view's zero-copy rows: a figure the JSON leaves null (the fallback copy of the
+    sends before the per-skb programs were attached; tcp_probe's diagnostic at the counting
+    level) is shown as unavailable or left out, never as the short count."""
+    text = view_of(level, str(tmp_path / "t.json"))
+    snap = json.loads((tmp_path / "t.json").read_text())
+    row = re.search(r"fallback copy \(zc received, copied\)\s+\S+\s+(\S+)", text)
+    assert row, text
+    fallback = snap["fallback_copy_bytes"]
+    assert row.group(1) == ("-" if fallback is None else str(fallback)), (row.group(0), fallback)
+    skbs = re.search(r"zerocopy skbs: .*", text)
+    assert skbs, text
+    at_tcp = snap["zerocopy"]["zc_skbs_at_tcp"]
+    assert ("still zerocopy" in skbs.group(0)) is (at_tcp is not None), (skbs.group(0), at_tcp)
