@@ -76,6 +76,7 @@ def trace_object(snapshot, server_pid, client_pid):
          else _num(zerocopy.get("fallback_copy_again_bytes")),
          "pinned_pages": pick(srv, "pinned_pages"),
          "syscalls": snapshot.get("syscalls") or {},
+         "latency": snapshot.get("latency"),
          "drops": snapshot.get("drops"),
          "drops_by_cause": snapshot.get("drops_by_cause")}
     for field in RX_FIELDS:

@@ -49,7 +49,8 @@ static __always_inline int sc_class(long id)
 }
 
 
-/* [0]: time 1 traced call in N per thread (--latency-sample N; 0 or 1: every call). */
+/* [0]: time 1 traced call in N of each class per thread (--latency-sample N; 0 or 1: every
+ * call). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -57,14 +58,21 @@ struct {
 	__type(value, u32);
 } latency_sample SEC(".maps");
 
-/* The start of the thread's next traced call: the clock, or NETIO_UNTIMED for the calls
- * --latency-sample leaves untimed (the first of every N is timed). */
-static __always_inline u64 call_start(struct task_state *st)
+/* The start of the thread's next traced call, of class cls: the clock, or NETIO_UNTIMED for
+ * the calls --latency-sample leaves untimed. Each class keeps its own count and times the
+ * first of every N of its calls: with one count for all classes, a thread whose calls repeat
+ * in a cycle of a length that divides N (poll, recv, send, send) would time one class only. */
+static __always_inline u64 call_start(struct task_state *st, u32 cls)
 {
 	u32 zero = 0, *n = bpf_map_lookup_elem(&latency_sample, &zero);
+	u32 since;
 
-	if (n && *n > 1 && st->calls++ % *n)
-		return NETIO_UNTIMED;
+	if (n && *n > 1 && cls < SC_NR_CLASSES) {
+		since = st->untimed[cls];
+		st->untimed[cls] = since + 1 < *n ? since + 1 : 0;
+		if (since)
+			return NETIO_UNTIMED;
+	}
 	return bpf_ktime_get_ns();
 }
 
@@ -152,7 +160,7 @@ static __always_inline int on_enter(int cls, long id, long fd, u64 flags)
 	if (!thread_spilled(st)) {	/* a spill slot lasts one event: its calls are not timed */
 		st->cls = cls;
 		st->nr = id;
-		st->ts = call_start(st);
+		st->ts = call_start(st, cls);
 	}
 	if (counted || thread_spilled(st))
 		thread_counted(st, task);

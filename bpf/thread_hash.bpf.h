@@ -18,7 +18,7 @@ struct task_state {
 	u32 cls;		/* its class */
 	s32 nr;			/* its syscall number (thread_storage.bpf.h) */
 	u32 tgid;
-	u32 calls;		/* traced calls opened, for --latency-sample */
+	u16 untimed[SC_NR_CLASSES];	/* as in thread_storage.bpf.h */
 	u64 zc_sk;		/* as in thread_storage.bpf.h: unused here (note_zc_owner, maps.bpf.h) */
 	u32 zc_gen;
 	u32 tx_counted;		/* as in thread_storage.bpf.h */

@@ -30,7 +30,8 @@ struct task_state {
 	u32 gen;		/* filter generation "followed" was decided at */
 	u32 tgid;
 	u32 followed;
-	u32 calls;		/* traced calls opened, for --latency-sample */
+	u16 untimed[SC_NR_CLASSES];	/* per class: calls since its last timed one
+					 * (--latency-sample, syscalls.bpf.c) */
 	u32 kfollowed;		/* kbase is being counted for tgid (flush_kernel_counts) */
 	u32 active;		/* the thread had an event: it has counts to flush */
 	u64 regs;		/* its saved user registers (copy_tp.bpf.c, thread_syscall_nr) */

@@ -123,8 +123,9 @@ def _level_flags(t):
                    help="count bytes and calls without timing them: no syscall hook, no "
                    "latency histogram (the counting level, with --no-sample)")
     t.add_argument("--latency-sample", metavar="N", type=_latency_sample,
-                   help="time 1 call in N of each thread (default 1: every call); every call "
-                   "is still counted, the histograms hold the timed ones (latency.sampled_1_in)")
+                   help="time the first of every N calls of each syscall class and thread "
+                   "(default 16; 1: every call); every call is still counted, the histograms "
+                   "hold the timed ones (latency.sampled_1_in)")
     t.add_argument("--skb-programs", choices=("on-demand", "always"),
                    help="the programs that look at every skb for zero-copy ones: attached at "
                    "the first zero-copy send seen (on-demand, the default with --no-latency; "

@@ -65,7 +65,8 @@ def tool_paths():
     return {t: files.find_tool(t) for t in TOOLS}
 
 
-LOADED_KEYS = ("attach", "attach_why", "bpf_build", "probes", "unavailable", "software_from")
+LOADED_KEYS = ("attach", "attach_why", "bpf_build", "probes", "unavailable", "software_from",
+               "latency")
 
 
 def load_tracer():
@@ -203,6 +204,9 @@ def tracer_rows(tr):
         rows.append(("BPF build", _escape(build[0]), _escape(with_note(*build[1:]))))
     for point, rung, why, cost in ladder.point_rows(tr):
         rows.append((f"probe: {point}", _escape(rung), _escape(with_note(why, cost))))
+    latency = ladder.latency_row(tr)
+    if latency:
+        rows.append(("latency histograms", _escape(latency[0]), _escape(latency[1])))
     counters = ladder.counters_row(tr)
     if counters:
         rows.append(("software counters", _escape(counters[0]),

@@ -105,6 +105,22 @@ def counters_row(loaded):
             "snapshot", None)
 
 
+def latency_row(loaded):
+    """(result, why) of how the full level times calls by default here, or None where the
+    tracer's load did not say (docs/tracer.md, --latency-sample)."""
+    lat = loaded.get("latency")
+    if not isinstance(lat, dict) or not lat.get("timed"):
+        return None
+    n = lat.get("sampled_1_in") or 1
+    if n == 1:
+        return "every call timed", "each call's latency is in the histograms"
+    return (f"1 call in {n} timed (default)",
+            f"each thread times the first of every {n} calls of each syscall class: the clock "
+            "reads and histogram adds of every call were much of the full level's cost; "
+            "calls, bytes and errors still count every call; --latency-sample 1 (trace) "
+            "times every call")
+
+
 COUNTING_SKB = (
     "at the counting level (--no-latency) the programs that look at every skb wait for the "
     "first zero-copy send (--skb-programs on-demand): a copying program runs none of them, and "

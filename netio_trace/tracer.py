@@ -290,7 +290,7 @@ def start_failure(t, error):
 def check_load(attach="auto", timeout=READY_TIMEOUT):
     """Load the tracer for real (`--control --no-sample`), read its ready line, take one
     snapshot with nothing followed, quit. Returns the ready object with the snapshot's
-    `unavailable` and `software_from` added; TracerError with the tracer's own one-line reason
+    `unavailable`, `software_from` and `latency` added; TracerError with the tracer's own one-line reason
     when it cannot load. `--probe` only tries attach types: this is what `run` will get."""
     with tempfile.TemporaryDirectory(prefix="netio-tracer-check-") as d:
         t = ControlTracer(attach=attach, log_path=os.path.join(d, "tracer.log"),
@@ -306,6 +306,7 @@ def check_load(attach="auto", timeout=READY_TIMEOUT):
     info["unavailable"] = snap.get("unavailable") if isinstance(snap, dict) else None
     perf = snap.get("perf") if isinstance(snap, dict) else None
     info["software_from"] = perf.get("software_from") if isinstance(perf, dict) else None
+    info["latency"] = snap.get("latency") if isinstance(snap, dict) else None
     return info
 
 

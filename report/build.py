@@ -11,7 +11,7 @@ import time
 
 from analysis import attribution, files, passes, record, results, stats, summary
 from analysis import crossover
-from report import breakdown, crossovers, receive
+from report import breakdown, crossovers, latency, receive
 from analysis.contract import (COMPARED_PAIRS, FIELD_STRATEGIES, STRATEGIES, STRATEGY_HELP,
                                TRANSPORTS, TRANSPORT_HELP, ZEROCOPY_PAIRS, ZEROCOPY_STRATEGIES)
 from analysis.sizes import format_bytes, format_size
@@ -665,6 +665,9 @@ def _machine_section(d, c):
         "within a round. Latency here is duration × threads / messages (mean time per message on "
         "one connection); per-call syscall latency comes from the tracer's histograms.")
     d.p(_passes_note(answers, traced, answers_traced, source, c.why_untraced), "note")
+    sampled = latency.sampling_sentence((r.get("trace") or {}).get("latency") for r in ok)
+    if sampled:
+        d.p(sampled, "note")
     timer_sources = [s for s in source if s in ("cpu-clock", "tick")]
     timer_text = " and ".join({"cpu-clock": "the software `cpu-clock` timer",
                                "tick": "the scheduler tick"}[s] for s in timer_sources)

@@ -13,7 +13,7 @@ import time
 from analysis import attribution, baseline as baselinemod, files, flows, verdict
 from analysis.sizes import format_bytes, format_size
 from report import doc as docmod
-from report import flamegraph, trace_plots
+from report import flamegraph, latency, trace_plots
 
 TRACE, FOLDED, META, VERDICTS = ("trace.json", "stacks.folded", "trace-report.json",
                                   "verdicts.json")
@@ -215,6 +215,9 @@ def _socket_gaps(trace):
 
 def _histograms_section(d, c):
     d.h(2, "Send sizes and syscall latency")
+    sampled = latency.sampling_sentence([c["trace"].get("latency")])
+    if sampled:
+        d.p(sampled, "note")
     for name, caption in (("send_sizes", "Send sizes per socket (log2 slots)"),
                           ("syscall_latency", "Syscall latency per process (log2 slots)")):
         f = c["plots"].get(name)
@@ -225,11 +228,13 @@ def _histograms_section(d, c):
         if not (p.get("tx_bytes") or p.get("rx_copy_bytes")):
             continue
         for name, s in sorted((p.get("syscalls") or {}).items()):
-            rows.append([pid, p.get("comm"), name, s.get("count"), _b(s.get("bytes")),
+            rows.append([pid, p.get("comm"), name, s.get("count"), s.get("timed"),
+                         _b(s.get("bytes")),
                          s.get("errors"), f"{s.get('mean_us') or 0:.2f}",
                          f"{s.get('p50_us') or 0:.2f}", f"{s.get('p99_us') or 0:.2f}"])
     if rows:
-        d.table(["pid", "comm", "syscall", "calls", "bytes", "errors", "mean µs", "p50 µs",
+        d.table(["pid", "comm", "syscall", "calls", "timed", "bytes", "errors", "mean µs",
+                 "p50 µs",
                  "p99 µs"], rows, left=3)
 
 

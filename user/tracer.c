@@ -68,8 +68,9 @@ static const struct option_doc options[] = {
 	  "count bytes and calls without timing them: no syscall hook (every\n"
 	  "syscall of the machine would pass it), no latency histogram" },
 	{ "latency-sample", "N", OPT_LATENCY_SAMPLE,
-	  "time 1 call in N of each thread (default 1: every call); every call is\n"
-	  "still counted, and the histograms hold the timed ones" },
+	  "time the first of every N calls of each class and thread (default 16;\n"
+	  "1: every call); every call is still counted, and the histograms hold\n"
+	  "the timed ones" },
 	{ "no-sockets", NULL, OPT_NO_SOCKETS, "count per process only, not per socket" },
 	{ "skb-programs", "on-demand|always", OPT_SKB_PROGRAMS,
 	  "where zero-copy bytes count at their send: attach the programs that look\n"
@@ -309,13 +310,13 @@ static int parse_args(int argc, char **argv, struct tracer *tr, struct cli *cli)
 	return -1;
 }
 
-/* --latency-sample N into the syscall programs' map; 0, or -1 (said) where nothing times
- * syscalls. */
+/* --latency-sample N into the syscall programs' map, else the default where calls are timed;
+ * -1 (said) where N was given and nothing times syscalls here. */
 static int set_latency_sample(struct tracer *tr)
 {
-	u32 zero = 0, n = tr->latency_sample;
+	u32 zero = 0, n = tr->latency_sample ? tr->latency_sample : NETIO_LATENCY_SAMPLE;
 
-	if (!tr->latency_sample)
+	if (tr->no_latency || (!tr->latency_sample && tr->bpf.latency_sample < 0))
 		return 0;
 	if (tr->bpf.latency_sample < 0 || bpf_map_update_elem(tr->bpf.latency_sample, &zero, &n, 0)) {
 		fprintf(stderr, "netio-tracer: --latency-sample: no syscall timing here\n");

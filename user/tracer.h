@@ -16,6 +16,10 @@
 
 #define MAX_PIDS 256
 #define MAX_NETNS 64
+/* --latency-sample's default: each thread times the first of every 16 calls of each class.
+ * The clock reads and histogram adds of every call are much of what the full level costs
+ * (bench/NOTES.md, "Latency sampled by default"); --latency-sample 1 times every call. */
+#define NETIO_LATENCY_SAMPLE 16
 
 struct tracer {
 	pid_t parent;		/* who started us, at our start: a different getppid() later
@@ -37,7 +41,7 @@ struct tracer {
 	enum { SKB_PROGRAMS_BY_LEVEL, SKB_PROGRAMS_ON_DEMAND, SKB_PROGRAMS_ALWAYS } skb_programs;
 	bool skb_always;	/* what it came to: every reset attaches them again */
 	bool no_sockets;	/* --no-sockets: per process only (what the records cost apart) */
-	unsigned long latency_sample;	/* --latency-sample N (0: not given) */
+	unsigned long latency_sample;	/* --latency-sample N (0: not given, NETIO_LATENCY_SAMPLE) */
 	enum stats_mode { STATS_SAMPLED, STATS_ALWAYS, STATS_OFF } stats_mode;
 	double duration;
 	double json_every;	/* one-shot: rewrite --json every so many seconds (0: at the end) */

@@ -76,15 +76,19 @@ void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s)
 		rung_name(t->rung[PP_SYSCALLS]), t->sc_end_at_socket ?
 		"send/receive timed from sys_enter to the socket layer's return" :
 		"timed from sys_enter to sys_exit");
+	if (t->sampled_1_in > 1)
+		fprintf(f, "Latency sampled: each thread timed the first of every %u calls of each "
+			"class (--latency-sample 1 times every call); calls, bytes and errors are "
+			"every call's\n", t->sampled_1_in);
 	for (int c = 0; c < SC_NR_CLASSES; c++) {
 		unsigned long long h[NETIO_HIST_SLOTS], timed;
 		const struct sc_stats *sc = &s->sc[c];
 		if (!s->has_sc[c] || !sc->count)
 			continue;
 		timed = sc_hist(sc, h);
-		fprintf(f, "\n%s: %llu calls, %s, %llu errors, mean %.2f us, p50 %.2f us, p99 %.2f us\n",
-			sc_class_name(c), sc->count, human_bytes((double)sc->bytes, hb, sizeof(hb)),
-			sc->errors, timed ? sc->total_ns / 1e3 / timed : 0.0,
+		fprintf(f, "\n%s: %llu calls (%llu timed), %s, %llu errors, mean %.2f us, p50 %.2f us, "
+			"p99 %.2f us\n", sc_class_name(c), sc->count, timed,
+			human_bytes((double)sc->bytes, hb, sizeof(hb)), sc->errors, timed ? sc->total_ns / 1e3 / timed : 0.0,
 			log2_hist_percentile(h, NETIO_HIST_SLOTS, 0.5) / 1e3,
 			log2_hist_percentile(h, NETIO_HIST_SLOTS, 0.99) / 1e3);
 		print_log2_hist(f, h, NETIO_HIST_SLOTS, "nsecs");

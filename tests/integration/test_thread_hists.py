@@ -47,7 +47,8 @@ def classes(snap, pid):
 
 
 def test_every_timed_call_is_in_the_histogram_once(tmp_path):
-    t = Tracer(log=str(tmp_path / "tracer.log"))
+    # every call timed, so that each class's histogram must hold each of its calls
+    t = Tracer("--latency-sample", "1", log=str(tmp_path / "tracer.log"))
     p = subprocess.Popen([sys.executable, "-B", "-c", SCRIPT], stdin=subprocess.PIPE)
     try:
         t.ok(f"pid add {p.pid}")

@@ -142,6 +142,23 @@ def test_what_the_counting_level_gives_up_is_said():
     assert "3.10 -> 1.40" in by["counting level: per-skb programs"][1]
 
 
+def test_how_latency_is_timed_is_said():
+    """doctor says whether the full level times every call or samples them, and how to time
+    every call; a tracer whose load said nothing of it gets no row."""
+    rung = {"loaded": True, "path": "/x", "attach": {p: "tp_btf" for p in ladder.POINTS},
+            "attach_why": {}, "bpf_build": {"name": "storage"}, "software_from": "task_struct",
+            "unavailable": {}}
+    sampled = dict(rung, latency={"timed": True, "sampled_1_in": 16})
+    by = {r[0]: r[1:] for r in doctor.tracer_rows(sampled)[0]}
+    result, why = by["latency histograms"]
+    assert result == "1 call in 16 timed (default)"
+    assert "first of every 16 calls of each syscall class" in why and "--latency-sample 1" in why
+    exact = dict(rung, latency={"timed": True, "sampled_1_in": 1})
+    assert ladder.latency_row(exact)[0] == "every call timed"
+    assert ladder.latency_row(rung) is None
+    assert ladder.latency_row(dict(rung, latency={"timed": False})) is None
+
+
 def test_table_of_a_tracer_that_cannot_load(fake_build, monkeypatch):
     monkeypatch.setenv("FAKE_TRACER_MODE", "fail-load")
     d, errors = doctor.collect()
