@@ -32,7 +32,7 @@ PROBE_S = 0.05
 # ---- sections 1 and 2 ----------------------------------------------------------------------
 # the variants of section 1's "where the cost goes" table, fewest parts first
 DECOMPOSITION = ("sampling", "xmit-receive", "counting", "programs", "no-sample", "full",
-                 "sampled-16", "tick", "bpftrace-timer")
+                 "exact-latency", "tick", "bpftrace-timer")
 # the strategies whose cost is taken apart: one-copy (the headline's) and zero-copy
 # (the tracer's worst case)
 DECOMPOSED = ("one-copy", "zero-copy")

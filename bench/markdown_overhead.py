@@ -192,8 +192,9 @@ def _md_decomposition(parts):
         "the perf counters; **full** adds stack sampling on the default source (one event per "
         "CPU on the workloads' cgroup, as `netio-trace run` samples: it runs only while a "
         "workload is on that CPU, so a switch between two workload threads re-arms no timer); "
-        "**sampled-16** is full with `--latency-sample 16` (each thread times 1 call in 16, "
-        "counts every call: full / sampled-16 is what the clock reads of exact latency cost); "
+        "**exact-latency** is full with `--latency-sample 1` (every call timed; full times "
+        "the first of every 16 calls of each class and counts every call: exact-latency / full "
+        "is what the clock reads of exact latency cost); "
         "**tick** is full with `--sample-source tick` (samples on the scheduler tick); "
         "**bpftrace-timer** is the peer's 999 Hz sampler doing nothing. Each "
         "cell: throughput / untraced, then the workloads' CPU s/GB / untraced.",
@@ -201,11 +202,18 @@ def _md_decomposition(parts):
         "| transport | strategy | size | " + " | ".join(DECOMPOSITION) + " |",
         "|---|---|---|" + "---|" * len(DECOMPOSITION),
         *[f"| {c.transport} | {c.strategy} | {size_name(c.size)} | " + " | ".join(
-            f"{pairs.fmt(pairs.ratio(c.res, v, 'untraced'), 3)}; CPU/GB "
-            f"{pairs.fmt(pairs.ratio(c.res, v, 'untraced', 'cpu_s_per_gb'), 2)}"
-            for v in DECOMPOSITION) + " |"
+            _decomposition_cell(c.res, v) for v in DECOMPOSITION) + " |"
           for c in parts],
     ]
+
+
+def _decomposition_cell(res, variant):
+    """One variant's throughput and CPU per GB against untraced; "–" for a variant the runs
+    lack (a bench recorded before the variant was added)."""
+    if variant not in res:
+        return "–"
+    return (f"{pairs.fmt(pairs.ratio(res, variant, 'untraced'), 3)}; CPU/GB "
+            f"{pairs.fmt(pairs.ratio(res, variant, 'untraced', 'cpu_s_per_gb'), 2)}")
 
 
 def _md_self_cost(cases, every):

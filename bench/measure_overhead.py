@@ -50,9 +50,9 @@ def _overhead_variants(b, topo, strategy, size):
         # the cheaper source in a VM: the scheduler tick
         variants.append(("tick", mk(lambda: OurTracer(
             ["--sample-source", "tick"], label="tick"))))
-        # latency timed for 1 call in 16: what the clock reads cost
-        variants.append(("sampled-16", mk(lambda: OurTracer(
-            ["--latency-sample", "16"], label="sampled-16"))))
+        # every call timed (full samples 1 in 16): what exact latency's clock reads cost
+        variants.append(("exact-latency", mk(lambda: OurTracer(
+            ["--latency-sample", "1"], label="exact-latency"))))
     return variants
 
 
