@@ -85,8 +85,9 @@ class Parser(argparse.ArgumentParser):
 
 
 def _tracer_flags(parser, default):
-    """--attach, --freq and --sample-source, alike for run and trace; default: the two
-    choices' value when not given (run: None, which the sweep's defaults fill)."""
+    """--attach, --freq, --sample-source and --latency-sample, alike for run and trace;
+    default: the two choices' value when not given (run: None, which the sweep's defaults
+    fill)."""
     parser.add_argument("--attach", metavar="MODE", default=default,
                         help=f"tracer attach rung: {'|'.join(P.ATTACH_MODES)} (default auto: "
                         "the best the kernel allows)")
@@ -96,6 +97,10 @@ def _tracer_flags(parser, default):
                         help=f"what stacks are sampled on: {'|'.join(P.SAMPLE_SOURCES)} (default "
                         "auto: cycles where a PMU exists, else tick: the scheduler tick, HZ per "
                         "busy CPU at most, no timer of its own)")
+    parser.add_argument("--latency-sample", metavar="N", type=_latency_sample,
+                        help="time the first of every N calls of each syscall class and thread "
+                        "(default 16; 1: every call); every call is still counted, the "
+                        "histograms hold the timed ones (latency.sampled_1_in)")
 
 
 def _receive_flags(r):
@@ -122,10 +127,6 @@ def _level_flags(t):
     t.add_argument("--no-latency", action="store_true",
                    help="count bytes and calls without timing them: no syscall hook, no "
                    "latency histogram (the counting level, with --no-sample)")
-    t.add_argument("--latency-sample", metavar="N", type=_latency_sample,
-                   help="time the first of every N calls of each syscall class and thread "
-                   "(default 16; 1: every call); every call is still counted, the histograms "
-                   "hold the timed ones (latency.sampled_1_in)")
     t.add_argument("--skb-programs", choices=("on-demand", "always"),
                    help="the programs that look at every skb for zero-copy ones: attached at "
                    "the first zero-copy send seen (on-demand, the default with --no-latency; "
@@ -283,9 +284,11 @@ def sweep_params(a):
         mss=P.parse_mss(a.mss) if a.mss is not None else base.get("mss"),
         aligns=(P.parse_aligns(a.align) if a.align is not None
                 else tuple(base.get("aligns", (P.DEFAULT_ALIGN,)))),
-        rx_xdp=bool(a.rx_xdp))
+        rx_xdp=bool(a.rx_xdp), latency_sample=a.latency_sample)
     P.check_combinations(params.strategies, params.sizes, params.transports, params.receives,
                          params.mss, params.rx_xdp)
+    if a.latency_sample and not params.trace:
+        raise UsageError("run --latency-sample: nothing is timed with --no-trace")
     return params
 
 
@@ -294,7 +297,8 @@ def _given(a):
     names = {"strategies": a.strategies, "sizes": a.sizes, "threads": a.threads,
              "transports": a.transport, "duration": a.duration, "repeat": a.repeat,
              "attach": a.attach, "freq": a.freq, "sample_source": a.sample_source,
-             "receives": a.receive, "mss": a.mss, "aligns": a.align, "rx_xdp": a.rx_xdp}
+             "receives": a.receive, "mss": a.mss, "aligns": a.align, "rx_xdp": a.rx_xdp,
+             "latency_sample": a.latency_sample}
     out = {k for k, v in names.items() if v is not None}
     if a.no_trace or a.trace_only:
         out.add("passes")

@@ -40,7 +40,8 @@ class Instrument:
                               sample_source=self.params.sample_source,
                               log_path=self.log_path,
                               extra_args=[*SKB_PROGRAMS, *(["--sample-cgroup", sample_cgroup]
-                                                           if sample_cgroup else [])])
+                                                           if sample_cgroup else []),
+                                          *self._latency_args()])
             try:
                 t.start()
                 t.detach_probes()
@@ -56,6 +57,10 @@ class Instrument:
                 with critical():
                     t.close()
                 raise
+
+    def _latency_args(self):
+        n = self.params.latency_sample
+        return ["--latency-sample", str(n)] if n else []
 
     def describe(self):
         """One line for the console: the rungs and the sampling, or why there is no tracer."""

@@ -247,11 +247,12 @@ class SweepParams:
     mss: int = None         # TCP_MAXSEG on both ends; None: the kernel's
     aligns: tuple = (DEFAULT_ALIGN,)    # the zero-copy senders' field placements
     rx_xdp: bool = False    # an XDP program (XDP_PASS) on the receiving veth
+    latency_sample: int = None  # the tracer times 1 call in N of each class; None: its default
 
     # What makes two sweeps the same sweep (what --resume compares).
     IDENTITY = ("strategies", "sizes", "threads", "transports", "duration", "repeat",
                 "passes", "attach", "freq", "sample_source", "receives", "mss", "aligns",
-                "rx_xdp")
+                "rx_xdp", "latency_sample")
 
     @property
     def trace(self):
@@ -300,7 +301,8 @@ class SweepParams:
                 "passes": list(self.passes),
                 "attach": self.attach, "freq": self.freq, "sample_source": self.sample_source,
                 "receives": list(self.receives), "mss": self.mss,
-                "aligns": list(self.aligns), "rx_xdp": self.rx_xdp}
+                "aligns": list(self.aligns), "rx_xdp": self.rx_xdp,
+                "latency_sample": self.latency_sample}
 
     @classmethod
     def from_dict(cls, d):
@@ -320,7 +322,10 @@ class SweepParams:
                        mss=None if d.get("mss") is None else int(d["mss"]),
                        # and before --align and --rx-xdp, malloc's fields and no XDP
                        aligns=tuple(d.get("aligns") or (DEFAULT_ALIGN,)),
-                       rx_xdp=bool(d.get("rx_xdp", False)))
+                       rx_xdp=bool(d.get("rx_xdp", False)),
+                       # and before --latency-sample, the tracer's default
+                       latency_sample=(None if d.get("latency_sample") is None
+                                       else int(d["latency_sample"])))
         except (KeyError, TypeError, ValueError) as e:
             raise UsageError(f"sweep description is incomplete or damaged ({e})") from None
 
@@ -348,6 +353,8 @@ class SweepParams:
                 + " and ".join(self.passes) + " passes; "
                 + (f"tracer {self.attach}, sampling {self.freq} Hz"
                    + (f" on {self.sample_source}" if self.sample_source != "auto" else "")
+                   + (f", latency timed 1 call in {self.latency_sample}"
+                      if self.latency_sample else "")
                    if self.trace else "no tracer"))
 
 

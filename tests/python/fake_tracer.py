@@ -70,6 +70,8 @@ for line in sys.stdin:
     elif cmd == "netns" and len(words) == 3:
         netns.append(words[2])
         print("ok", flush=True)
+    elif cmd in ("attach", "detach") and len(words) == 1:
+        print("ok", flush=True)
     elif cmd in ("clear", "reset"):
         if cmd == "clear":
             pids.clear()

@@ -133,6 +133,10 @@ def test_trace_needs_a_target():
         assert cp.returncode == 2 and "a whole number from 1 to 65536" in _one_line(cp), n
     cp = run_cli("trace", "--no-latency", "--latency-sample", "4", "--", "true")
     assert cp.returncode == 2 and "nothing is timed with --no-latency" in _one_line(cp)
+    cp = run_cli("run", "--latency-sample", "0")
+    assert cp.returncode == 2 and "a whole number from 1 to 65536" in _one_line(cp)
+    cp = run_cli("run", "--no-trace", "--latency-sample", "4")
+    assert cp.returncode == 2 and "nothing is timed with --no-trace" in _one_line(cp)
 
 
 def _without_privileges():

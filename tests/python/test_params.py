@@ -112,6 +112,20 @@ def test_sample_source_in_sweep_identity():
     assert P.SweepParams.from_dict(d).sample_source == "auto"
 
 
+def test_latency_sample_in_sweep_identity():
+    """run --latency-sample N goes into sweep.json and decides what a resume may continue;
+    a file written before it had the tracer's default."""
+    p = P.SweepParams(**P.QUICK, latency_sample=1)
+    q = P.SweepParams.from_dict(json.loads(json.dumps(p.to_dict())))
+    assert q.latency_sample == 1 and q == p
+    assert "latency timed 1 call in 1" in p.describe()
+    assert "latency timed" not in P.SweepParams(**P.QUICK).describe()
+    assert p.differences(P.SweepParams(**P.QUICK)) == ["latency_sample 1 vs None"]
+    d = p.to_dict()
+    del d["latency_sample"]
+    assert P.SweepParams.from_dict(d).latency_sample is None
+
+
 def test_zerocopy_preset_runs_where_zerocopy_can_win():
     """--preset zerocopy: each zero-copy strategy beside the copy it replaces, on
     forward and veth, at sizes one unfragmented datagram holds; no longer than the default."""

@@ -4,6 +4,8 @@ import os
 
 import pytest
 
+from netio_trace.run import params as P
+from netio_trace.run.instrument import Instrument
 from netio_trace.tracer import ControlTracer, trace_argv, TracerError
 
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_tracer.py")
@@ -90,6 +92,23 @@ def test_trace_argv_passes_flags_through():
     argv = trace_argv(cmd=["iperf3", "-c", "127.0.0.1"])
     assert argv[-4:] == ["--", "iperf3", "-c", "127.0.0.1"]
     json.dumps(argv)
+
+
+def test_the_sweep_passes_latency_sample_to_its_tracer(tmp_path, monkeypatch):
+    """run --latency-sample N reaches the sweep's tracer; without it the tracer keeps its own
+    default."""
+    build = tmp_path / "build"
+    build.mkdir()
+    os.symlink(FAKE, build / "netio-tracer")
+    monkeypatch.setenv("NETIO_BUILD", str(build))
+    calls = tmp_path / "calls"
+    monkeypatch.setenv("FAKE_TRACER_CALLS", str(calls))
+    for n in (1, None):
+        inst = Instrument(P.SweepParams(**P.QUICK, latency_sample=n), str(tmp_path))
+        inst.open()
+        inst.close()
+    given, default = calls.read_text().splitlines()
+    assert "--latency-sample 1" in given and "--latency-sample" not in default
 
 
 def test_control_argv_and_ready_samples(tmp_path):
