@@ -1,5 +1,5 @@
 """A trace object (the tracer's JSON) as OpenMetrics text, written by prometheus_client:
-bytes and copies per process as counters, each syscall's latency as a histogram
+bytes, copies and syscalls per process as counters, each syscall's latency as a histogram
 whose buckets are the tracer's log2 buckets, so a Prometheus server scrapes them as they are.
 
 Every histogram has the same buckets, one per log2 slot of the tracer (bpf/netio.h,
@@ -42,6 +42,17 @@ def _counter_metrics(trace):
             if isinstance(p.get(key), int):
                 m.add_metric([pid, comm], p[key])
         yield m
+
+
+def _syscall_metrics(trace):
+    m = CounterMetricFamily("netio_syscalls", "netio-trace: socket syscalls, every call (the "
+                            "latency histogram holds the timed ones)",
+                            labels=["pid", "comm", "syscall"])
+    for pid, comm, p in _processes(trace):
+        for name, sc in sorted((p.get("syscalls") or {}).items()):
+            if isinstance(sc, dict) and isinstance(sc.get("count"), int):
+                m.add_metric([pid, comm, name], sc["count"])
+    yield m
 
 
 def bucket_bounds():
@@ -93,6 +104,7 @@ class _TraceCollector:
             except (OSError, ValueError):
                 return
         yield from _counter_metrics(trace)
+        yield from _syscall_metrics(trace)
         yield from _latency_metrics(trace)
 
 

@@ -87,6 +87,15 @@ def _counters(sets, pairs, prefix, what):
         yield m
 
 
+def _syscalls(sets):
+    m = counter("netio_syscalls", "netio-trace agent: socket syscalls, every call (the latency "
+                "histogram holds the timed ones)", list(sets.names) + ["syscall"])
+    for key, t in sorted(sets.live.items()):
+        for syscall, n in sorted(t.calls.items()):
+            m.add_metric(key + (syscall,), n)
+    yield m
+
+
 def _latency(sets):
     m = Family("netio_syscall_latency_seconds", "histogram",
                "netio-trace agent: socket syscall latency (log2 buckets)",
@@ -145,6 +154,7 @@ def _verdicts(found):
 
 def _families(agg, trace, cpu, verdicts):
     yield from _counters(agg.processes, PROCESS_COUNTERS, "netio_", "")
+    yield from _syscalls(agg.processes)
     yield from _latency(agg.processes)
     yield from _counters(agg.sockets, SOCKET_COUNTERS, "netio_socket_",
                          " (per socket, by peer and protocol)")

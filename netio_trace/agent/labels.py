@@ -50,16 +50,21 @@ def peer_kind(sock):
 
 
 class Totals:
-    """One label set's counters (by metric name) and latency histograms (by syscall:
-    [count per log2 slot], sum in seconds), and when it last gained anything."""
+    """One label set's counters (by metric name), calls by syscall (every call, counted),
+    latency histograms (by syscall: [count per log2 slot] of the timed calls, sum in
+    seconds), and when it last gained anything."""
 
     def __init__(self, now):
         self.counters = {}
+        self.calls = {}
         self.hists = {}
         self.changed = now
 
     def add_counter(self, name, delta):
         self.counters[name] = self.counters.get(name, 0) + delta
+
+    def add_calls(self, syscall, delta):
+        self.calls[syscall] = self.calls.get(syscall, 0) + delta
 
     def add_hist(self, syscall, slot_deltas, sum_delta):
         slots, total = self.hists.get(syscall, ([0] * HIST_SLOTS, 0.0))
@@ -149,6 +154,21 @@ def _hist_deltas(cur, last):
     return out
 
 
+def _call_deltas(cur, last):
+    """{syscall: calls gained} between two of a process's `syscalls` (every call counted,
+    timed or not); a count that went down belongs to a new entry, all of it new."""
+    out = {}
+    for name, sc in (cur or {}).items():
+        now_n = sc.get("count") if isinstance(sc, dict) else None
+        if not isinstance(now_n, int):
+            continue
+        was = ((last or {}).get(name) or {}).get("count") or 0
+        d = now_n - was if now_n >= was else now_n
+        if d:
+            out[name] = d
+    return out
+
+
 def socket_key(sock):
     """A socket record's identity in the snapshot: the tracer keeps one per (socket, process)."""
     return (sock.get("pid"), sock.get("proto"), sock.get("family"), sock.get("local"),
@@ -200,10 +220,13 @@ class Aggregator:
                 last = None
             gains = _counter_deltas(p, last, PROCESS_COUNTERS)
             hists = _hist_deltas(p.get("syscalls"), (last or {}).get("syscalls"))
-            if gains or hists:
+            calls = _call_deltas(p.get("syscalls"), (last or {}).get("syscalls"))
+            if gains or hists or calls:
                 t = self.processes.get(self._key(pid, p.get("comm")), now)
                 for name, d in gains.items():
                     t.add_counter(name, d)
+                for name, d in calls.items():
+                    t.add_calls(name, d)
                 for name, (slots, secs) in hists.items():
                     t.add_hist(name, slots, secs)
             seen[pid] = p

@@ -83,6 +83,24 @@ def test_histograms_add_their_gains_per_slot():
     assert abs(secs - 5 * 10e-6) < 1e-12
 
 
+def test_every_call_counts_beside_the_timed_ones():
+    """netio_syscalls_total gains every call a class counted, the histogram only the timed
+    ones (1 in 16 by default); a process's entry that starts again adds its whole count."""
+    def sampled(count, timed):
+        p = proc("a", count)
+        p["syscalls"] = {"sendto": {"count": count, "timed": timed, "mean_us": 10.0,
+                                    "hist_log2_ns": {"1024": timed}}}
+        return p
+    agg = labels.Aggregator(FakeWhois())
+    for n, (count, timed) in enumerate(((32, 2), (160, 10), (16, 1))):   # 16: a new entry
+        agg.add({"processes": {"101": sampled(count, timed)}}, now=n)
+    t = agg.processes.live[("/cg1", "a", "1")]
+    assert t.calls == {"sendto": 176}
+    assert sum(t.hists["sendto"][0]) == 11
+    text = exposition.render(agg, {}, {}).decode()
+    assert 'netio_syscalls_total{cgroup="/cg1",comm="a",netns="1",syscall="sendto"} 176' in text
+
+
 def test_idle_label_sets_leave_and_resume_from_their_totals():
     agg = labels.Aggregator(FakeWhois(), idle_expiry=10)
     agg.add({"processes": {"101": proc("a", 100), "201": proc("b", 5)}}, now=0)

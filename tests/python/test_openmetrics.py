@@ -37,6 +37,23 @@ def test_openmetrics_parses_with_bytes_and_histograms():
     assert les and min(les) > 0
 
 
+def test_every_call_is_counted_beside_the_timed_ones():
+    """netio_syscalls_total is each class's count, every call; the histogram's _count is its
+    timed calls, fewer where the tracer sampled them."""
+    t = _trace()
+    pid, p = next((pid, p) for pid, p in t["processes"].items() if p.get("syscalls"))
+    name, sc = next(iter(p["syscalls"].items()))
+    sc["timed"] = max(1, sc["count"] // 16)
+    sc["hist_log2_ns"] = {"1024": sc["timed"]}
+    fams = _families(openmetrics.text(t).decode())
+    calls = {(s.labels["pid"], s.labels["syscall"]): s.value
+             for s in fams["netio_syscalls"].samples if s.name == "netio_syscalls_total"}
+    assert calls[(pid, name)] == sc["count"]
+    counts = {(s.labels["pid"], s.labels["syscall"]): s.value
+              for s in fams["netio_syscall_latency_seconds"].samples if s.name.endswith("_count")}
+    assert counts[(pid, name)] == sc["timed"]
+
+
 def _families(text):
     return {f.name: f for f in text_string_to_metric_families(text)}
 
