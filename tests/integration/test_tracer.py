@@ -795,17 +795,21 @@ def test_zerocopy_bytes_that_leave_after_the_last_send_reach_the_owner(tracer, t
             p.wait()
 
 
+def trace_script(tmp_path, script, *args):
+    """The snapshot of `netio-tracer --no-sample ARGS -- python -c script`, which must exit 0."""
+    out = tmp_path / "trace.json"
+    cp = subprocess.run([TRACER, "--no-sample", *args, "--json", str(out), "--", sys.executable,
+                         "-B", "-c", script], capture_output=True, text=True, timeout=TIMEOUT)
+    assert cp.returncode == 0, cp.stderr
+    return json.loads(out.read_text())
+
+
 def test_socket_layer_ends_calls_and_sys_exit_on_demand(tmp_path):
     """Where the socket layer marks the end of send and receive calls (sock_send_length and
     sock_recv_length, 6.3+, in the storage build), sys_exit is attached only once a poll needs
     it; elsewhere sys_exit ends every call. Either way a write to a file is no socket call."""
-    out = tmp_path / "trace.json"
     # every call timed: where each call ends shows in its timed count
-    cp = subprocess.run([TRACER, "--no-sample", "--latency-sample", "1", "--json", str(out), "--",
-                         sys.executable, "-B", "-c", SOCKET_END_SCRIPT], capture_output=True,
-                        text=True, timeout=TIMEOUT)
-    assert cp.returncode == 0, cp.stderr
-    snap = json.loads(out.read_text())
+    snap = trace_script(tmp_path, SOCKET_END_SCRIPT, "--latency-sample", "1")
     # the socket layer ends them where its programs count the bytes (the tracepoint rung of
     # the storage build, on a kernel that has the tracepoints); the exact rungs count at
     # tcp_sendmsg, and sys_exit (or fexit) ends the calls there
@@ -1027,12 +1031,7 @@ def test_latency_sample_times_each_class_alike(tmp_path):
     """Each class of a thread keeps its own count: a thread whose calls cycle through four
     classes, with --latency-sample 4, times a quarter of each class, not every fourth call
     (which would be one class's only)."""
-    out = tmp_path / "trace.json"
-    cp = subprocess.run([TRACER, "--no-sample", "--latency-sample", "4", "--json", str(out), "--",
-                         sys.executable, "-B", "-c", CYCLE_SCRIPT], capture_output=True,
-                        text=True, timeout=TIMEOUT)
-    assert cp.returncode == 0, cp.stderr
-    snap = json.loads(out.read_text())
+    snap = trace_script(tmp_path, CYCLE_SCRIPT, "--latency-sample", "4")
     assert snap["latency"] == {"timed": True, "sampled_1_in": 4}
     sc = next(iter(snap["processes"].values()))["syscalls"]
     got = {c: (sc[c]["count"], sc[c]["timed"]) for c in ("sendto", "recvfrom", "write", "read")}
