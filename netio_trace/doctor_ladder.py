@@ -117,8 +117,8 @@ def latency_row(loaded):
     return (f"1 call in {n} timed (default)",
             f"each thread times the first of every {n} calls of each syscall class: the clock "
             "reads and histogram adds of every call were much of the full level's cost; "
-            "calls, bytes and errors still count every call; --latency-sample 1 (trace) "
-            "times every call")
+            "calls, bytes and errors still count every call; --latency-sample 1 (trace, "
+            "run) times every call")
 
 
 COUNTING_SKB = (

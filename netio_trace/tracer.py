@@ -290,8 +290,8 @@ def start_failure(t, error):
 def check_load(attach="auto", timeout=READY_TIMEOUT):
     """Load the tracer for real (`--control --no-sample`), read its ready line, take one
     snapshot with nothing followed, quit. Returns the ready object with the snapshot's
-    `unavailable`, `software_from` and `latency` added; TracerError with the tracer's own one-line reason
-    when it cannot load. `--probe` only tries attach types: this is what `run` will get."""
+    `unavailable`, `software_from` and `latency` added; TracerError with the tracer's own
+    one-line reason when it cannot load. `--probe` only tries attach types: this is what `run` will get."""
     with tempfile.TemporaryDirectory(prefix="netio-tracer-check-") as d:
         t = ControlTracer(attach=attach, log_path=os.path.join(d, "tracer.log"),
                           extra_args=["--no-sample"])

@@ -21,6 +21,6 @@ def sampling_sentence(latencies):
         return None
     every = " or ".join(str(n) for n in ns)
     return (f"Syscall latency is sampled: each thread timed the first of every {every} calls "
-            "of each syscall class (the tracer's default; `trace --latency-sample 1` times "
-            "every call). Calls, bytes and errors count every call; the histograms, means "
-            "and percentiles are the timed calls'.")
+            "of each syscall class (`--latency-sample`; 1 times every call). Calls, bytes and "
+            "errors count every call; the histograms, means and percentiles are the timed "
+            "calls'.")

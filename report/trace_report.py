@@ -229,13 +229,11 @@ def _histograms_section(d, c):
             continue
         for name, s in sorted((p.get("syscalls") or {}).items()):
             rows.append([pid, p.get("comm"), name, s.get("count"), s.get("timed"),
-                         _b(s.get("bytes")),
-                         s.get("errors"), f"{s.get('mean_us') or 0:.2f}",
+                         _b(s.get("bytes")), s.get("errors"), f"{s.get('mean_us') or 0:.2f}",
                          f"{s.get('p50_us') or 0:.2f}", f"{s.get('p99_us') or 0:.2f}"])
     if rows:
         d.table(["pid", "comm", "syscall", "calls", "timed", "bytes", "errors", "mean µs",
-                 "p50 µs",
-                 "p99 µs"], rows, left=3)
+                 "p50 µs", "p99 µs"], rows, left=3)
 
 
 def _busy_comms(trace):

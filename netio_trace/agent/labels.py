@@ -159,13 +159,8 @@ def _call_deltas(cur, last):
     timed or not); a count that went down belongs to a new entry, all of it new."""
     out = {}
     for name, sc in (cur or {}).items():
-        now_n = sc.get("count") if isinstance(sc, dict) else None
-        if not isinstance(now_n, int):
-            continue
-        was = ((last or {}).get(name) or {}).get("count") or 0
-        d = now_n - was if now_n >= was else now_n
-        if d:
-            out[name] = d
+        if isinstance(sc, dict):
+            out.update(_counter_deltas(sc, (last or {}).get(name), (("count", name),)))
     return out
 
 

@@ -15,7 +15,7 @@ def test_the_sentence_names_n_only_where_calls_were_sampled():
     assert latency.sampling_sentence([{"timed": False}, None, {}]) is None
     one = latency.sampling_sentence([{"timed": True, "sampled_1_in": 16}, None])
     assert "the first of every 16 calls of each syscall class" in one
-    assert "`trace --latency-sample 1` times every call" in one
+    assert "(`--latency-sample`; 1 times every call)" in one
     both = latency.sampling_sentence([{"timed": True, "sampled_1_in": 16},
                                       {"timed": True, "sampled_1_in": 4},
                                       {"timed": True, "sampled_1_in": 1}])
