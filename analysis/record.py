@@ -114,7 +114,7 @@ def _inferred_copy(t):
 def tcp_object(server):
     tcp = server.get("tcp") if isinstance(server.get("tcp"), dict) else {}
     out = {"cc": tcp.get("cc"), "retrans": tcp.get("retrans"), "rtt_us": tcp.get("rtt_us"),
-           "segs_out": tcp.get("segs_out")}
+           "segs_out": tcp.get("segs_out"), "bytes_retrans": tcp.get("bytes_retrans")}
     per = server.get("per_thread") or []
     ccs = sorted({(p.get("tcp") or {}).get("cc") for p in per if isinstance(p, dict)} - {None})
     if len(ccs) > 1:

@@ -657,6 +657,7 @@ static void add_tcp(struct wl_tcp_stats *tt, const struct wl_tcp_stats *t, int *
 		strcpy(tt->cc, "mixed");
 	tt->retrans += t->retrans;
 	tt->segs_out += t->segs_out;
+	tt->bytes_retrans += t->bytes_retrans;
 	*rtt_sum += t->rtt_us;
 	tt->valid = 1;
 }

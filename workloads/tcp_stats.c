@@ -53,6 +53,8 @@ int wl_tcp_stats_read(int fd, struct wl_tcp_stats *s)
 	s->rtt_us = ti.tcpi_rtt;
 	if (n >= offsetof(struct tcp_info, tcpi_segs_out) + sizeof(ti.tcpi_segs_out))
 		s->segs_out = ti.tcpi_segs_out;
+	if (n >= offsetof(struct tcp_info, tcpi_bytes_retrans) + sizeof(ti.tcpi_bytes_retrans))
+		s->bytes_retrans = ti.tcpi_bytes_retrans;
 	s->valid = 1;
 	return 0;
 }
@@ -66,11 +68,13 @@ void wl_tcp_stats_json(struct json *w, const struct wl_tcp_stats *t)
 		json_kv_uint(w, "retrans", t->retrans);
 		json_kv_uint(w, "rtt_us", t->rtt_us);
 		json_kv_uint(w, "segs_out", t->segs_out);
+		json_kv_uint(w, "bytes_retrans", t->bytes_retrans);
 	} else {
 		json_kv_null(w, "cc");
 		json_kv_null(w, "retrans");
 		json_kv_null(w, "rtt_us");
 		json_kv_null(w, "segs_out");
+		json_kv_null(w, "bytes_retrans");
 	}
 	json_end_object(w);
 }

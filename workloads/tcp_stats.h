@@ -14,6 +14,7 @@ struct wl_tcp_stats {
 	uint32_t retrans;        /* tcpi_total_retrans */
 	uint32_t rtt_us;         /* tcpi_rtt (smoothed) */
 	uint64_t segs_out;       /* tcpi_segs_out */
+	uint64_t bytes_retrans;  /* tcpi_bytes_retrans: data resent (a SYN's resends count none) */
 };
 
 /* setsockopt(TCP_CONGESTION). 0 or -1 with errno. */
@@ -25,7 +26,7 @@ int wl_tcp_get_cc(int fd, char *buf, size_t len);
 int wl_tcp_apply_cc(int fd, const char *name);
 /* TCP_INFO + TCP_CONGESTION. 0 or -1 with errno (s->valid says which). */
 int wl_tcp_stats_read(int fd, struct wl_tcp_stats *s);
-/* Writes "tcp": {cc, retrans, rtt_us, segs_out} (nulls where TCP_INFO was not read). */
+/* Writes "tcp": {cc, retrans, rtt_us, segs_out, bytes_retrans} (nulls where TCP_INFO was not read). */
 void wl_tcp_stats_json(struct json *w, const struct wl_tcp_stats *s);
 
 #endif

@@ -5,7 +5,8 @@ CFG = Config("zero-copy", 65536, 2, "veth")
 SERVER = {"role": "server", "strategy": "zero-copy", "size": 65536, "threads": 2,
           "bytes": 655360000, "messages": 10000, "seconds": 0.5, "throughput_gbps": 10.48576,
           "send_calls": 10010, "partial_retries": 10, "enobufs_retries": 0,
-          "tcp": {"cc": "cubic", "retrans": 3, "rtt_us": 40, "segs_out": 20000},
+          "tcp": {"cc": "cubic", "retrans": 3, "rtt_us": 40, "segs_out": 20000,
+                  "bytes_retrans": 4344},
           "zerocopy": {"sends": 10010, "completions": 10010, "copied": 10010},
           "per_thread": [{"conn": 0, "throughput_gbps": 5.2, "tcp": {"cc": "cubic"}},
                          {"conn": 1, "throughput_gbps": 5.3, "tcp": {"cc": "cubic"}}],
@@ -31,7 +32,8 @@ def test_build_run_fields():
               "tcp", "zerocopy", "trace", "attribution", "perf"):
         assert k in run
     assert run["latency_us"] == 0.5 * 2 / 10000 * 1e6
-    assert run["tcp"] == {"cc": "cubic", "retrans": 3, "rtt_us": 40, "segs_out": 20000}
+    assert run["tcp"] == {"cc": "cubic", "retrans": 3, "rtt_us": 40, "segs_out": 20000,
+                          "bytes_retrans": 4344}
     t = run["trace"]
     # the server's tx fields, the client's rx copy, the namespaces' softirq fields summed
     assert t["tx_bytes"] == 655360000 and t["rx_copy_bytes"] == 655360000
