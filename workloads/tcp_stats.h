@@ -26,7 +26,8 @@ int wl_tcp_get_cc(int fd, char *buf, size_t len);
 int wl_tcp_apply_cc(int fd, const char *name);
 /* TCP_INFO + TCP_CONGESTION. 0 or -1 with errno (s->valid says which). */
 int wl_tcp_stats_read(int fd, struct wl_tcp_stats *s);
-/* Writes "tcp": {cc, retrans, rtt_us, segs_out, bytes_retrans} (nulls where TCP_INFO was not read). */
+/* Writes "tcp": {cc, retrans, rtt_us, segs_out, bytes_retrans} (nulls where TCP_INFO was not
+ * read). */
 void wl_tcp_stats_json(struct json *w, const struct wl_tcp_stats *s);
 
 #endif

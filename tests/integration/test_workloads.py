@@ -137,6 +137,9 @@ def test_duration(lo_topo):
     assert 0.45 < s["seconds"] < 1.5, s["seconds"]
     assert c["verify_errors"] is None
     assert s["tcp"]["cc"] == "cubic" and s["tcp"]["segs_out"] > 0
+    # data resent is resent in segments, and never more than was sent
+    t = s["tcp"]
+    assert (t["bytes_retrans"] > 0) <= (t["retrans"] > 0) and t["bytes_retrans"] <= s["bytes"], t
 
 
 @pytest.mark.parametrize("strategy", ["one-copy", "zero-copy", "sendfile"])
