@@ -30,15 +30,27 @@ LEVELS = {"counting": list(COUNTING_ARGS), "full": []}
 TARGET = 0.98
 PROGRAMS = ("tp_send_length", "tp_recv_length", "tp_xmit", "tp_netif_receive", "sc_enter")
 SRSO = "/sys/devices/system/cpu/vulnerabilities/spec_rstack_overflow"
+RETBLEED = "/sys/devices/system/cpu/vulnerabilities/retbleed"
 Case = collections.namedtuple("Case", "tag level runs programs")
 
 
-def srso_state():
+def _vulnerability(path):
     try:
-        with open(SRSO) as f:
+        with open(path) as f:
             return f.read().strip()
     except OSError:
-        return "not reported by this kernel"
+        return None
+
+
+def srso_state():
+    """SRSO's mitigation, and retbleed's beside it where that one installs a return thunk: a
+    Zen 1 or 2 with SMT off reads "SMT disabled" for SRSO and still returns through
+    retbleed's thunk, and a program run's floor moves with whichever thunk there is."""
+    srso = _vulnerability(SRSO) or "not reported by this kernel"
+    retbleed = _vulnerability(RETBLEED)
+    if retbleed and "return thunk" in retbleed:
+        return f"{srso} (retbleed: {retbleed})"
+    return srso
 
 
 def tag_of(transport, strategy, size):
