@@ -25,7 +25,7 @@ from bench import floor as floors
 from bench import harness, pairs
 from bench.config import COUNTING_ARGS
 from bench.observers import OurTracer
-from bench.sockets import srso_state
+from bench.harness import srso_state
 
 # 300 processes (8 alive at once) x 4 threads opening 2 400 connections of 1 000 bytes
 LOAD = {"processes": 300, "threads": 4, "connections": 2400, "bytes": 1000, "parallel": 8}

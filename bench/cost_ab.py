@@ -19,7 +19,7 @@ import time
 from analysis import passes, record, stats
 from bench import harness
 from bench.config import KiB, REPO
-from bench.sockets import srso_state
+from bench.harness import srso_state
 
 # The cases the cost targets name: (transport, strategy, size, level)
 CASES = (("loopback", "one-copy", 16 * KiB, "counting"), ("loopback", "one-copy", 16 * KiB, "full"),

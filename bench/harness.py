@@ -77,6 +77,28 @@ def machine():
             "default_cc": cc}
 
 
+VULNERABILITIES = "/sys/devices/system/cpu/vulnerabilities"
+
+
+def _vulnerability(name):
+    try:
+        with open(os.path.join(VULNERABILITIES, name)) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def srso_state():
+    """SRSO's mitigation, with retbleed's beside it wherever the CPU is exposed to that one:
+    either can make every return go through a thunk (a Zen 1 or 2 with SMT off has no SRSO
+    thunk, and retbleed's untrained one), and a program run's floor moves with it."""
+    srso = _vulnerability("spec_rstack_overflow") or "not reported by this kernel"
+    retbleed = _vulnerability("retbleed")
+    if retbleed and retbleed != "Not affected":
+        return f"{srso} (retbleed: {retbleed})"
+    return srso
+
+
 def release_followed(tracer, topo, srv, strategy, at_zero=None):
     """A `--control` tracer follows the run's namespaces and the gated server srv, its counts
     from zero and its per-skb programs attached if srv sends with the zero-copy `strategy`;

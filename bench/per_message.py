@@ -24,7 +24,7 @@ import tempfile
 
 from bench.config import (COUNTING_ARGS, RUNS_PER_MESSAGE_CASES, TARGET_RUNS_PER_MESSAGE,
                           size_name)
-from bench.sockets import srso_state
+from bench.harness import srso_state
 from bench import floor as floors
 from bench import harness
 from netio_trace.system.netns import Topology

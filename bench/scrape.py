@@ -22,7 +22,7 @@ import time
 import urllib.request
 
 from bench import harness
-from bench.sockets import srso_state
+from bench.harness import srso_state
 from netio_trace.agent import exposition
 from netio_trace.agent.labels import PROCESS_COUNTERS, SOCKET_COUNTERS, Aggregator
 from netio_trace.agent.server import MetricsServer

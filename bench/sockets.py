@@ -29,28 +29,7 @@ LEVELS = {"counting": list(COUNTING_ARGS), "full": []}
 # with sockets / without, throughput: what "not noticeably slower" is held to
 TARGET = 0.98
 PROGRAMS = ("tp_send_length", "tp_recv_length", "tp_xmit", "tp_netif_receive", "sc_enter")
-SRSO = "/sys/devices/system/cpu/vulnerabilities/spec_rstack_overflow"
-RETBLEED = "/sys/devices/system/cpu/vulnerabilities/retbleed"
 Case = collections.namedtuple("Case", "tag level runs programs")
-
-
-def _vulnerability(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
-def srso_state():
-    """SRSO's mitigation, and retbleed's beside it where that one installs a return thunk: a
-    Zen 1 or 2 with SMT off reads "SMT disabled" for SRSO and still returns through
-    retbleed's thunk, and a program run's floor moves with whichever thunk there is."""
-    srso = _vulnerability(SRSO) or "not reported by this kernel"
-    retbleed = _vulnerability(RETBLEED)
-    if retbleed and "return thunk" in retbleed:
-        return f"{srso} (retbleed: {retbleed})"
-    return srso
 
 
 def tag_of(transport, strategy, size):
@@ -94,7 +73,7 @@ def markdown(cases, nruns, npairs, machine):
              f"`{' '.join(COUNTING_ARGS)}`. ns per program run: each tracer's own sampled BPF "
              f"statistics over its windows, median over the runs.", "",
              f"Host CPU: {machine['model']} ({machine['nproc']} vCPUs), kernel "
-             f"{machine['kernel']}; SRSO: `{srso_state()}`.", "",
+             f"{machine['kernel']}; SRSO: `{harness.srso_state()}`.", "",
              "| configuration | level | **with / without sockets, median of runs** | each "
              "run's median | verdict | ns per program run, with / without |",
              "|---|---|---|---|---|---|"]
