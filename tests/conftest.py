@@ -1,7 +1,7 @@
 """Shared by every pytest suite: the repository on sys.path, where the built binaries are, the
 skip markers the integration suites open with, the Python suite's results fixture, and what
-the root suites do alike: cgroups of their own, a process started in one, a trace object
-read, a condition waited for.
+the root suites do alike: the session's tracer of default options, cgroups of their own, a
+process started in one, a trace object read, a condition waited for.
 
 Under `make test` (NETIO_FULL_TEST=1) a missing prerequisite is an error, not a skip: the
 suites' skip conditions exist for partial runs by hand, and must never let CI pass on tests
@@ -72,6 +72,19 @@ def pytest_sessionstart(session):
     if missing:
         pytest.exit("make test needs " + ", ".join(missing) + " (run as root after 'make deps all')",
                     returncode=1)
+
+
+@pytest.fixture(scope="session")
+def default_tracer(tmp_path_factory):
+    """The root suites' tracer of default options (tests/integration/test_tracer.py's Tracer),
+    started once for the session at its first use and attached only while a module or a test
+    has it (test_tracer.lent): a tracer's start is most of a test's time in the matrix's
+    guests (docs/testing.md)."""
+    from test_tracer import Tracer  # on sys.path once a module of tests/integration is
+    t = Tracer(log=str(tmp_path_factory.mktemp("default-tracer") / "tracer.log"))
+    t.ok("detach")      # attached only while lent (test_tracer.lent)
+    yield t
+    assert t.close() == 0, f"the session's default tracer exited non-zero {t._log()}"
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import needs_built, needs_root
 from netio_trace.system.netns import Topology
-from test_tracer import COUNTS, TIMEOUT, VMTEST, Tracer, check_exact, proc, run_workload
+from test_tracer import COUNTS, TIMEOUT, VMTEST, check_exact, lent, proc, run_workload
 
 pytestmark = [needs_root("BPF, network namespaces"),
               needs_built("netio-tracer", "netio-server", "netio-client")]
@@ -89,10 +89,9 @@ def check_again(snap, s, spid):
 
 
 @pytest.fixture(scope="module")
-def tracer(tmp_path_factory):
-    t = Tracer(log=str(tmp_path_factory.mktemp("tracer") / "tracer.log"))
-    yield t
-    assert t.close() == 0
+def tracer(default_tracer):
+    with lent(default_tracer) as t:
+        yield t
 
 
 @pytest.mark.skipif(VMTEST, reason="host suite (the guests run the forced retransmits only)")

@@ -39,7 +39,7 @@ import pytest
 from conftest import BUILD, needs_built, needs_root
 from netio_trace.system.netns import LOOPBACK_ADDR, VETH_RECEIVER_ADDR, Topology
 from netio_trace.system.procs import GatedProcess, wait_listening
-from test_tracer import Tracer, proc
+from test_tracer import Tracer, lent, proc
 
 PROGRAMS = os.path.join(BUILD, "tests", "programs")
 NAMES = ("udp-sender", "udp-receiver", "tcp-sink", "file-server", "tcp-zc-late",
@@ -65,8 +65,11 @@ RUNGS = ("auto", "tracepoint")
 
 @pytest.fixture(scope="module", params=RUNGS)
 def tracer(request, tmp_path_factory):
-    args = () if request.param == "auto" else ("--attach", request.param)
-    t = Tracer(*args, log=str(tmp_path_factory.mktemp("tracer") / "tracer.log"))
+    if request.param == "auto":
+        with lent(request.getfixturevalue("default_tracer")) as t:
+            yield t
+        return
+    t = Tracer("--attach", request.param, log=str(tmp_path_factory.mktemp("tracer") / "tracer.log"))
     yield t
     assert t.close() == 0
 

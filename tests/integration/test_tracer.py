@@ -10,6 +10,8 @@ the matrix (tests/vm/run-vmtest.sh: Debian's 5.10, 6.1 and 6.12 under QEMU/TCG),
 the host's longer tests. What a kernel or the compat build (bpf/compat.bpf.h) lacks is told by
 features the tracer reports (its ready line, --probe, the kernel's BTF), never by a version.
 """
+import contextlib
+import functools
 import json
 import os
 import select
@@ -117,60 +119,91 @@ class Tracer:
         return self.proc.returncode
 
 
+@contextlib.contextmanager
+def lent(t):
+    """The session's default tracer (tests/conftest.py) as if just started: attached, its
+    per-skb programs waiting for a zero-copy send, nothing followed, counts zeroed; detached
+    at the end, so that none of its programs runs while other modules measure."""
+    t.ok("skb-programs on-demand")
+    t.ok("attach")
+    t.ok("clear")
+    t.ok("reset")
+    try:
+        yield t
+    finally:
+        t.ok("detach")
+
+
 @pytest.fixture(scope="module")
-def tracer(tmp_path_factory):
-    t = Tracer(log=str(tmp_path_factory.mktemp("tracer") / "tracer.log"))
-    yield t
-    assert t.close() == 0
+def tracer(default_tracer):
+    with lent(default_tracer) as t:
+        yield t
 
 
 class TracerCache:
     """One tracer of given options (and environment at its start) at a time, kept for the
     next test that asks for the same: the cases of a parametrized test share it, each run
     starting from `clear` and `reset` (run_workload). Starting is the dearest step of a test
-    in the matrix's guests (bench/NOTES.md, "One vCPU, and what a tracer's start costs")."""
+    in the matrix's guests (bench/NOTES.md, "One vCPU, and what a tracer's start costs").
+    Default options get the session's tracer (default(), tests/conftest.py's default_tracer),
+    lent until the cache closes."""
 
-    def __init__(self, logdir):
+    def __init__(self, logdir, default):
         self.logdir = logdir
+        self.default = default
         self.key = None
         self.tracer = None
+        self.loan = None
         self.started = 0
 
     def get(self, *args, env=None):
         key = (args, tuple(sorted((env or {}).items())))
-        if key != self.key:
-            self.close()
-            saved = {k: os.environ.get(k) for k in env or {}}
-            os.environ.update(env or {})
-            try:
-                self.started += 1
-                self.tracer = Tracer(*args, log=str(self.logdir / f"tracer-{self.started}.log"))
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
-            self.key = key
+        if key == self.key:
+            return self.tracer
+        self.close()
+        if not args and not env:
+            self.loan = lent(self.default())
+            self.tracer = self.loan.__enter__()
+        else:
+            self.tracer = self._start(args, env)
+        self.key = key
         return self.tracer
+
+    def _start(self, args, env):
+        saved = {k: os.environ.get(k) for k in env or {}}
+        os.environ.update(env or {})
+        try:
+            self.started += 1
+            return Tracer(*args, log=str(self.logdir / f"tracer-{self.started}.log"))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def close(self):
         t, self.tracer, self.key = self.tracer, None, None
-        if t:
+        loan, self.loan = self.loan, None
+        if loan:
+            loan.__exit__(None, None, None)
+        elif t:
             assert t.close() == 0, f"tracer {t.argv} exited non-zero {t._log()}"
 
 
 @pytest.fixture(scope="module")
-def tracer_cache(tmp_path_factory):
-    cache = TracerCache(tmp_path_factory.mktemp("tracers"))
+def tracer_cache(tmp_path_factory, request):
+    cache = TracerCache(tmp_path_factory.mktemp("tracers"),
+                        lambda: request.getfixturevalue("default_tracer"))
     yield cache
     cache.close()
 
 
 @pytest.fixture
 def tracers(tracer_cache, request):
-    """The cache, whose tracer lives through the consecutive cases of one test only: the
-    next test starts with none of it attached (some measure what attached programs cost)."""
+    """The cache, whose tracer of other than default options lives through the consecutive
+    cases of one test only: the next test starts with none of it attached (some measure what
+    attached programs cost, on other rungs than the default tracer's)."""
     yield tracer_cache
     items = request.session.items
     i = items.index(request.node)
@@ -257,7 +290,9 @@ def kernel_btf_has(name):
         return b"\0" + name.encode() + b"\0" in f.read()
 
 
+@functools.lru_cache(maxsize=None)
 def tracer_probe():
+    """`netio-tracer --probe`, once a session: what the kernel allows does not change."""
     return json.loads(subprocess.run([TRACER, "--probe"], capture_output=True, text=True,
                                      timeout=TIMEOUT, check=True).stdout)
 
@@ -613,8 +648,7 @@ def test_probe_here():
 
 
 def test_forced_rung_that_cannot_attach_exits_2():
-    probe = json.loads(subprocess.run([TRACER, "--probe"], capture_output=True, text=True,
-                                      timeout=60).stdout)
+    probe = tracer_probe()
     for rung in ("fentry", "kprobe"):
         if probe["attach"][rung]:
             continue
@@ -1061,11 +1095,15 @@ def _syscall_runs(tracer, tmp, name):
 def _unrelated_syscalls(tracer, tmp, name, seconds):
     """(getpid calls, syscall-program runs meanwhile, the runs of as long a window without the
     loop, calls per second) with tracer attached. The idle window's runs are the guest's other
-    processes' sends, receives, reads and writes (and the tracer's own), which a slow guest
-    makes as many of while the loop makes fewer calls."""
+    processes' sends, receives, reads and writes (and the tracers' own polls), which a slow
+    guest makes as many of while the loop makes fewer calls; it starts the loop's program for
+    one batch of calls too, so that both windows hold one start, exit and read of its output,
+    whose reads and writes run programs (a slow 6.1 guest's loop window once had 70 runs more
+    than an idle window of sleep alone, where its 51 000 calls allowed 51)."""
     tracer.ok("attach")
     tracer.ok("reset")
     time.sleep(seconds)
+    _getpid_rate(0.001)
     idle = _syscall_runs(tracer, tmp, f"{name}-idle")
     tracer.ok("reset")
     g = _getpid_rate(seconds)

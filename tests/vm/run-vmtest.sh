@@ -12,8 +12,9 @@
 # A kernel's extra test files boot a guest of their own, after the common ones: the matrix is
 # then about as long as its longest guest. Guests boot NETIO_VM_JOBS at a time (default 2: one
 # host thread each), the longest first; a guest that gives no
-# results is booted once more, and its first attempt's console, last test line and watchdog
-# log are printed; a test that fails is never retried. The output ends with each kernel's
+# results is booted once more (unless it ran out of time: it would again), and its first
+# attempt's console, last test line and watchdog log are printed; a test that fails is never
+# retried. The output ends with each kernel's
 # "N passed, N failed" and the table kernel x probe point -> rung (the host's kernel included),
 # then the totals; the exit status is non-zero on any failure.
 #
@@ -164,6 +165,11 @@ for u in "${!units[@]}"; do
     if [ ! -s "$out/junit.xml" ]; then
         echo "vmtest: ${units[$u]}:"
         explain_no_results "$out"
+        # a guest that ran out of time would again: its results are a failure, not a retry
+        if [ "$(cat "$out/vm-exec.rc")" = 124 ] || [ "$(cat "$out/rc" 2>/dev/null)" = 124 ]; then
+            echo "vmtest: ${units[$u]} took its whole ${timeout_s} s: not booted again"
+            continue
+        fi
         echo "vmtest: booting ${units[$u]} once more (a guest without results is retried once)"
         boot_guest "$u" boot2
     fi
