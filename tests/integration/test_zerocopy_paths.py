@@ -38,8 +38,13 @@ FORWARD_COUNT = 3000
 TRACED_COUNT = 1000
 # NETIO_VMTEST=1: inside Debian's 6.1 under QEMU/TCG (tests/vm/run-vmtest.sh), slow: less data
 VMTEST = os.environ.get("NETIO_VMTEST") == "1"
+# the forward sender's run, long enough for its datagrams and the destination's address to be
+# seen while it sends (`ip` run in turn): a 5.10 guest under QEMU/TCG once saw a sender of
+# 1.5 s end before that
+SEND_SECONDS = 1.5
 if VMTEST:
     COUNTS, FORWARD_COUNT, TRACED_COUNT = {1000: 500, 65536: 100}, 200, 100
+    SEND_SECONDS = 6
 FIELD_COPY = ("two-copy", "one-copy", "per-field", "io-uring")
 ZEROCOPY = ("zero-copy", "io-uring-zc")
 
@@ -192,7 +197,7 @@ def test_forward_destination_is_our_namespace_and_receives_nothing(fwd, strategy
     seen0 = fwd.datagrams_seen()
     srv = subprocess.Popen([SERVER, "--netns", fwd.sender_ns, "--addr", fwd.server_addr,
                             "--port", "5301", "--udp", "--strategy", strategy, "--size", "4096",
-                            "--threads", "1", "--duration", "1.5"],
+                            "--threads", "1", "--duration", str(SEND_SECONDS)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 10
