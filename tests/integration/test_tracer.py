@@ -153,7 +153,7 @@ class TracerCache:
         self.default = default
         self.key = None
         self.tracer = None
-        self.loan = None
+        self.ending = contextlib.ExitStack()   # what close() does: give back, or end
         self.started = 0
 
     def get(self, *args, env=None):
@@ -162,10 +162,10 @@ class TracerCache:
             return self.tracer
         self.close()
         if not args and not env:
-            self.loan = lent(self.default())
-            self.tracer = self.loan.__enter__()
+            self.tracer = self.ending.enter_context(lent(self.default()))
         else:
             self.tracer = self._start(args, env)
+            self.ending.callback(self._end, self.tracer)
         self.key = key
         return self.tracer
 
@@ -182,13 +182,13 @@ class TracerCache:
                 else:
                     os.environ[k] = v
 
+    @staticmethod
+    def _end(t):
+        assert t.close() == 0, f"tracer {t.argv} exited non-zero {t._log()}"
+
     def close(self):
-        t, self.tracer, self.key = self.tracer, None, None
-        loan, self.loan = self.loan, None
-        if loan:
-            loan.__exit__(None, None, None)
-        elif t:
-            assert t.close() == 0, f"tracer {t.argv} exited non-zero {t._log()}"
+        self.tracer = self.key = None
+        self.ending.close()
 
 
 @pytest.fixture(scope="module")
@@ -1098,8 +1098,7 @@ def _unrelated_syscalls(tracer, tmp, name, seconds):
     processes' sends, receives, reads and writes (and the tracers' own polls), which a slow
     guest makes as many of while the loop makes fewer calls; it starts the loop's program for
     one batch of calls too, so that both windows hold one start, exit and read of its output,
-    whose reads and writes run programs (a slow 6.1 guest's loop window once had 70 runs more
-    than an idle window of sleep alone, where its 51 000 calls allowed 51)."""
+    whose reads and writes run programs (bench/NOTES.md, "The guests on a slow host")."""
     tracer.ok("attach")
     tracer.ok("reset")
     time.sleep(seconds)
