@@ -7,9 +7,11 @@ socket), so that the fallback copy less them is at most the zero-copy bytes sent
 Zero-copy over loopback, on the rung the tracer picks (the exact rungs count at
 `skb_copy_ubufs`, the tracepoint rung at `netif_receive_skb`): a run as it comes (a
 retransmit is rare there; with none, nothing is copied again), and a run whose receiver's ACKs
-are dropped for a while (tc in the run's namespace), so that the sender retransmits segments
-that had arrived: those are copied again, and counted so. NETIO_VMTEST=1 (the kernel
-matrix's guests): the second run only, longer, the guest being slower.
+are dropped for a while (tc in the run's namespace), so that the sender retransmits segments.
+Not every segment resent had arrived (in the 6.12 guest, at times less than half of the bytes
+resent had); the receiver's TCP says whether some had (its D-SACKs). When some had, bytes
+were copied again, and never more than were resent. NETIO_VMTEST=1 (the kernel matrix's
+guests): the second run only, longer, the guest being slower.
 """
 import subprocess
 import threading
@@ -64,6 +66,18 @@ def drop_acks(ns, start, length):
     return t
 
 
+def duplicates_received(ns):
+    """The data segments ns's TCP received a second time (whole or in part), by its own
+    count: each is answered with a D-SACK (TcpExt TCPDSACKOldSent: below rcv_nxt,
+    TCPDSACKOfoSent: in the out-of-order queue). A resend of a segment that had not
+    arrived is not among them."""
+    out = subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/netstat"], check=True,
+                         capture_output=True, text=True, timeout=TIMEOUT).stdout
+    names, values = [line.split()[1:] for line in out.splitlines() if line.startswith("TcpExt:")]
+    ext = dict(zip(names, map(int, values)))
+    return ext["TCPDSACKOldSent"] + ext["TCPDSACKOfoSent"]
+
+
 def check_again(snap, s, spid):
     """The fallback copy less what was copied again is at most the zero-copy bytes: in total,
     per namespace and for the sender's socket. Returns the bytes copied again (None: the rung
@@ -115,21 +129,24 @@ def _run_with_blackout(tracer, tmp):
         finally:
             blackout.stop.set()
             blackout.join()
-    assert blackout.error is None, blackout.error
-    return got
+        assert blackout.error is None, blackout.error
+        return got, duplicates_received(topo.receiver_ns)
 
 
 def test_retransmits_of_arrived_segments_are_copied_again(tracer, tmp_path):
-    s, c, snap, spid, cpid = _run_with_blackout(tracer, tmp_path / "1")
-    if s["tcp"]["bytes_retrans"] == 0:
+    (s, c, snap, spid, cpid), dups = _run_with_blackout(tracer, tmp_path / "1")
+    if dups == 0:
         # the blackout missed the data: a slow guest's start outlasted its delay (no resend),
-        # or reached into it (the handshake's resends only, which carry no data): once more
-        s, c, snap, spid, cpid = _run_with_blackout(tracer, tmp_path / "2")
-    assert s["tcp"]["bytes_retrans"] > 0, \
-        f"no data resent while the ACKs were dropped: {s['tcp']}"
+        # or reached into it (the handshake's resends only, which carry no data), or none of
+        # the segments resent had arrived: once more
+        (s, c, snap, spid, cpid), dups = _run_with_blackout(tracer, tmp_path / "2")
+    assert dups > 0, f"no segment received twice while the ACKs were dropped: {s['tcp']}"
     check_exact(s, c, snap, spid, cpid, "zero-copy")
     again = check_again(snap, s, spid)
+    print(f"bytes resent {s['tcp']['bytes_retrans']}, segments received twice {dups}, "
+          f"bytes copied again {again}")
     if again is not None:
-        # every data resend of the blackout resent a segment that had arrived
-        assert again > 0, (s["tcp"], snap["zerocopy"])
+        # the receiver's TCP saw segments twice: each was copied at local delivery again;
+        # a byte copied again was resent, but not every byte resent had arrived
+        assert 0 < again <= s["tcp"]["bytes_retrans"], (dups, s["tcp"], snap["zerocopy"])
     assert proc(snap, spid)["tx_bytes"] == s["bytes"]
