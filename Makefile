@@ -39,7 +39,7 @@ PROG_BINS  := $(patsubst tests/programs/%.c,$(BUILD)/tests/programs/%,$(PROG_SRC
 TARGETS := $(BUILD)/netio-server $(BUILD)/netio-client $(BUILD)/netio-busy-loop \
            $(BUILD)/netio-getpid-loop $(BUILD)/netio-churn
 ifneq ($(BPF_SRCS),)
-TARGETS += $(BUILD)/netio-tracer $(BUILD)/netio-bench-floor
+TARGETS += $(BUILD)/netio-tracer $(BUILD)/netio-bench-floor $(BUILD)/netio-bench-tcp-counters
 endif
 
 .PHONY: all deps run test unittest pytest vmtest soak bench clean
@@ -115,6 +115,11 @@ $(BUILD)/netio-tracer: $(USER_OBJS) $(COMMON_OBJS) $(BLAZESYM_LIB)
 # tracer never loads that object
 $(BUILD)/netio-bench-floor: bench/floor.c $(BUILD)/include/floor.skel.h $(BUILD)/common/sysctl.o | $(BUILD)/workloads
 	$(CC) $(CFLAGS) -I$(BUILD)/include -Icommon $< $(BUILD)/common/sysctl.o -o $@ -lbpf -lelf -lz
+
+# the kernel's per-socket TCP counters read by an iterator (bpf/tcp_counters.bpf.c,
+# bench/tcp_counters.py); the tracer never loads that object
+$(BUILD)/netio-bench-tcp-counters: bench/tcp_counters.c $(BUILD)/include/tcp_counters.skel.h | $(BUILD)/workloads
+	$(CC) $(CFLAGS) -I$(BUILD)/include $< -o $@ -lbpf -lelf -lz
 
 $(BLAZESYM_LIB) $(BLAZESYM_HDR) &: third_party/blazesym/Cargo.toml third_party/blazesym/Cargo.lock third_party/blazesym/src/lib.rs
 	./scripts/blazesym.sh

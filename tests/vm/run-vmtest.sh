@@ -5,8 +5,9 @@
 #   - the tracer's exactness and ladder tests: tests/integration/test_tracer.py, every strategy
 #     and transport the kernel can run in test_zerocopy_paths.py, the programs of
 #     test_programs.py, test_udp_zc_first.py, test_fallback_again.py and the buckets of
-#     followed processes (test_follow_buckets.py), plus the kernel's
-#     extra test files (the fourth column there);
+#     followed processes (test_follow_buckets.py), whether the kernel's own per-socket TCP
+#     counters are exact there (test_bench_tcp_counters.py), plus the kernel's extra test
+#     files (the fourth column there);
 #   - doctor (`./netio-trace doctor --json`, which must pass);
 #   - the tracer once on its own, whose snapshot gives the kernel's ladder.
 # A kernel's extra test files boot a guest of their own, after the common ones: the matrix is
@@ -40,6 +41,7 @@ COMMON_TESTS+=" tests/integration/test_programs.py tests/integration/test_tracer
 COMMON_TESTS+=" tests/integration/test_socket_sums.py tests/integration/test_receive_tracer.py"
 COMMON_TESTS+=" tests/integration/test_udp_zc_first.py tests/integration/test_fallback_again.py"
 COMMON_TESTS+=" tests/integration/test_follow_buckets.py tests/integration/test_thread_hists.py"
+COMMON_TESTS+=" tests/integration/test_bench_tcp_counters.py"
 
 fail() {
     echo "vmtest: $*" >&2
