@@ -27,11 +27,13 @@ import sys
 import tempfile
 import threading
 
+from analysis import stats
 from bench import harness, per_message
+from bench.config import BUILD
 from bench.harness import srso_state
 from netio_trace.system.netns import Topology
+from netio_trace.tracer import set_pdeathsig
 
-BUILD = os.environ.get("NETIO_BUILD", "build")
 READER = os.path.join(BUILD, "netio-bench-tcp-counters")
 READS = 20          # reads of the iterator per round
 TIMEOUT = 120
@@ -145,9 +147,10 @@ def exactness_cases(listener):
 
 
 def hold(tallies):
-    """A child process holding the sockets of tallies whose owner is 0, until killed."""
+    """A child process holding the sockets of tallies whose owner is 0, until killed (or
+    until the bench ends, however it ends)."""
     fds = [t.sock.fileno() for t in tallies if not t.owner]
-    return subprocess.Popen(["sleep", "3600"], pass_fds=fds)
+    return subprocess.Popen(["sleep", "3600"], pass_fds=fds, preexec_fn=set_pdeathsig)
 
 
 def check_exact(cases, counters):
@@ -214,12 +217,6 @@ def per_call(seconds):
             "messages_per_s": res["messages"] / seconds}
 
 
-def spread(values, fmt):
-    """median (min–max)"""
-    return (f"{format(statistics.median(values), fmt)} "
-            f"({format(min(values), fmt)}–{format(max(values), fmt)})")
-
-
 def breakeven_line(pairs, rounds, pc, interval):
     """What one read costs, against the per-call programs' ns per message (inferred: two
     measurements of this run put side by side, not one run of a design built on it)."""
@@ -244,7 +241,7 @@ def markdown(res):
             "| connections | sockets read | ns per socket | open files read | ns per file | "
             "BPF µs per read | wall µs per read |", "|---|---|---|---|---|---|---|"]
     for pairs, rounds in res["cost"].items():
-        cells = [spread([r[k] for r in rounds], ".0f") for k in
+        cells = [stats.fmt_spread(stats.spread(r[k] for r in rounds), "{:.0f}") for k in
                  ("sockets_per_read", "ns_per_socket", "files_per_read", "ns_per_file",
                   "bpf_us_per_read", "wall_us_per_read")]
         out.append(f"| {pairs} | " + " | ".join(cells) + " |")

@@ -8,9 +8,9 @@ Zero-copy over loopback, on the rung the tracer picks (the exact rungs count at
 `skb_copy_ubufs`, the tracepoint rung at `netif_receive_skb`): a run as it comes (a
 retransmit is rare there; with none, nothing is copied again), and a run whose receiver's ACKs
 are dropped for a while (tc in the run's namespace), so that the sender retransmits segments.
-Not every segment resent had arrived (in the 6.12 guest, at times less than half of the bytes
-resent had); the receiver's TCP says whether some had (its D-SACKs). When some had, bytes
-were copied again, and never more than were resent. NETIO_VMTEST=1 (the kernel matrix's
+Not every segment resent had arrived (bench/NOTES.md, "What the ACK blackout resends"); the
+receiver's TCP says whether some had (its D-SACKs). When some had, bytes were copied again,
+and never more than were resent. NETIO_VMTEST=1 (the kernel matrix's
 guests): the second run only, longer, the guest being slower.
 """
 import subprocess
