@@ -157,11 +157,9 @@ static __always_inline int on_enter(int cls, long id, long fd, u64 flags)
 		if (wanted && !*wanted)
 			*wanted = 1;
 	}
-	if (!thread_spilled(st)) {	/* a spill slot lasts one event: its calls are not timed */
-		st->cls = cls;
-		st->nr = id;
-		st->ts = call_start(st, cls);
-	}
+	st->cls = cls;
+	st->nr = id;
+	st->ts = call_start(st, cls);
 	if (counted || thread_spilled(st))
 		thread_counted(st, task);
 	return 0;
@@ -203,9 +201,14 @@ static __always_inline int on_exit(int cls, long ret)
 	task = current_task();
 	if (surely_unfollowed(TASK_READ(task, tgid)))
 		return 0;
-	st = thread_state(task);
-	if (!st || !st->ts)
+	st = ending_thread(task);
+	if (!st)
 		return 0;
+	if (!st->ts) {
+		if (thread_spilled(st))
+			thread_counted(st, task);	/* the CPU's spill slot, freed */
+		return 0;
+	}
 	if (st->tx_counted && ret > 0)
 		count_tx(st, cls, ret);
 	sc_finish(st, ret);

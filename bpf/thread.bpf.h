@@ -3,6 +3,7 @@
  * thread_hash.bpf.h (a hash by thread id, counts straight into the process). Both give:
  *   followed_thread(task)  the state of current if its process is followed (made if missing)
  *   thread_state(task)     the state of current if it has one
+ *   ending_thread(task)    the state of current's call at a syscall's end
  *   thread_counts_of(st)   where its events count (NULL: a drop)
  *   thread_counted(st, t)  after an event
  *   thread_spilled(st)     the state lasts this event only (its call is not timed)

@@ -83,6 +83,12 @@ static __always_inline struct task_state *thread_state(struct task_struct *task)
 	return bpf_map_lookup_elem(&task_state, &tid);
 }
 
+/* The state of current at the end of a syscall: its entry (nothing spills here). */
+static __always_inline struct task_state *ending_thread(struct task_struct *task)
+{
+	return thread_state(task);
+}
+
 /* Counted where it happened: nothing left to do after an event. */
 static __always_inline void thread_counted(struct task_state *st, struct task_struct *task)
 {

@@ -32,4 +32,27 @@ struct {
 	__type(value, struct tgid_stats);
 } spill_discard SEC(".maps");
 
+/* thread_pending: the traced call in progress of a thread whose events spill, by thread id,
+ * from the spilled event that started it to the thread's next event, which ends it in a spill
+ * slot or in the storage it gets by then. A spill slot lasts one event, and without this a call
+ * started in one would never end: neither counted nor timed, silently. Preallocated; a drop,
+ * counted, only when NETIO_PENDING_CALLS threads without storage are in a call at once. */
+#define NETIO_PENDING_CALLS 1024
+
+struct pending_call {
+	u64 ts;			/* task_state's ts, cls, nr and tx_counted of the call */
+	u64 kept;		/* when it was kept: older than its thread, an exited one's */
+	u32 cls;
+	s32 nr;
+	u32 tx_counted;
+	u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NETIO_PENDING_CALLS);
+	__type(key, u32);
+	__type(value, struct pending_call);
+} thread_pending SEC(".maps");
+
 #endif

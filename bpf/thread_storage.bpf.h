@@ -78,10 +78,55 @@ static __always_inline bool thread_storage_refused(void)
 	return v && *v;
 }
 
-/* This CPU's thread_spill slot for an event of a thread of tgid without storage, or NULL
- * (a drop) while another event holds it (one preempted on this CPU). Its calls are not
- * timed and its kernel counters not read: the slot lasts one event. */
-static __always_inline struct task_state *spill_thread(u32 tgid)
+/* Moves the call kept for thread `task` (thread_pending) into st: its new storage, or a spill
+ * slot. Of two takers at once (the tracer's iterator adopting the thread while one of its
+ * events spills), the one whose delete removes the entry has it. Nothing if no call is kept,
+ * or if it is older than the thread (an exited thread's of the same id). */
+static __always_inline void take_pending_call(struct task_struct *task, struct task_state *st)
+{
+	u32 tid = TASK_READ(task, pid);
+	struct pending_call *p = bpf_map_lookup_elem(&thread_pending, &tid), call;
+
+	if (!p)
+		return;
+	call = *p;
+	if (bpf_map_delete_elem(&thread_pending, &tid) || call.kept < TASK_READ(task, start_time))
+		return;
+	st->ts = call.ts;
+	st->cls = call.cls;
+	st->nr = call.nr;
+	st->tx_counted = call.tx_counted;
+}
+
+/* At the end of a spilled event of `task` (current): the call it leaves in progress is kept for
+ * the thread's next event (a drop, counted, where thread_pending is full). If the tracer's
+ * iterator made the thread's storage meanwhile, the call goes there now: the iterator takes
+ * kept calls after it makes a storage, and one of the two finds it. */
+static __always_inline void keep_pending_call(struct task_struct *task, struct task_state *st)
+{
+	struct pending_call call = { .ts = st->ts, .cls = st->cls, .nr = st->nr,
+				     .tx_counted = st->tx_counted };
+	u32 tid = TASK_READ(task, pid);
+	struct task_state *own;
+
+	if (!call.ts)
+		return;
+	call.kept = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&thread_pending, &tid, &call, BPF_ANY)) {
+		count_event(CNT_DROP_THREAD_STORAGE);
+		return;
+	}
+	own = bpf_task_storage_get(&task_state, task, 0, 0);
+	if (own)
+		take_pending_call(task, own);
+}
+
+/* This CPU's thread_spill slot for an event of thread `task` (current) of tgid without
+ * storage, or NULL (a drop) while another event holds it (one preempted on this CPU). It holds
+ * the thread's call in progress (take_pending_call), and the next event takes it from there
+ * (keep_pending_call), so that every call is counted and timed; its kernel counters are not
+ * read: the slot lasts one event. */
+static __always_inline struct task_state *spill_thread(struct task_struct *task, u32 tgid)
 {
 	u32 zero = 0;
 	struct task_state *st = bpf_map_lookup_elem(&thread_spill, &zero);
@@ -97,6 +142,8 @@ static __always_inline struct task_state *spill_thread(u32 tgid)
 	st->regs = 0;		/* the last user's registers, another thread's */
 	st->zc_sk = 0;
 	st->sock_slot1 = 0;
+	st->tx_counted = 0;
+	take_pending_call(task, st);
 	count_event(CNT_THREAD_SPILLED);
 	return st;
 }
@@ -122,13 +169,14 @@ static __always_inline struct task_state *adopt_thread(struct task_struct *task,
 	if (!thread_storage_refused())
 		st = bpf_task_storage_get(&task_state, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st)
-		return event ? spill_thread(tgid) : NULL;
+		return event ? spill_thread(task, tgid) : NULL;
 	st->gen = current_filter_gen();
 	st->followed = 1;
 	st->tgid = tgid;
 	if (!born_followed(task, tgid))
 		read_kernel_counts(task, &st->kbase);	/* new storage is zeroed: else from birth */
 	st->kfollowed = 1;
+	take_pending_call(task, st);	/* a call its events spilled in */
 	return st;
 }
 
@@ -362,6 +410,7 @@ static __always_inline void thread_counted(struct task_state *st, struct task_st
 {
 	if (st->spill) {
 		flush_thread_counts(st);
+		keep_pending_call(task, st);
 		netio_barrier();
 		st->spill = 0;
 		return;
@@ -420,6 +469,21 @@ static __always_inline struct task_state *thread_state(struct task_struct *task)
 	return bpf_task_storage_get(&task_state, task, 0, 0);
 }
 
+/* The state of `task` (current) at the end of a syscall: its storage, else a spill slot with
+ * the call its spilled events kept (take_pending_call), else NULL. */
+static __always_inline struct task_state *ending_thread(struct task_struct *task)
+{
+	struct task_state *st = thread_state(task);
+	u32 tid;
+
+	if (st)
+		return st;
+	tid = TASK_READ(task, pid);
+	if (!bpf_map_lookup_elem(&thread_pending, &tid))
+		return NULL;
+	return spill_thread(task, TASK_READ(task, tgid));
+}
+
 /* A thread born followed that exits with no storage (no event, and no snapshot since its
  * birth): all the kernel counted for it goes to its process. */
 static __always_inline void flush_unadopted(struct task_struct *task, u32 tgid)
@@ -469,6 +533,9 @@ static __always_inline void thread_flush(struct task_struct *task, bool iteratin
 	}
 	tgid = task->tgid;
 	if (!iterating) {
+		u32 tid = task->pid;
+
+		bpf_map_delete_elem(&thread_pending, &tid);	/* a call its spilled events kept */
 		flush_unadopted(task, tgid);
 		return;
 	}

@@ -379,6 +379,10 @@ def test_threads_without_storage_lose_no_byte(tracers, topologies, tmp_path, str
         assert snap["thread_storage_spilled"] >= s["send_calls"] + c["recv_calls"], \
             (snap["thread_storage_spilled"], s["send_calls"], c.get("recv_calls"))
     assert proc(snap, spid)["tx_calls"] == s["send_calls"]
+    # each send call started in one spilled event and ended in another (thread_pending)
+    sc = proc(snap, spid)["syscalls"]["sendmsg"]
+    assert sc["count"] == s["send_calls"] and sc["bytes"] == s["bytes"], (sc, s)
+    assert 0 < sc["timed"] == sum(sc["hist_log2_ns"].values())
 
 
 @host_only
