@@ -2,8 +2,9 @@
  * rest this build needs (compat.bpf.h): a followed thread counts in its own storage, with no map
  * lookup on the send, receive and syscall paths, and its counts are flushed into its process's
  * tgid_stats when the thread exits and before every snapshot (flush.bpf.c). Only the thread
- * writes counts; only flushes write flushed, exchanging it atomically, so that a thread's exit
- * and a snapshot flushing it at once add each event once. Included through thread.bpf.h. */
+ * writes counts; only flushes write flushed, by compare-and-exchange (take_up_to), so that a
+ * thread's exit and a snapshot flushing it at once add each event once. Included through
+ * thread.bpf.h. */
 #ifndef NETIO_THREAD_STORAGE_H
 #define NETIO_THREAD_STORAGE_H
 
@@ -227,13 +228,30 @@ static __always_inline struct task_state *followed_thread(struct task_struct *ta
 
 #define NETIO_PF_EXITING 0x00000004
 
+/* What a counter read as `now` adds to what the flushes took of it (*taken), which becomes
+ * now; 0 where a racing flush (the thread's exit and the iterator's, on two CPUs) read it
+ * later and took as much or more. By compare-and-exchange: with a plain exchange the flush
+ * that read less set *taken back and took a wrapped difference, right in sum only until a
+ * later flush, and there is none after the exit's. A drop, counted, if the other flushes
+ * kept winning (no more than two run at once). */
+static __always_inline u64 take_up_to(u64 *taken, u64 now)
+{
+	u64 old = *(volatile u64 *)taken, seen;
+
+	for (int i = 0; i < 4 && old < now; i++) {
+		seen = __sync_val_compare_and_swap(taken, old, now);
+		if (seen == old)
+			return now - old;
+		old = seen;
+	}
+	if (old < now)
+		count_event(CNT_DROP_THREAD_STORAGE);
+	return 0;
+}
+
 static __always_inline u64 flush_one(u64 *count, u64 *flushed)
 {
-	u64 now = *(volatile u64 *)count;
-
-	/* a concurrent flush may have taken more: the difference then wraps, and the sum of the
-	 * two flushes is still right */
-	return now - __sync_lock_test_and_set(flushed, now);
+	return take_up_to(flushed, *(volatile u64 *)count);
 }
 
 struct flush_ctx {
@@ -368,7 +386,7 @@ static __always_inline struct tgid_stats *flush_thread_counts(struct task_state 
 
 /* What the kernel counted for the thread since the last flush goes to its process while the
  * process is followed; outside that (before, between `clear` and `pid add`) it is skipped.
- * Exchanged field by field: a racing flush takes the rest (as flush_one). The process's
+ * Taken field by field: a racing flush takes the rest (take_up_to). The process's
  * statistics are made for them only at the thread's exit (a process with no event of its own
  * has none before); until then the counts wait in the thread. found: at the exit, the
  * statistics the thread's counts just went to, if any (no second lookup). */
@@ -391,7 +409,7 @@ static __always_inline void flush_kernel_counts(struct task_struct *task, struct
 	}
 	read_kernel_counts(task, &now);
 #define NETIO_KFLUSH(f)							\
-	d = now.f - __sync_lock_test_and_set(&st->kbase.f, now.f);		\
+	d = take_up_to(&st->kbase.f, now.f);					\
 	if (d && ts)							\
 		__sync_fetch_and_add(&ts->k.f, d);
 	NETIO_KFLUSH(switches);
