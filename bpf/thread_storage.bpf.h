@@ -229,22 +229,29 @@ static __always_inline struct task_state *followed_thread(struct task_struct *ta
 #define NETIO_PF_EXITING 0x00000004
 
 /* What a counter read as `now` adds to what the flushes took of it (*taken), which becomes
- * now; 0 where a racing flush (the thread's exit and the iterator's, on two CPUs) read it
- * later and took as much or more. By compare-and-exchange: with a plain exchange the flush
- * that read less set *taken back and took a wrapped difference, right in sum only until a
- * later flush, and there is none after the exit's. A drop, counted, if the other flushes
- * kept winning (no more than two run at once). */
+ * now; 0 where a racing flush read it later and took as much or more. By compare-and-exchange:
+ * with a plain exchange the flush that read less set *taken back and took a wrapped
+ * difference, right in sum only until a later flush, and there is none after the exit's. Two
+ * flushes of a thread at most run at once (its own, at its exit or after a spilled event, and
+ * the tracer's iterator), each taking a word once, so a second try always settles it; a drop,
+ * counted, otherwise. Straight-line, not a loop: it is inlined for every word a flush takes,
+ * in programs that run cold (a thread's exit). */
 static __always_inline u64 take_up_to(u64 *taken, u64 now)
 {
 	u64 old = *(volatile u64 *)taken, seen;
 
-	for (int i = 0; i < 4 && old < now; i++) {
-		seen = __sync_val_compare_and_swap(taken, old, now);
-		if (seen == old)
-			return now - old;
-		old = seen;
-	}
-	if (old < now)
+	if (old >= now)
+		return 0;
+	seen = __sync_val_compare_and_swap(taken, old, now);
+	if (seen == old)
+		return now - old;
+	if (seen >= now)
+		return 0;	/* the other flush took more */
+	old = seen;
+	seen = __sync_val_compare_and_swap(taken, old, now);
+	if (seen == old)
+		return now - old;
+	if (seen < now)
 		count_event(CNT_DROP_THREAD_STORAGE);
 	return 0;
 }
@@ -553,7 +560,10 @@ static __always_inline void thread_flush(struct task_struct *task, bool iteratin
 	if (!iterating) {
 		u32 tid = task->pid;
 
-		bpf_map_delete_elem(&thread_pending, &tid);	/* a call its spilled events kept */
+		/* a call its spilled events kept; looked up first: a delete takes the bucket's
+		 * lock even where there is nothing to delete, and most exits have nothing */
+		if (bpf_map_lookup_elem(&thread_pending, &tid))
+			bpf_map_delete_elem(&thread_pending, &tid);
 		flush_unadopted(task, tgid);
 		return;
 	}
