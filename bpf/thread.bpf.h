@@ -6,7 +6,7 @@
  *   ending_thread(task)    the state of current's call at a syscall's end
  *   thread_counts_of(st)   where its events count (NULL: a drop)
  *   thread_counted(st, t)  after an event
- *   thread_spilled(st)     the state lasts this event only (its call is not timed)
+ *   thread_spilled(st)     the state lasts this event only (its call waits in thread_pending)
  *   thread_sc_touched(st, c) its counts of syscall class c were written
  *   thread_flush(t, iter)  at the thread's exit, or from the tracer's iterator
  *   thread_hist_count(st, c, s)  a timed call of class c ended in histogram slot s

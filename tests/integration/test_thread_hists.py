@@ -84,8 +84,9 @@ def test_every_timed_call_is_in_the_histogram_once(tmp_path, monkeypatch, storag
             assert timed == in_hist
             # calls that end between the snapshot's flush and its reading of the maps are in
             # one and not yet in the other (as they were before threads kept histograms);
-            # spilled calls reach the maps as they end, all through the reading (a slow
-            # guest's reading saw 12% more of them in the histograms than in the counts)
+            # spilled calls reach the maps as they end, all through the reading, so the bound
+            # holds only where threads keep their counts (bench/NOTES.md, "A call started in a
+            # spilled event")
             if storage == "made":
                 assert abs(count - timed) <= 0.05 * count + 50, (c, m)
             assert timed >= before[c], (c, timed, before[c])
