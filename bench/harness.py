@@ -99,9 +99,10 @@ def srso_state():
     return srso
 
 
-def release_followed(tracer, topo, srv, strategy, at_zero=None):
+def release_followed(tracer, topo, srv, strategy, at_zero=None, skb_on_demand=False):
     """A `--control` tracer follows the run's namespaces and the gated server srv, its counts
-    from zero and its per-skb programs attached if srv sends with the zero-copy `strategy`;
+    from zero and its per-skb programs attached if srv sends with the zero-copy `strategy`
+    (as the sweep's are; skb_on_demand: left to the tracer's default, as `trace`'s are);
     then srv is released, so that its first send is counted. at_zero, if given,
     is called at that zero, before the release (another reader's starting point); its result
     is returned."""
@@ -110,7 +111,8 @@ def release_followed(tracer, topo, srv, strategy, at_zero=None):
         tracer.netns_add(ns)
     tracer.pid_add(srv.pid)
     tracer.reset()
-    tracer.skb_programs_for(strategy)
+    if not skb_on_demand:
+        tracer.skb_programs_for(strategy)
     started = at_zero() if at_zero else None
     srv.release()
     return started

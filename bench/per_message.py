@@ -10,7 +10,7 @@ processes of a host, whose events its programs run for all the same.
 
     python -m bench.per_message [--strategy S] [--size BYTES] [--transport loopback|veth]
                                 [--seconds S] [--level counting|full] [--unfollowed]
-                                [--no-floor] [--json FILE]
+                                [--skb-programs sweep|trace] [--no-floor] [--json FILE]
 
 Prints a Markdown table, with the host's CPU and SRSO state; --json writes the same figures
 for machines. Exit 2 on bad arguments. Needs root and a build ($NETIO_BUILD, default build).
@@ -47,6 +47,10 @@ def parse_args(argv):
     p.add_argument("--level", default="counting", choices=sorted(LEVELS))
     p.add_argument("--unfollowed", action="store_true",
                    help="the tracer follows another process, not the workload")
+    p.add_argument("--skb-programs", default="sweep", choices=("sweep", "trace"),
+                   help="the per-skb programs as the sweep has them (attached before a "
+                   "zero-copy run: its fallback copy counted) or as `trace` has them (the "
+                   "level's default: on demand at the counting level)")
     p.add_argument("--no-floor", action="store_true",
                    help="no empty programs beside the tracer's (no floor columns)")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
@@ -71,7 +75,8 @@ def workload(tracer, topo, a, tmp, floor=None, bystander=None):
                         *READY_ARGS], f"{tmp}/s.json", f"{tmp}/s.err", ready=True)
     at_zero = floor.read if floor else None
     before = (harness.release_unfollowed(tracer, srv, bystander, at_zero) if bystander else
-              harness.release_followed(tracer, topo, srv, a.strategy, at_zero))
+              harness.release_followed(tracer, topo, srv, a.strategy, at_zero,
+                                       skb_on_demand=a.skb_programs == "trace"))
     cli = None
     try:
         port, _ = wait_listening(srv.ready, TIMEOUT)
@@ -144,6 +149,8 @@ def table(result):
     """The Markdown of result (result(): the configuration, the machine, figures())."""
     c, m, fig = result["config"], result["machine"], result
     whose = ", not followed (the tracer follows another process)" if c.get("unfollowed") else ""
+    if c.get("skb_programs") == "trace":
+        whose += ", per-skb programs as `trace` has them"
     out = [f"{c['transport']} {c['strategy']} {c['size']} B, {c['level']} level{whose}, "
            f"{fig['messages']} messages in {c['seconds']:g} s; CPU {m['model']}, kernel "
            f"{m['kernel']}, SRSO: {result['srso']}", "",
@@ -169,7 +176,7 @@ def result(a, server, snap, floor_runs, floor_hooks):
     fig = figures(server["messages"], snap["self"]["programs"], floor_runs)
     return {"config": {"transport": a.transport, "strategy": a.strategy, "size": a.size,
                        "size_name": size_name(a.size), "level": a.level, "seconds": a.seconds,
-                       "unfollowed": a.unfollowed},
+                       "unfollowed": a.unfollowed, "skb_programs": a.skb_programs},
             "machine": harness.machine(), "srso": srso_state(),
             "runs_per_message_target": runs_target(a.transport, a.strategy, a.size, a.level,
                                                    a.unfollowed),

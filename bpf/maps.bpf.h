@@ -196,8 +196,9 @@ static __always_inline u32 *zc_owner_gen_slot(void)
 
 /* [0]: enum skb_progs_state. Where zero-copy bytes count at their send (zc_at_send), the
  * per-skb programs (zc_skb.bpf.c) are needed only for the fallback copy and for the zero-copy
- * bytes no send counts, so they run only once a send that can make a zero-copy skb was seen:
- * every other skb of the machine then costs nothing. */
+ * bytes no send counts, so on demand they run only once a send whose zero-copy bytes only they
+ * count was seen (UDP's, io_uring's SEND_ZC): every other skb of the machine then costs
+ * nothing. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -206,15 +207,18 @@ struct {
 } skb_progs SEC(".maps");
 
 /* A send that can have made zero-copy skbs returns (its bytes counted here if counted_here):
- * if the per-skb programs are not attached, they are asked for, and the send is counted as
- * one whose skbs they did not see (the snapshot's figures that need them are then null). */
+ * if the per-skb programs are not attached, the send is counted as one whose skbs they did
+ * not see (the snapshot's figures that need them are then null), and they are asked for where
+ * its bytes need them. A send whose bytes count here does not ask: its skbs' fallback copy is
+ * null either way (its first skbs pass before the attach), and the per-skb programs would run
+ * for every skb of the machine from then on. */
 static __always_inline void zc_skbs_made(bool counted_here)
 {
 	u32 zero = 0, *st = bpf_map_lookup_elem(&skb_progs, &zero);
 
 	if (!st || *st == SKB_PROGS_ATTACHED)
 		return;
-	if (*st == SKB_PROGS_IDLE)
+	if (*st == SKB_PROGS_IDLE && !counted_here)
 		*st = SKB_PROGS_WANTED;
 	count_event(counted_here ? CNT_ZC_SENT_BEFORE_SKB_PROGS : CNT_ZC_UNCOUNTED_BEFORE_SKB_PROGS);
 }

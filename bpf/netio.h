@@ -175,8 +175,10 @@ struct tgid_stats {
 /* skb_progs[0] (bpf/maps.bpf.h): the per-skb programs of the tracepoint rung, attached on
  * demand where zero-copy bytes count at their send (user/attach_runtime.c). */
 enum skb_progs_state {
-	SKB_PROGS_IDLE = 0,	/* not attached: no zero-copy send seen since the last reset */
-	SKB_PROGS_WANTED,	/* a zero-copy send was seen: the tracer attaches them at its poll */
+	SKB_PROGS_IDLE = 0,	/* not attached: no send since the last reset whose zero-copy
+				 * bytes only they count (UDP's, io_uring's SEND_ZC) */
+	SKB_PROGS_WANTED,	/* such a send was seen, or the driver asked for them: the
+				 * tracer attaches them at its poll */
 	SKB_PROGS_ATTACHED,
 };
 

@@ -129,9 +129,10 @@ def _level_flags(t):
                    "latency histogram (the counting level, with --no-sample)")
     t.add_argument("--skb-programs", choices=("on-demand", "always"),
                    help="the programs that look at every skb for zero-copy ones: attached at "
-                   "the first zero-copy send seen (on-demand, the default with --no-latency; "
-                   "the fallback copy of the sends before is then null, with why), or from "
-                   "the start (always, the default otherwise)")
+                   "the first send whose zero-copy bytes only they count, UDP's or io_uring's "
+                   "SEND_ZC (on-demand, the default with --no-latency; the fallback copy of "
+                   "the zero-copy sends before, TCP MSG_ZEROCOPY's among them, is then null, "
+                   "with why), or from the start (always, the default otherwise)")
 
 
 def build_parser():

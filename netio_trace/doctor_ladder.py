@@ -122,9 +122,11 @@ def latency_row(loaded):
 
 
 COUNTING_SKB = (
-    "at the counting level (--no-latency) the programs that look at every skb wait for the "
-    "first zero-copy send (--skb-programs on-demand): a copying program runs none of them, and "
-    "a zero-copy one's fallback copy is null, its first skbs unseen; with the next row, runs "
+    "at the counting level (--no-latency) the programs that look at every skb wait for a send "
+    "whose zero-copy bytes only they count, UDP's or io_uring's SEND_ZC (--skb-programs "
+    "on-demand): a copying program runs none of them, nor does a TCP MSG_ZEROCOPY one, whose "
+    "bytes count at the send; a zero-copy program's fallback copy is null, its skbs unseen; "
+    "with the next row, runs "
     "per message at one-copy 16 KiB loopback 3.10 -> 1.40 (6.18 host, bench/NOTES.md, \"Runs "
     "per message at the counting level\")")
 COUNTING_SPLICED = (

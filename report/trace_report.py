@@ -294,12 +294,22 @@ def _estimated(trace):
                    f"(counted at their send; bench/NOTES.md, the end of \"Drops\")")
     skb = (trace.get("zerocopy") or {}).get("skb_programs") or {}
     if skb.get("mode") == "on-demand":
-        out.append("the programs that look at every skb for zero-copy ones waited for the first "
-                   "zero-copy send (the counting level's default): "
-                   + ("attached then" if skb.get("attached") else "never attached, none seen"))
+        out.append("the programs that look at every skb for zero-copy ones waited for a send "
+                   "whose zero-copy bytes only they count, UDP's or io_uring's (the counting "
+                   "level's default): " + _skb_programs_outcome(skb))
     for k, why in (trace.get("unavailable") or {}).items():
         out.append(f"`{k}` unavailable: {why}")
     return out
+
+
+def _skb_programs_outcome(skb):
+    """What the on-demand per-skb programs did: attached, or not, and why not."""
+    if skb.get("attached"):
+        return "attached then"
+    if skb.get("zc_sends_before"):
+        return (f"never attached; {skb['zc_sends_before']} zero-copy sends (TCP "
+                "MSG_ZEROCOPY) counted their bytes at their end, their fallback copy unseen")
+    return "never attached, none seen"
 
 
 def _cost_section(d, c):

@@ -526,28 +526,36 @@ static void rx_kinds_unavailable(const struct tracer_bpf *t, const struct snapsh
 	}
 }
 
-/* Why the figures the per-skb programs feed are null: zero-copy sends came before they were
- * attached (on demand: at the first such send). */
+/* Why the figures the per-skb programs feed are null: zero-copy sends passed while they were
+ * not attached (on demand: attached at the first send whose zero-copy bytes only they
+ * count). */
 static void skb_programs_unavailable(const struct snapshot *s, struct json *j)
 {
-	char why[400];
+	char why[600];
 
 	if (s->zc_bytes_null) {
 		snprintf(why, sizeof(why), "%llu sends whose zero-copy bytes only the per-skb "
 			 "programs count (UDP, io_uring's SEND_ZC) came before those programs were "
-			 "attached (on demand, at the first zero-copy send; netio-tracer "
+			 "attached (on demand, at the first such send; netio-tracer "
 			 "--skb-programs always attaches them from the start)",
 			 s->zc_uncounted_before_skb_progs);
 		json_kv_string(j, "zc_tx_bytes", why);
 	}
-	if (s->fallback_null) {
-		snprintf(why, sizeof(why), "%llu zero-copy sends came before the per-skb programs "
-			 "were attached (on demand, at the first zero-copy send): their skbs' "
-			 "fallback copy went unseen (netio-tracer --skb-programs always attaches "
-			 "them from the start)",
-			 s->zc_sends_before_skb_progs + s->zc_uncounted_before_skb_progs);
-		json_kv_string(j, "fallback_copy_bytes", why);
-	}
+	if (!s->fallback_null)
+		return;
+	snprintf(why, sizeof(why), "%llu zero-copy sends passed while the per-skb programs were "
+		 "not attached (on demand: attached at the first UDP or io_uring SEND_ZC send; a "
+		 "TCP MSG_ZEROCOPY send counts its bytes at its end and asks for none): their "
+		 "skbs' fallback copy went unseen (netio-tracer --skb-programs always attaches "
+		 "them from the start)",
+		 s->zc_sends_before_skb_progs + s->zc_uncounted_before_skb_progs);
+	json_kv_string(j, "fallback_copy_bytes", why);
+	json_kv_string(j, "zerocopy.skb_counts", "zc_skbs_sent, fallback_copy_skbs, "
+		       "fallback_copy_again_skbs, zc_skbs_again, zc_skbs_unseen_at_xmit, "
+		       "zc_bytes_unseen_at_xmit, zc_bytes_seen_at_xmit and zc_bytes_no_program_saw "
+		       "(and per namespace zc_tx_skbs and zc_rx_kept_*) are null as "
+		       "fallback_copy_bytes is: the per-skb programs that count them did not see "
+		       "every zero-copy skb");
 }
 
 /* Whether a tcp_probe program is loaded (attached or waiting for the first zero-copy skb
@@ -871,11 +879,12 @@ static void write_skb_programs(const struct snapshot *s, struct json *j)
 static void write_zerocopy(const struct tracer_bpf *t, const struct snapshot *s, struct json *j)
 {
 	bool completions = t->rung[PP_ZC_COMPLETION] != RUNG_UNAVAILABLE;
+	bool skbs_whole = !s->fallback_null;	/* the per-skb programs saw every zero-copy skb */
 
 	json_key(j, "zerocopy");
 	json_begin_object(j);
-	json_kv_uint(j, "zc_skbs_sent", s->zc_tx_skbs);
-	json_kv_uint(j, "fallback_copy_skbs", s->fallback_copy_skbs);
+	json_kv_count(j, "zc_skbs_sent", skbs_whole, s->zc_tx_skbs);
+	json_kv_count(j, "fallback_copy_skbs", skbs_whole, s->fallback_copy_skbs);
 	/* of the fallback copy, what was copied a second time: TCP retransmits of segments that
 	 * had arrived (their pages pinned once) */
 	json_kv_count(j, "fallback_copy_again_bytes", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE &&
@@ -883,11 +892,12 @@ static void write_zerocopy(const struct tracer_bpf *t, const struct snapshot *s,
 	json_kv_count(j, "fallback_copy_again_skbs", t->rung[PP_FALLBACK_COPY] != RUNG_UNAVAILABLE &&
 		      !s->fallback_null, s->fallback_copy_again_skbs);
 	json_kv_count(j, "zc_skbs_at_tcp", s->skbs_at_tcp_counted, s->zc_skbs_at_tcp);
-	json_kv_uint(j, "zc_skbs_again", s->zc_skbs_again);
-	json_kv_uint(j, "zc_skbs_unseen_at_xmit", s->zc_skbs_unseen_at_xmit);
-	json_kv_uint(j, "zc_bytes_unseen_at_xmit", s->zc_bytes_unseen_at_xmit);
-	json_kv_uint(j, "zc_bytes_seen_at_xmit", s->zc_bytes_seen_at_xmit);
-	json_kv_count(j, "zc_bytes_no_program_saw", s->zc_at_send, s->zc_bytes_no_program_saw);
+	json_kv_count(j, "zc_skbs_again", skbs_whole, s->zc_skbs_again);
+	json_kv_count(j, "zc_skbs_unseen_at_xmit", skbs_whole, s->zc_skbs_unseen_at_xmit);
+	json_kv_count(j, "zc_bytes_unseen_at_xmit", skbs_whole, s->zc_bytes_unseen_at_xmit);
+	json_kv_count(j, "zc_bytes_seen_at_xmit", skbs_whole, s->zc_bytes_seen_at_xmit);
+	json_kv_count(j, "zc_bytes_no_program_saw", s->zc_at_send && skbs_whole,
+		      s->zc_bytes_no_program_saw);
 	json_kv_count(j, "completions", completions, s->zc_completions);
 	json_kv_count(j, "completed_sends", completions, s->zc_completed_sends);
 	json_kv_count(j, "copied_sends", completions, s->zc_copied_sends);
@@ -943,28 +953,29 @@ static void write_process(const struct snapshot *s, const struct proc_snap *p, s
 static void write_netns(const struct snapshot *s, const struct netns_snap *ns, struct json *j)
 {
 	const struct netns_stats *n = &ns->st;
+	bool skbs_whole = !s->fallback_null;	/* the per-skb programs saw every zero-copy skb */
 	char inum[16];
 
 	snprintf(inum, sizeof(inum), "%u", ns->inum);
 	json_key(j, inum);
 	json_begin_object(j);
 	json_kv_count(j, "zc_tx_bytes", !s->zc_bytes_null, n->zc_tx_bytes);
-	json_kv_uint(j, "zc_tx_skbs", n->zc_tx_skbs);
+	json_kv_count(j, "zc_tx_skbs", skbs_whole, n->zc_tx_skbs);
 	json_kv_count(j, "fallback_copy_bytes", !s->fallback_null, n->fallback_copy_bytes);
-	json_kv_uint(j, "fallback_copy_skbs", n->fallback_copy_skbs);
+	json_kv_count(j, "fallback_copy_skbs", skbs_whole, n->fallback_copy_skbs);
 	json_kv_count(j, "fallback_copy_again_bytes", !s->fallback_null,
 		      n->fallback_copy_again_bytes);
-	json_kv_uint(j, "fallback_copy_again_skbs", n->fallback_copy_again_skbs);
+	json_kv_count(j, "fallback_copy_again_skbs", skbs_whole, n->fallback_copy_again_skbs);
 	json_kv_count(j, "zc_skbs_at_tcp", s->skbs_at_tcp_counted, n->zc_skbs_at_tcp);
-	json_kv_uint(j, "zc_skbs_again", n->zc_skbs_again);
-	json_kv_uint(j, "zc_skbs_unseen_at_xmit", n->zc_skbs_unseen_at_xmit);
-	json_kv_uint(j, "zc_bytes_unseen_at_xmit", n->zc_bytes_unseen_at_xmit);
-	json_kv_uint(j, "zc_bytes_seen_at_xmit", n->zc_bytes_seen_at_xmit);
+	json_kv_count(j, "zc_skbs_again", skbs_whole, n->zc_skbs_again);
+	json_kv_count(j, "zc_skbs_unseen_at_xmit", skbs_whole, n->zc_skbs_unseen_at_xmit);
+	json_kv_count(j, "zc_bytes_unseen_at_xmit", skbs_whole, n->zc_bytes_unseen_at_xmit);
+	json_kv_count(j, "zc_bytes_seen_at_xmit", skbs_whole, n->zc_bytes_seen_at_xmit);
 	json_kv_uint(j, "zc_completions", n->zc_completions);
 	json_kv_uint(j, "zc_completed_sends", n->zc_completed_sends);
 	json_kv_uint(j, "zc_copied_sends", n->zc_copied_sends);
-	json_kv_uint(j, "zc_rx_kept_bytes", n->zc_rx_kept_bytes);
-	json_kv_uint(j, "zc_rx_kept_skbs", n->zc_rx_kept_skbs);
+	json_kv_count(j, "zc_rx_kept_bytes", skbs_whole, n->zc_rx_kept_bytes);
+	json_kv_count(j, "zc_rx_kept_skbs", skbs_whole, n->zc_rx_kept_skbs);
 	json_end(j);
 }
 

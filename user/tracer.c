@@ -74,8 +74,9 @@ static const struct option_doc options[] = {
 	{ "no-sockets", NULL, OPT_NO_SOCKETS, "count per process only, not per socket" },
 	{ "skb-programs", "on-demand|always", OPT_SKB_PROGRAMS,
 	  "where zero-copy bytes count at their send: attach the programs that look\n"
-	  "at every skb only once a zero-copy send is seen (on-demand, the default\n"
-	  "with --no-latency: the fallback copy of the sends before it is then null),\n"
+	  "at every skb only once a send whose zero-copy bytes only they count (UDP,\n"
+	  "io_uring SEND_ZC) is seen (on-demand, the default with --no-latency: the\n"
+	  "fallback copy of zero-copy sends before, TCP's among them, is then null),\n"
 	  "or from the start (always, the default otherwise)" },
 	{ "duration", "S", OPT_DURATION,
 	  "stop after S seconds, or earlier when what is followed ends or a signal\n"
@@ -460,7 +461,8 @@ int main(int argc, char **argv)
 	if (set_latency_sample(&tr))
 		return 2;
 	sockets_set_off(&tr.bpf, tr.no_sockets);
-	/* the counting level gives up what the first zero-copy sends' skbs feed, not the full */
+	/* the counting level gives up what the skbs of zero-copy sends feed while the per-skb
+	 * programs wait (bpf/maps.bpf.h, zc_skbs_made), not the full */
 	tr.skb_always = tr.skb_programs == SKB_PROGRAMS_ALWAYS ||
 			(tr.skb_programs == SKB_PROGRAMS_BY_LEVEL && !tr.no_latency);
 	defer_skb_programs(&tr.bpf, !tr.skb_always);

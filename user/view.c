@@ -48,7 +48,7 @@ void view_print(FILE *f, const struct tracer_bpf *t, const struct snapshot *s)
 		 fallback_counted(t, s), s->fallback_copy_bytes, msgs, false);
 	copy_row(f, "rx: copy to user", rung_name(t->rung[PP_RX_COPY]),
 		 rx_copy_counted(t, s), s->rx_copy_bytes, msgs, false);
-	if (s->zc_tx_skbs || s->fallback_copy_skbs) {
+	if ((s->zc_tx_skbs || s->fallback_copy_skbs) && !s->fallback_null) {
 		fprintf(f, "  zerocopy skbs: %llu sent, %llu copied on local delivery",
 			s->zc_tx_skbs, s->fallback_copy_skbs);
 		if (s->skbs_at_tcp_counted)

@@ -148,8 +148,8 @@ class Programs:
 
     def __init__(self, tracer, tmp, topo, skb_programs="always"):
         """skb_programs: "always" attaches the per-skb programs before the first program
-        starts, whose first zero-copy skbs the checks count; "on-demand" leaves them to wait
-        for the first zero-copy send, as `trace` does."""
+        starts, whose first zero-copy skbs the checks count; "on-demand" leaves them to wait,
+        as `trace` does at the counting level."""
         self.tracer, self.tmp, self.topo, self.started = tracer, tmp, topo, []
         tracer.ok("clear")
         for ns in topo.namespaces:

@@ -247,7 +247,7 @@ def run_workload(tracer, topo, tmp, strategy, size, count, threads=1, duration=N
     """Run server and client held at their gates until the tracer follows them: count messages
     per connection, or for duration seconds when given; server_args, client_args: more of
     their options (--mss, --receive); follow_server False: the server's namespace only;
-    skb_on_demand: the per-skb programs wait for the first zero-copy send even where the
+    skb_on_demand: the per-skb programs wait on demand (docs/tracer.md) even where the
     strategy sends zero-copy (a sweep attaches them before such a run).
     Returns (server JSON, client JSON, snapshot, server pid, client pid)."""
     srv_out, srv_err = tmp / "server.json", tmp / "server.err"

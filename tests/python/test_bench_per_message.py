@@ -100,8 +100,17 @@ def test_unfollowed_runs_say_so_and_have_no_runs_target():
                             "tracer follows another process), 1000 messages")
 
 
+def test_the_per_skb_programs_as_trace_has_them_are_said():
+    res = _result("veth", "zero-copy", 16384, "counting", None, None)
+    assert "as `trace` has them" not in per_message.table(res).splitlines()[0]
+    res["config"]["skb_programs"] = "trace"
+    title = per_message.table(res).splitlines()[0]
+    assert title.startswith("veth zero-copy 16384 B, counting level, per-skb programs as "
+                            "`trace` has them, 1000 messages")
+
+
 @pytest.mark.parametrize("args", (["--size", "0"], ["--seconds", "0"], ["--strategy", "nope"],
-                                  ["--transport", "forward"]))
+                                  ["--transport", "forward"], ["--skb-programs", "always"]))
 def test_bad_arguments_exit_2(args):
     with pytest.raises(SystemExit) as e:
         per_message.parse_args(args)

@@ -127,15 +127,21 @@ def test_what_the_fallback_copy_can_miss_is_said():
 
 
 def test_the_per_skb_programs_on_demand_are_said():
-    """At the counting level the per-skb programs wait for the first zero-copy send: the
-    report says so, and whether they were attached; at the full level nothing is said."""
+    """At the counting level the per-skb programs wait for a send whose zero-copy bytes only
+    they count: the report says so, whether they were attached, and if not, the TCP zero-copy
+    sends whose fallback copy went unseen; at the full level nothing is said."""
     base = {"perf": {"cycles": 1}}
     skb = {"mode": "on-demand", "attached": False, "zc_sends_before": 0,
            "zc_uncounted_sends_before": 0}
     (note,) = trace_report._estimated(dict(base, zerocopy={"skb_programs": skb}))
-    assert "waited for the first zero-copy send" in note and "never attached" in note
+    assert "waited for a send whose zero-copy bytes only they count" in note
+    assert note.endswith("never attached, none seen")
     (note,) = trace_report._estimated(dict(base, zerocopy={"skb_programs": dict(skb, attached=True)}))
     assert note.endswith("attached then")
+    tcp = dict(skb, zc_sends_before=812)
+    (note,) = trace_report._estimated(dict(base, zerocopy={"skb_programs": tcp}))
+    assert "never attached; 812 zero-copy sends (TCP MSG_ZEROCOPY)" in note
+    assert note.endswith("their fallback copy unseen")
     always = dict(skb, mode="always", attached=True)
     assert trace_report._estimated(dict(base, zerocopy={"skb_programs": always})) == []
 
