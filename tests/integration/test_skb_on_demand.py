@@ -69,8 +69,8 @@ SKB_COUNTS = ("zc_skbs_sent", "fallback_copy_skbs", "fallback_copy_again_skbs", 
               "zc_bytes_no_program_saw")
 
 
-def test_a_tcp_zero_copy_sender_runs_no_per_skb_program(tracer, topologies, tmp_path,  # noqa: F811
-                                                        ):
+def test_a_tcp_zero_copy_sender_runs_no_per_skb_program(tracer, topologies,  # noqa: F811
+                                                        tmp_path):
     """TCP MSG_ZEROCOPY on demand: its zero-copy bytes count at the send, exact, and ask for
     no per-skb program; its skbs went by unseen, so the fallback copy and the skb counts are
     null, and said why, never short or zero."""
