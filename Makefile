@@ -146,8 +146,9 @@ $(BUILD)/tests/programs/%: tests/programs/%.c $(wildcard tests/programs/*.h) com
 unittest: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do $$t; done
 
+# --durations: CI's log names its ten slowest tests, where its time goes
 pytest: all
-	NETIO_FULL_TEST=1 NETIO_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -rs tests/python tests/integration
+	NETIO_FULL_TEST=1 NETIO_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -rs --durations=10 tests/python tests/integration
 
 vmtest: all
 	NETIO_BUILD=$(abspath $(BUILD)) ./tests/vm/run-vmtest.sh

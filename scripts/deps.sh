@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 APT_PKGS=(clang-16 llvm libbpf-dev bpftool libelf-dev zlib1g-dev linux-perf iproute2
           iperf3 bpftrace make gcc pkg-config python3-venv liburing-dev
           linux-image-amd64 qemu-system-x86 busybox-static chromium golang-go
-          python3-bpfcc bpfcc-tools prometheus)
+          python3-bpfcc bpfcc-tools prometheus libseccomp-dev libcap-ng-dev)
+# libseccomp-dev, libcap-ng-dev: what virtiofsd builds against (below)
 # prometheus: promtool and the server tests/integration/test_agent.py starts as its own
 # process (on a systemd host the package also enables its own service, which we never use)
 PY_PKGS=(pandas seaborn matplotlib rich pytest virtme-ng prometheus_client protobuf)
@@ -65,3 +66,14 @@ fi
 
 # blazesym-c, the symbolizer netio-tracer links (pinned by third_party/blazesym/Cargo.lock)
 ./scripts/blazesym.sh
+
+# virtiofsd, the guests' root file server (scripts/vm-exec.sh): through it a guest reads its
+# Python and binaries about twice as fast as through 9p, which virtme-ng mounts uncached
+# (bench/NOTES.md, "The guest's root over virtiofs"). vng takes only the Rust one, which
+# bookworm does not package
+VIRTIOFSD_VERSION=1.14.0
+virtiofsd="${CARGO_HOME:-$HOME/.cargo}/bin/virtiofsd"
+if ! { [ -x "$virtiofsd" ] && "$virtiofsd" --version 2>/dev/null | grep -qw "$VIRTIOFSD_VERSION"; }; then
+    echo "deps: cargo install virtiofsd $VIRTIOFSD_VERSION (a few minutes)"
+    cargo install -q --locked virtiofsd --version "$VIRTIOFSD_VERSION"
+fi

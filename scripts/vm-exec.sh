@@ -13,6 +13,10 @@
 # trapping on the patch's breakpoint after it was gone (bench/NOTES.md, "The guest"). KVM
 # hangs on this machine, so --disable-kvm.
 #
+# The root goes to the guest over virtiofs (virtiofsd, which make deps builds): virtme-ng
+# mounts a 9p root without a cache, and a guest then read its Python and binaries about twice
+# as slowly (bench/NOTES.md, "The guest's root over virtiofs").
+#
 # Environment: NETIO_VM_KERNEL (an image path, default Debian's 6.1: `scripts/kernels.sh 6.1`;
 # the matrix's kernels are listed in tests/vm/kernels), NETIO_VM_TIMEOUT
 # (seconds for the whole boot, default 480), NETIO_VM_CPUS (the guest's vCPUs, default 2).
@@ -41,6 +45,8 @@ case "$script" in "$out"/*) ;; *) cannot "$2 is not in $1 (the guest sees only t
 [ -n "$kernel" ] && [ -r "$kernel" ] || cannot "no kernel image (set NETIO_VM_KERNEL; make deps installs Debian's)"
 [ -x "$vng" ] || cannot "virtme-ng not installed in .venv (make deps)"
 command -v qemu-system-x86_64 >/dev/null || cannot "qemu-system-x86_64 not installed (make deps)"
+export PATH="$root/.venv/bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+command -v virtiofsd >/dev/null || cannot "virtiofsd not installed (make deps)"
 kver="$(basename "$kernel" | sed 's/^vmlinuz-//')"
 [ -d "/lib/modules/$kver" ] || echo "vm-exec: warning: no /lib/modules/$kver (veth may be missing)" >&2
 
@@ -62,7 +68,7 @@ start=$(date +%s)
 # that group: SIGINT, SIGTERM or SIGHUP here end the guest through it, so none is left behind
 # udev would load kvm for the emulated CPU: slow under TCG (bench/NOTES.md, "What a start
 # costs"), and nothing here needs it
-PATH="$root/.venv/bin:$PATH" timeout "$timeout_s" "$vng" --disable-kvm --force-9p --verbose \
+timeout "$timeout_s" "$vng" --disable-kvm --verbose \
     --cpus "$cpus" --qemu-opts="-accel tcg,thread=single" \
     --append "modprobe.blacklist=kvm,kvm_amd,kvm_intel" --rwdir "$out" --run "$kernel" \
     --exec "$out/prelude.sh" >"$out/vm.log" 2>&1 </dev/null &
@@ -72,4 +78,6 @@ wait "$guest"
 rc=$?
 trap - INT TERM HUP
 echo "vm-exec: guest done in $(( $(date +%s) - start )) s (vng status $rc)" >&2
+# vng falls back to 9p where virtiofsd does not start: correct, only slower
+grep -q "fallback to 9p" "$out/vm.log" && echo "vm-exec: warning: virtiofsd did not start, the root was 9p" >&2
 exit $rc

@@ -657,7 +657,7 @@ def test_forced_rung_that_cannot_attach_exits_2():
         if probe["attach"][rung]:
             continue
         cp = subprocess.run([TRACER, "--attach", rung, "--no-sample", "--duration", "0.1"],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=TIMEOUT)
         assert cp.returncode == 2
         lines = cp.stderr.strip().splitlines()
         assert len(lines) == 1, cp.stderr
@@ -668,7 +668,7 @@ def test_forced_tracepoint_rung(tmp_path):
     out = tmp_path / "t.json"
     cp = subprocess.run([TRACER, "--attach", "tracepoint", "--no-sample", "--no-counters",
                          "--json", str(out), "--", "true"], capture_output=True, text=True,
-                        timeout=60)
+                        timeout=TIMEOUT)
     assert cp.returncode == 0, cp.stderr
     a = json.loads(out.read_text())["attach"]
     assert a["tx_copy"] == "inferred"
