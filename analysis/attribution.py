@@ -125,12 +125,16 @@ USER_MEMCPY = ("memcpy", "memmove", "mempcpy", "__memcpy*", "__memmove*", "__mem
                "memcpy@plt", "memmove@plt", "mempcpy@plt", "__memcpy_chk*", "[libc.so*]",
                "[libc-*.so]")
 FALLBACK = ("skb_copy_ubufs",)
-PINNING = ("iov_iter_get_pages2", "iov_iter_get_pages_alloc2", "__iov_iter_get_pages_alloc",
-           "iov_iter_extract_pages", "iov_iter_extract_user_pages", "*_user_pages_fast",
-           "gup_fast*", "internal_get_user_pages_fast", "__gup_longterm_locked",
-           "__zerocopy_sg_from_iter", "zerocopy_sg_from_iter", "zerocopy_fill_skb_from_iter",
-           "skb_zerocopy_iter_stream", "msg_zerocopy_realloc", "msg_zerocopy_alloc",
-           "mm_account_pinned_pages")
+# A zero-copy send's page pinning, named for it
+ZC_PINNING = ("__zerocopy_sg_from_iter", "zerocopy_sg_from_iter", "zerocopy_fill_skb_from_iter",
+              "skb_zerocopy_iter_stream", "msg_zerocopy_realloc", "msg_zerocopy_alloc",
+              "mm_account_pinned_pages")
+# The kernel's generic page pinning: a send's only on a send path (a futex's key and direct
+# I/O pin user pages too)
+GUP = ("iov_iter_get_pages2", "iov_iter_get_pages_alloc2", "__iov_iter_get_pages_alloc",
+       "iov_iter_extract_pages", "iov_iter_extract_user_pages", "*_user_pages_fast",
+       "gup_fast*", "internal_get_user_pages_fast", "__gup_longterm_locked")
+PINNING = ZC_PINNING + GUP
 TX_COPY = ("_copy_from_iter", "_copy_from_iter_nocache", "copy_from_user_iter",
            "copy_page_from_iter", "copy_page_from_iter_atomic", "skb_do_copy_data_nocache",
            "skb_copy_to_page_nocache", "csum_and_copy_from_iter", "csum_and_copy_from_iter_full",
@@ -373,7 +377,8 @@ IDLE = ("do_idle", "cpu_startup_entry", "default_idle*", "cpu_idle_poll", "arch_
 RULES = (
     ("fallback_copy", "k", FALLBACK, (), ()),
     ("completion", "k", COMPLETION, (), ()),
-    ("pinning", "k", PINNING, (), ()),
+    ("pinning", "k", ZC_PINNING, (), ()),
+    ("pinning", "k", GUP, SEND_PATH + ZC_PINNING, ()),
     ("kernel_tx_copy", "k", TX_COPY + GENERIC_KERNEL_COPY, SEND_PATH, ARG_COPIES + COMPLETION),
     # a copy into TCP_ZEROCOPY_RECEIVE's copy buffer passes tcp_recvmsg_locked too: first
     # (receive_fallback_to_copy and tcp_recvmsg_locked are inline in tcp_zerocopy_receive

@@ -88,6 +88,18 @@ def test_pinning():
     assert cat(base + k("msg_zerocopy_realloc")) == "pinning"
 
 
+def test_pinning_needs_a_send_path():
+    # a futex's key pins no page for a send: the futex's wake-up is a lock's time
+    st = ["python"] + k("entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_execve",
+                        "begin_new_exec", "mm_release", "do_futex", "futex_wake",
+                        "get_futex_key", "gup_fast_fallback")
+    assert cat(st) == "locks"
+    # a direct read pins the reader's pages: not a send's
+    st = ["prog"] + k("entry_SYSCALL_64_after_hwframe", "do_syscall_64", "ksys_read",
+                      "vfs_read", "iomap_dio_rw", "iov_iter_extract_pages", "pin_user_pages_fast")
+    assert cat(st) != "pinning"
+
+
 def test_fallback_copy():
     st = (["netio-server", "sendmsg"] + SYS_SENDMSG + k("tcp_sendmsg") + SOFTIRQ_RX
           + k("skb_copy_ubufs", "__pi_memcpy"))
