@@ -67,10 +67,9 @@ fi
 # blazesym-c, the symbolizer netio-tracer links (pinned by third_party/blazesym/Cargo.lock)
 ./scripts/blazesym.sh
 
-# virtiofsd, the guests' root file server (scripts/vm-exec.sh): through it a guest imports its
-# Python 1.5-2 times as fast as through 9p, which virtme-ng mounts uncached
-# (bench/NOTES.md, "The guest's root over virtiofs"). vng takes only the Rust one, which
-# bookworm does not package
+# virtiofsd, the guests' root file server (scripts/vm-exec.sh): a guest imports its Python
+# faster through it than through 9p, which virtme-ng mounts uncached (bench/NOTES.md, "The
+# guest's root over virtiofs"). vng takes only the Rust one, which bookworm does not package
 VIRTIOFSD_VERSION=1.14.0
 virtiofsd="${CARGO_HOME:-$HOME/.cargo}/bin/virtiofsd"
 if ! { [ -x "$virtiofsd" ] && "$virtiofsd" --version 2>/dev/null | grep -qw "$VIRTIOFSD_VERSION"; }; then

@@ -14,8 +14,8 @@
 # hangs on this machine, so --disable-kvm.
 #
 # The root goes to the guest over virtiofs (virtiofsd, which make deps builds): virtme-ng
-# mounts a 9p root without a cache, and a guest then imported its Python 1.5-2 times
-# as slowly (bench/NOTES.md, "The guest's root over virtiofs").
+# mounts a 9p root without a cache, through which a guest imported its Python more slowly
+# (bench/NOTES.md, "The guest's root over virtiofs").
 #
 # Environment: NETIO_VM_KERNEL (an image path, default Debian's 6.1: `scripts/kernels.sh 6.1`;
 # the matrix's kernels are listed in tests/vm/kernels), NETIO_VM_TIMEOUT
