@@ -1,7 +1,9 @@
-/* netio-bench-floor TARGET...: the bench's empty-program floor (bpf/floor.bpf.c, docs/bench.md).
- * Attaches an empty program to each hook named, as the tracer's snapshot names its programs'
- * targets ("tp_btf:sock_send_length", "cgroup:getsockopt"), turns BPF run-time stats on, and
- * prints one line
+/* netio-bench-floor [--no-stats] TARGET...: the bench's empty-program floor (bpf/floor.bpf.c,
+ * docs/bench.md). Attaches an empty program to each hook named, as the tracer's snapshot names
+ * its programs' targets ("tp_btf:sock_send_length", "cgroup:getsockopt"), turns BPF run-time
+ * stats on (not with --no-stats: what a run costs without the stats' clock reads, which
+ * bench.stats_cost measures from the workload's side; reads then give zeros), and prints one
+ * line
  *     ready {"attached": [TARGET...], "missing": {"TARGET": "why"}, "stats": "how"}
  * then answers each line "read" on stdin with the programs' cumulative stats,
  *     {"TARGET": {"runs": N, "ns": N}, ...}
@@ -206,16 +208,19 @@ static void serve(const struct hook *hooks, int n)
 	}
 }
 
-static int parse(int argc, char **argv, struct hook *hooks)
+static int parse(int argc, char **argv, struct hook *hooks, bool *with_stats)
 {
-	int n = 0;
+	int n = 0, first = 1;
 
-	if (argc < 2 || argc - 1 > MAX_HOOKS) {
-		fprintf(stderr, "usage: netio-bench-floor TARGET... (tp_btf:NAME or "
+	*with_stats = !(argc > 1 && !strcmp(argv[1], "--no-stats"));
+	if (!*with_stats)
+		first = 2;
+	if (argc - first < 1 || argc - first > MAX_HOOKS) {
+		fprintf(stderr, "usage: netio-bench-floor [--no-stats] TARGET... (tp_btf:NAME or "
 			"cgroup:getsockopt, at most %d)\n", MAX_HOOKS);
 		return -1;
 	}
-	for (int a = 1; a < argc; a++) {
+	for (int a = first; a < argc; a++) {
 		int i;
 
 		for (i = 0; i < n && strcmp(hooks[i].target, argv[a]); i++)
@@ -231,10 +236,11 @@ int main(int argc, char **argv)
 	static struct hook hooks[MAX_HOOKS];
 	struct sigaction sa = { .sa_handler = on_signal };	/* no SA_RESTART: fgets returns */
 	struct floor_bpf *skel;
-	const char *stats;
-	int n, restore;
+	const char *stats = "off";
+	int n, restore = -1;
+	bool with_stats;
 
-	n = parse(argc, argv, hooks);
+	n = parse(argc, argv, hooks, &with_stats);
 	if (n < 0)
 		return 2;
 	sigaction(SIGINT, &sa, NULL);
@@ -253,7 +259,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		if (hooks[i].prog && !(hooks[i].link = attach(hooks[i].prog, hooks[i].target)))
 			hooks[i].why = strerror(errno);
-	stats = stats_on(&restore);
+	if (with_stats)
+		stats = stats_on(&restore);
 	if (!stats) {
 		fprintf(stderr, "netio-bench-floor: cannot turn BPF run-time stats on\n");
 		floor_bpf__destroy(skel);

@@ -57,13 +57,15 @@ class FloorError(RuntimeError):
 class Floor:
     """build/netio-bench-floor attached to hooks (as targets() names them), until close().
     Nothing is pinned: the programs are attached through the helper's own links, so they go
-    when it ends, however it ends (it gets SIGTERM when this process dies)."""
+    when it ends, however it ends (it gets SIGTERM when this process dies). stats=False leaves
+    BPF run-time stats off (its reads are then zeros)."""
 
-    def __init__(self, hooks, log_path, binary=None):
-        self.argv = [binary or os.path.join(BUILD, "netio-bench-floor"), *hooks]
+    def __init__(self, hooks, log_path, binary=None, stats=True):
+        self.argv = [binary or os.path.join(BUILD, "netio-bench-floor"),
+                     *(() if stats else ("--no-stats",)), *hooks]
         self.log_path = log_path
         self.proc = None
-        self.attached, self.missing = [], {}
+        self.attached, self.missing, self.stats = [], {}, None
         self._buf = b""
 
     def start(self):
@@ -81,6 +83,7 @@ class Floor:
             self.close()
             raise
         self.attached, self.missing = info["attached"], info["missing"]
+        self.stats = info.get("stats")     # how they were turned on, or "off"
         return self
 
     def _line(self, timeout):

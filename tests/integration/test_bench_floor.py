@@ -91,3 +91,29 @@ def test_per_message_unfollowed_runs_the_programs_for_another_process(tmp_path):
     assert rows["tp_send_length"]["floor_ns_per_run"] > 0
     assert "not followed" in r.stdout.splitlines()[0]
     assert _gone()
+
+
+def test_floor_without_stats_attaches_and_counts_nothing(tmp_path):
+    with floor.Floor(HOOKS[:1], str(tmp_path / "floor.log"), stats=False) as fl:
+        assert fl.stats == "off" and fl.attached == HOOKS[:1]
+        before = fl.read()
+        subprocess.run(["true"], check=True)
+        d = floor.delta(before, fl.read())
+        assert _floor_programs()
+    assert d["tp_btf:sched_process_fork"] == {"runs": 0, "ns": 0}
+    assert _gone()
+
+
+def test_stats_cost_measures_each_state(tmp_path):
+    out = tmp_path / "sc.json"
+    r = subprocess.run([sys.executable, "-m", "bench.stats_cost", "--rounds", "3", "--seconds",
+                        "0.2", "--json", str(out)], cwd=REPO,
+                       env=dict(os.environ, NETIO_BUILD=BUILD), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(out.read_text())
+    assert len(res["results"]) == 3
+    assert all(set(rd) == {"untraced", "stats off", "stats on"} for rd in res["results"])
+    assert res["summary"]["reported_ns_per_run"]["median"] > 0
+    assert "stats off" in r.stdout and "reported by the stats" in r.stdout
+    assert _gone()
