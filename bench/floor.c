@@ -2,8 +2,8 @@
  * docs/bench.md). Attaches an empty program to each hook named, as the tracer's snapshot names
  * its programs' targets ("tp_btf:sock_send_length", "cgroup:getsockopt"), turns BPF run-time
  * stats on (not with --no-stats: what a run costs without the stats' clock reads, which
- * bench.stats_cost measures from the workload's side; reads then give zeros), and prints one
- * line
+ * bench.stats_cost measures from the workload's side; reads then give zeros, unless something
+ * else turns the stats on), and prints one line
  *     ready {"attached": [TARGET...], "missing": {"TARGET": "why"}, "stats": "how"}
  * then answers each line "read" on stdin with the programs' cumulative stats,
  *     {"TARGET": {"runs": N, "ns": N}, ...}

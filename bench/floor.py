@@ -58,7 +58,7 @@ class Floor:
     """build/netio-bench-floor attached to hooks (as targets() names them), until close().
     Nothing is pinned: the programs are attached through the helper's own links, so they go
     when it ends, however it ends (it gets SIGTERM when this process dies). stats=False leaves
-    BPF run-time stats off (its reads are then zeros)."""
+    BPF run-time stats off (its reads are then zeros, unless another tool turned them on)."""
 
     def __init__(self, hooks, log_path, binary=None, stats=True):
         self.argv = [binary or os.path.join(BUILD, "netio-bench-floor"),

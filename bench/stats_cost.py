@@ -51,6 +51,9 @@ def one_state(state, seconds, cpu, log):
         after = floor.read().get(HOOK, {})
     runs = after.get("runs", 0) - before.get("runs", 0)
     ns = after.get("ns", 0) - before.get("ns", 0)
+    if state == "stats off" and runs:
+        raise RuntimeError("BPF run-time stats are on without us (another tool, or the "
+                           "kernel.bpf_stats_enabled sysctl): no run can be measured without them")
     return {"ns_per_call": 1e9 / rate, "reported_ns_per_run": ns / runs if runs else None}
 
 

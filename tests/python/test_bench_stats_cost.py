@@ -43,3 +43,27 @@ def test_bad_input_is_refused(argv, capsys):
         stats_cost.parse_args(argv)
     assert e.value.code == 2
     assert "bench.stats_cost" in capsys.readouterr().err
+
+
+class _FakeFloor:
+    """A floor whose program counts runs although it was asked to leave the stats off."""
+    def __init__(self, hooks, log, stats=True):
+        self.attached, self.missing, self.n = hooks, {}, 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def read(self):
+        self.n += 1000
+        return {stats_cost.HOOK: {"runs": self.n, "ns": 40 * self.n}}
+
+
+def test_stats_someone_else_turned_on_refuse_the_stats_off_state(monkeypatch):
+    monkeypatch.setattr(stats_cost, "Floor", _FakeFloor)
+    monkeypatch.setattr(stats_cost, "getpid_rate", lambda seconds, cpu: 1e7)
+    assert stats_cost.one_state("stats on", 0.1, 0, "log")["reported_ns_per_run"] == 40
+    with pytest.raises(RuntimeError, match="stats are on without us"):
+        stats_cost.one_state("stats off", 0.1, 0, "log")
