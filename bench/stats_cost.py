@@ -12,16 +12,16 @@ tracer pays with `--bpf-stats off`, and 90% of the time with the default `sample
 them, and what the stats themselves report for the same runs (the bench's floor). The stats'
 own cost (on less off) is every hook's; the stats-off figure is sys_enter's alone: a program
 there also sends every syscall down the kernel's slow path of syscall entry.
-Ratios within a round, median (min-max) over the rounds: the host's speed changes between
+Differences within a round, median (min-max) over the rounds: the host's speed changes between
 rounds, not within a pair of adjacent one-second runs, most of the time."""
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 
+from analysis.stats import fmt_spread, spread
 from bench import harness
 from bench.config import BUILD
 from bench.floor import Floor
@@ -66,12 +66,6 @@ def rounds(n, seconds, cpu, log):
     return out
 
 
-def spread(values):
-    """{"median", "min", "max"} of the values that are not None, or None without any."""
-    v = [x for x in values if x is not None]
-    return {"median": statistics.median(v), "min": min(v), "max": max(v)} if v else None
-
-
 def summary(results):
     """Per state, ns per call added to the same round's untraced call (a program run each:
     one sys_enter per getpid), what turning the stats on added to a run (on less off, the same
@@ -88,7 +82,7 @@ def summary(results):
 
 
 def fmt(s):
-    return "-" if s is None else f"{s['median']:.1f} ({s['min']:.1f}-{s['max']:.1f})"
+    return fmt_spread(s, "{:.1f}")
 
 
 def text(summ, machine, srso):

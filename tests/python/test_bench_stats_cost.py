@@ -14,18 +14,18 @@ def test_summary_pairs_each_state_with_its_own_round():
     # the host twice as slow in the second round: each round's differences, not the means'
     s = stats_cost.summary([_round(100, 110, 160, 40), _round(200, 214, 290, 50),
                             _round(100, 112, 170, 45)])
-    assert s["added_ns_per_run"]["stats off"] == {"median": 12, "min": 10, "max": 14}
-    assert s["added_ns_per_run"]["stats on"] == {"median": 70, "min": 60, "max": 90}
-    assert s["stats_ns_per_run"] == {"median": 58, "min": 50, "max": 76}
-    assert s["reported_ns_per_run"] == {"median": 45, "min": 40, "max": 50}
+    assert s["added_ns_per_run"]["stats off"] == {"median": 12, "min": 10, "max": 14, "n": 3}
+    assert s["added_ns_per_run"]["stats on"] == {"median": 70, "min": 60, "max": 90, "n": 3}
+    assert s["stats_ns_per_run"] == {"median": 58, "min": 50, "max": 76, "n": 3}
+    assert s["reported_ns_per_run"] == {"median": 45, "min": 40, "max": 50, "n": 3}
     assert s["untraced_ns_per_call"]["median"] == 100 and s["rounds"] == 3
 
 
 def test_a_round_without_a_reported_figure_is_left_out_of_it_only():
     s = stats_cost.summary([_round(100, 110, 160, None), _round(100, 110, 150, 40)])
-    assert s["reported_ns_per_run"] == {"median": 40, "min": 40, "max": 40}
+    assert s["reported_ns_per_run"] == {"median": 40, "min": 40, "max": 40, "n": 1}
     assert s["added_ns_per_run"]["stats on"]["max"] == 60
-    assert stats_cost.spread([None]) is None
+    assert stats_cost.summary([_round(100, 110, 160, None)])["reported_ns_per_run"] is None
 
 
 def test_the_order_rotates_every_round(monkeypatch):
