@@ -73,13 +73,22 @@ def _alive(pid):
         return False
 
 
-def _wait_traced(d, timeout=60 * SLOWER):
-    """The driver's tracer, once its programs are attached: (pid, program ids)."""
+def _following(d):
+    """The tracer's own line once a --pid or --cgroup is followed: from then on, with every
+    program attached, what the target does is counted."""
+    return "netio-tracer: following " in d.stderr()
+
+
+def _running(token):
+    """A command of ours is started once it is followed (behind the tracer's gate)."""
+    return lambda d: any(_alive(p) and token.encode() in _cmdline(p) for p in _pids())
+
+
+def _wait_traced(d, ready=_following, timeout=60 * SLOWER):
+    """The driver's tracer once it follows its target: (pid, program ids)."""
     tracer = wait_for(lambda: _tracer_of(d), timeout, "tracer process", d, step=0.02)
-    progs = wait_for(lambda: len(_attached(tracer)) >= 5 and _attached(tracer), timeout,
-                     "tracer's programs", d, step=0.05)
-    time.sleep(0.5 * SLOWER)                 # the rest of the ladder
-    return tracer, _attached(tracer) | progs
+    wait_for(lambda: ready(d), timeout, "the target followed", d, step=0.02)
+    return tracer, _attached(tracer)
 
 
 @pytest.fixture
@@ -206,7 +215,7 @@ def test_kill_9_leaves_no_tracer_and_no_program(tmp_path, how, server):
         target = ["--cgroup", cg, "--duration", "120"]
     d = Driver(["trace", *target], tmp_path)
     try:
-        tracer, progs = _wait_traced(d)
+        tracer, progs = _wait_traced(d, _running(token) if how == "command" else _following)
         assert progs <= _prog_ids()
         assert _own_temp_dirs(d.pid), "the trace's temporary directory"
         d.proc.send_signal(signal.SIGKILL)
