@@ -365,8 +365,13 @@ class Checks:
             reason = "; ".join(f"tracer bug {b!r}: {BUGS[b]}" for b in self.known)
             self.request.node.add_marker(pytest.mark.xfail(strict=True, reason=reason))
         lines = self.failed + [f"{v} (known: {k})" for k, v in self.known.items()]
-        assert not lines, "\n".join(lines + [f"attach {self.snap['attach']}",
-                                               f"probes {self.snap['probes']}"])
+        # what a rare failure needs to be understood afterwards: the snapshot's own account
+        # of drops and of the zero-copy skbs it saw
+        snap = self.snap
+        assert not lines, "\n".join(lines + [
+            f"attach {snap['attach']}", f"probes {snap['probes']}",
+            f"drops {snap.get('drops')} {snap.get('drops_by_cause')}",
+            f"unavailable {snap.get('unavailable')}", f"zerocopy {snap.get('zerocopy')}"])
 
 
 # ---- a UDP sender held by the neighbour ------------------------------------------------------
