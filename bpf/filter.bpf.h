@@ -64,10 +64,12 @@ static __always_inline bool surely_unfollowed(u32 tgid)
  * (NETIO_TEST_NO_THREAD_STORAGE): 1 makes every thread's storage fail (maps.bpf.h,
  * adopt_thread). [2]: tests only (NETIO_TEST_XMIT_MISS): N > 0 makes the tracepoint rung's
  * xmit pass over about one zerocopy TCP skb in N (zc_skb.bpf.c, test_xmit_miss). [3]: tests
- * only (NETIO_TEST_RX_MISS): 1 makes their receive pass over them too (test_rx_miss). */
+ * only (NETIO_TEST_RX_MISS): 1 makes their receive pass over them too (test_rx_miss). [4]:
+ * tests only (NETIO_TEST_CLAIM_TO_SPILL): 1 makes a claim of pending zerocopy bytes find its
+ * process's statistics refused (maps.bpf.h, claim_zc_bytes). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 4);
+	__uint(max_entries, 5);
 	__type(key, u32);
 	__type(value, u32);
 } filter_gen SEC(".maps");

@@ -224,31 +224,27 @@ static void count_tx_at_syscalls(struct tracer_bpf *t)
 		 "are not seen)", len ? "; " : "");
 }
 
-/* Tests: NETIO_TEST_NO_THREAD_STORAGE=1 makes every thread's storage fail (filter_gen[1],
- * bpf/filter.bpf.h), so that every event goes through the CPU's spill slot (bpf/maps.bpf.h). */
-static void refuse_thread_storage_for_tests(struct tracer_bpf *t)
+/* Tests only, each an entry of filter_gen (bpf/filter.bpf.h) set from the environment:
+ * NETIO_TEST_NO_THREAD_STORAGE=1 makes every thread's storage fail, so that every event goes
+ * through the CPU's spill slot (bpf/maps.bpf.h); NETIO_TEST_XMIT_MISS=N makes the tracepoint
+ * rung's xmit program pass over about one zerocopy TCP skb in N, for their receive to count
+ * them; NETIO_TEST_RX_MISS=1 makes their receive pass over them too;
+ * NETIO_TEST_CLAIM_TO_SPILL=1 makes a claim of a socket's pending zerocopy bytes find its
+ * process's statistics refused. */
+static void set_test_knobs(struct tracer_bpf *t)
 {
-	uint32_t key = 1, on = 1;
-	const char *v = getenv("NETIO_TEST_NO_THREAD_STORAGE");
+	static const char *const knobs[] = { [1] = "NETIO_TEST_NO_THREAD_STORAGE",
+		[2] = "NETIO_TEST_XMIT_MISS", [3] = "NETIO_TEST_RX_MISS",
+		[4] = "NETIO_TEST_CLAIM_TO_SPILL" };
+	const char *v;
+	uint32_t n;
 
-	if (v && !strcmp(v, "1") && t->filter_gen >= 0)
-		bpf_map_update_elem(t->filter_gen, &key, &on, BPF_ANY);
-}
-
-/* Tests: NETIO_TEST_XMIT_MISS=N makes the tracepoint rung's xmit program pass over about one
- * zerocopy TCP skb in N (filter_gen[2], bpf/filter.bpf.h), for their receive to count them;
- * NETIO_TEST_RX_MISS=1 makes their receive pass over them too (filter_gen[3]). */
-static void miss_xmits_for_tests(struct tracer_bpf *t)
-{
-	uint32_t key = 2, n;
-	const char *v = getenv("NETIO_TEST_XMIT_MISS");
-
-	if (v && sscanf(v, "%u", &n) == 1 && t->filter_gen >= 0)
-		bpf_map_update_elem(t->filter_gen, &key, &n, BPF_ANY);
-	v = getenv("NETIO_TEST_RX_MISS");
-	key = 3;
-	if (v && sscanf(v, "%u", &n) == 1 && t->filter_gen >= 0)
-		bpf_map_update_elem(t->filter_gen, &key, &n, BPF_ANY);
+	for (uint32_t key = 1; key < sizeof(knobs) / sizeof(knobs[0]) && t->filter_gen >= 0;
+	     key++) {
+		v = getenv(knobs[key]);
+		if (v && sscanf(v, "%u", &n) == 1)
+			bpf_map_update_elem(t->filter_gen, &key, &n, BPF_ANY);
+	}
 }
 
 /* The ladder from fentry down (or the forced rung only), then what the rungs taken allow. */
@@ -312,7 +308,6 @@ int tracer_bpf_open(struct tracer_bpf *t, enum attach_mode mode, bool verbose, b
 	count_tx_at_syscalls(t);
 	defer_sys_exit(t);
 	mark_splices_without_sys_enter(t);
-	refuse_thread_storage_for_tests(t);
-	miss_xmits_for_tests(t);
+	set_test_knobs(t);
 	return 0;
 }
