@@ -156,20 +156,14 @@ static __always_inline u32 other_send(struct sock *sk, int ret, struct task_stat
 {
 	long nr;
 
-	if (TASK_READ(task, flags) & NETIO_PF_IO_WORKER) {
-		claim_io_uring_zc(sk, st, c);
+	if (TASK_READ(task, flags) & NETIO_PF_IO_WORKER)
 		return SEND_IO_URING;
-	}
 	nr = thread_syscall_nr(st, task);
 	if (nr == NR_SENDFILE || nr == NR_SPLICE) {
 		COUNT_ADD(c->p.tx_spliced_bytes, ret);
 		return SEND_SPLICED;
 	}
-	if (nr == NR_IO_URING_ENTER) {
-		claim_io_uring_zc(sk, st, c);
-		return SEND_IO_URING;
-	}
-	return SEND_PLAIN;
+	return nr == NR_IO_URING_ENTER ? SEND_IO_URING : SEND_PLAIN;
 }
 
 /* 1 (set by the tracer where sock_send_length ends the sends, storage build) where a TCP
@@ -296,6 +290,37 @@ static __always_inline void zc_send(struct sock *sk, struct pt_regs *regs, u32 k
 	zc_send_end(sk, regs, kind, c, r, ret);
 }
 
+/* A followed thread's send of kind `kind` returned ret on socket sk: what its socket's record
+ * counts of it, and its zero-copy bytes. A plain copying send continues the thread's run of
+ * sends on the socket (send_run.bpf.h) where it can, with no look at the record; else it
+ * counts on the record, and begins a run. */
+static __always_inline void count_socket_send(struct sock *sk, struct task_state *st,
+					      struct thread_counts *c, struct task_struct *task,
+					      u32 kind, int ret)
+{
+	bool zc = (sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1;
+	bool runs = kind == SEND_PLAIN && !zc && !socks_off();
+	struct sock_stats *r;
+
+	/* the size slot found twice, not kept: a value live across the rest of the program
+	 * multiplied the verifier's states by its ranges */
+	if (runs && thread_send_continues(st, sk, sk->__sk_common.skc_portpair,
+					  sk->__sk_common.skc_daddr, send_size_slot(ret), ret))
+		return;
+	r = sock_of_thread(st, sk);	/* first: the owner's record for a claim below */
+	if (kind == SEND_IO_URING)
+		claim_io_uring_zc(sk, st, c);
+	if (zc)
+		zc_send(sk, thread_regs(st, task), kind, c, r, st, ret);
+	else if (kind == SEND_IO_URING)
+		zc_skbs_made(false);
+	if (!r)
+		return;
+	sock_count_send(r, ret, kind);
+	if (runs)
+		thread_send_begins(st, r, send_size_slot(ret));
+}
+
 /* A send returns at the socket layer: bytes and calls of the followed thread, counted in its
  * own storage, and the end of its traced send call. */
 SEC("tp_btf/sock_send_length")
@@ -304,7 +329,6 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 	struct task_struct *task = current_task();
 	struct task_state *st = followed_thread(task);
 	struct thread_counts *c;
-	struct sock_stats *r;
 	u32 kind = SEND_PLAIN;
 	bool ends;
 
@@ -317,15 +341,9 @@ int BPF_PROG(tp_send_length, struct sock *sk, int ret, int flags)
 	if (c && ret > 0 && counted_proto(sk->sk_protocol)) {
 		COUNT_ADD(c->p.tx_bytes, ret);
 		COUNT_ADD(c->p.tx_calls, 1);
-		r = sock_of_thread(st, sk);	/* first: the owner's record for a claim below */
 		if (!ends)
 			kind = other_send(sk, ret, st, c, task);
-		if ((sk->__sk_common.skc_flags >> SOCK_ZEROCOPY_BIT) & 1)
-			zc_send(sk, thread_regs(st, task), kind, c, r, st, ret);
-		else if (kind == SEND_IO_URING)
-			zc_skbs_made(false);
-		if (r)
-			sock_count_send(r, ret, kind);
+		count_socket_send(sk, st, c, task, kind, ret);
 	}
 	if (ends)
 		sc_finish(st, ret);

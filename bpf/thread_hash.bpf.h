@@ -94,6 +94,18 @@ static __always_inline void thread_counted(struct task_state *st, struct task_st
 {
 }
 
+/* No runs of sends here (send_run.bpf.h): every send counts on its socket's record. */
+static __always_inline bool thread_send_continues(struct task_state *st, struct sock *sk,
+						  u32 ports, u32 daddr, u32 size, long ret)
+{
+	return false;
+}
+
+static __always_inline void thread_send_begins(struct task_state *st, const struct sock_stats *r,
+					       u32 size)
+{
+}
+
 /* A timed call ended: straight into its process's histograms, as its counts go. */
 static __always_inline void thread_hist_count(struct task_state *st, u32 cls, u32 slot)
 {

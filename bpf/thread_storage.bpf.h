@@ -10,6 +10,7 @@
 
 #include "maps.bpf.h"
 #include "thread_spill.bpf.h"
+#include "send_run.bpf.h"
 
 /* A thread's own latency histograms: a timed call of one of its first two classes adds to
  * its storage, with no lookup, and the flushes take them to its process's tgid_hist; its
@@ -46,6 +47,7 @@ struct task_state {
 				 * exchanged atomically) */
 	u32 sc_touched;		/* bit c: counts.sc[c] was written (thread_sc_touched), so that
 				 * a flush reads only the classes the thread used */
+	struct send_run run;	/* its plain sends on one socket not yet in its record */
 	struct thread_counts counts;	/* written by the thread only */
 	struct thread_counts flushed;	/* what flushes took of counts */
 	struct kernel_counts kbase;	/* the kernel's counters already added (or left out) */
@@ -228,34 +230,6 @@ static __always_inline struct task_state *followed_thread(struct task_struct *ta
 
 #define NETIO_PF_EXITING 0x00000004
 
-/* What a counter read as `now` adds to what the flushes took of it (*taken), which becomes
- * now; 0 where a racing flush read it later and took as much or more. By compare-and-exchange:
- * with a plain exchange the flush that read less set *taken back and took a wrapped
- * difference, right in sum only until a later flush, and there is none after the exit's. Two
- * flushes of a thread at most run at once (its own, at its exit or after a spilled event, and
- * the tracer's iterator), each taking a word once, so a second try always settles it; a drop,
- * counted, otherwise. Straight-line, not a loop: it is inlined for every word a flush takes,
- * in programs that run cold (a thread's exit). */
-static __always_inline u64 take_up_to(u64 *taken, u64 now)
-{
-	u64 old = *(volatile u64 *)taken, seen;
-
-	if (old >= now)
-		return 0;
-	seen = __sync_val_compare_and_swap(taken, old, now);
-	if (seen == old)
-		return now - old;
-	if (seen >= now)
-		return 0;	/* the other flush took more */
-	old = seen;
-	seen = __sync_val_compare_and_swap(taken, old, now);
-	if (seen == old)
-		return now - old;
-	if (seen < now)
-		count_event(CNT_DROP_THREAD_STORAGE);
-	return 0;
-}
-
 static __always_inline u64 flush_one(u64 *count, u64 *flushed)
 {
 	return take_up_to(flushed, *(volatile u64 *)count);
@@ -374,6 +348,7 @@ static __always_inline struct tgid_stats *flush_thread_counts(struct task_state 
 
 	if (!st->tgid || !st->active)
 		return NULL;	/* no event yet (adopted ahead of them): nothing to add */
+	send_run_flush(&st->run);
 	flush_thread_hists(st);
 	to = ts = flush_target(st->tgid);
 	if (!to && st->spill) {
@@ -442,6 +417,23 @@ static __always_inline void thread_counted(struct task_state *st, struct task_st
 	}
 	if (task->flags & NETIO_PF_EXITING)
 		flush_thread_counts(st);
+}
+
+/* Whether the thread's plain send of ret bytes (send_size slot `size`) on socket sk, identity
+ * ports and daddr, continued its run of sends there (send_run.bpf.h): counted, then. A spill
+ * slot has no run (it lasts one event). */
+static __always_inline bool thread_send_continues(struct task_state *st, struct sock *sk,
+						  u32 ports, u32 daddr, u32 size, long ret)
+{
+	return !st->spill && send_run_add(&st->run, sk, ports, daddr, size, st->gen, ret);
+}
+
+/* The thread's plain send counted on record r (its sock_slot1) begins its next run. */
+static __always_inline void thread_send_begins(struct task_state *st, const struct sock_stats *r,
+					       u32 size)
+{
+	if (!st->spill)
+		send_run_begin(&st->run, r, st->sock_slot1, size, st->gen);
 }
 
 /* The thread wrote its counts' statistics of class cls (< SC_NR_CLASSES): flushes read them

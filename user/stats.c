@@ -172,6 +172,9 @@ int stats_reset(struct tracer_bpf *t, struct stats_baseline *base)
 
 	tracer_bpf_flush_threads(t);	/* what threads counted so far goes, too */
 	sockets_reset(t);
+	/* a thread's run of sends names a record the reset zeroed: it begins again
+	 * (bpf/send_run.bpf.h) */
+	tracer_bpf_filter_changed(t);
 	delete_all(t->tgid_stats, sizeof(u32));
 	delete_all(t->tgid_hist, sizeof(u32));
 	delete_all(t->tgid_hist_spill, sizeof(u32));
