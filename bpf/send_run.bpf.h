@@ -1,7 +1,7 @@
 /* A followed thread's run of plain sends: consecutive sends on one socket whose sizes fall in
  * one slot of its record's send_size histogram, counted in the thread's storage with plain
  * adds, where each send would otherwise make two atomic adds to the record and read its
- * identity (bench/NOTES.md, "What the socket records cost"). The run goes to its record when
+ * identity (bench/NOTES.md, "Runs of sends"). The run goes to its record when
  * it ends (the thread's next send on another socket, of another size slot, or after the
  * filter generation changed: a `pid` change or a reset, which zeroes the records), when the
  * thread exits, and before every snapshot (the flush iterator). A run's first send counts on
