@@ -1,9 +1,10 @@
 """A thread's plain sends on one socket wait in its own storage, a run, until it changes socket
 or size, exits, or a snapshot or reset is taken (bpf/send_run.bpf.h); every byte still reaches
 its socket's record once (needs root). Two threads share one socket, one thread switches
-sockets and sizes at every send, threads exit with runs not flushed, and snapshots are taken
-mid-send: each socket's bytes and calls never fall from one snapshot to the next and never
-pass what was sent, and at the end they are exactly what was sent, and sum to the process's."""
+sockets and sizes at every send, a thread exits with its run not flushed, and snapshots are
+taken while they send: each socket's bytes and calls never fall from one snapshot to the next
+and never pass what was sent, and at the end they are exactly what was sent, and sum to the
+process's. A reset between two parts, with the threads alive, starts every record afresh."""
 import json
 import select
 import subprocess
@@ -17,25 +18,17 @@ from test_tracer import VMTEST, Tracer
 
 pytestmark = [needs_root("BPF"), needs_built("netio-tracer")]
 
-ROUNDS = 300 if VMTEST else 3000    # QEMU/TCG runs a guest's calls about ten times slower
-
-def expected_bytes():
-    """Bytes sent on each connection in one part."""
-    per = [2 * ROUNDS * 1000, 0, 0]
-    sizes = (100, 3000, 3000, 70000)
-    for i in range(ROUNDS):
-        per[1 + i % 2] += sizes[i % 4]
-    per[2] += ROUNDS // 3 * 5000
-    return per
-
+MID_SNAPSHOTS = 5
+EARLY_SENDS = 100 if VMTEST else 1000   # QEMU/TCG runs a guest's calls about ten times slower
 
 # Three TCP connections over loopback, drained by threads of the same process. Threads a and b
 # both send 1 000-byte messages on connection 0; thread c alternates connections 1 and 2 and
-# cycles through sizes of three send_size slots; thread d sends 5 000-byte messages on
-# connection 2 for a third of the rounds and exits (a new d each part). a, b and c live through
-# both parts, so that their runs span the reset between them. The client sockets' local ports
-# go to stdout; each part starts on a "g" from stdin (the tracer follows the process first)
-# and prints "done" once its bytes are all received.
+# cycles through sizes of three send_size slots; thread d sends EARLY_SENDS 5 000-byte
+# messages on connection 2 and exits (a new d each part). a, b and c live through both parts,
+# so that their runs span the reset between them, and send until told to stop. The client
+# sockets' local ports go to stdout. A part starts on "g" from stdin (the tracer follows the
+# process first) and stops on "s"; once all it sent is received, it prints the bytes it sent
+# on each connection.
 SCRIPT = f"""
 import json, socket, sys, threading, time
 srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(8)
@@ -50,35 +43,43 @@ def drain(i, s):
 drains = [threading.Thread(target=drain, args=(i, srv.accept()[0])) for i in range(3)]
 [t.start() for t in drains]
 parts = threading.Barrier(4)
-def each_part(send):
+stop = threading.Event()
+sent = [[0, 0, 0] for _ in range(4)]        # per sending thread, per connection
+def each_part(send, me):
     def run():
         for _ in range(2):
-            parts.wait(); send(); parts.wait()
+            parts.wait(); send(me); parts.wait()
     return run
-def shared():
-    for _ in range({ROUNDS}):
-        conns[0].sendall(b"a" * 1000)
-def switching():
-    sizes = (100, 3000, 3000, 70000)
-    for i in range({ROUNDS}):
-        conns[1 + i % 2].sendall(b"c" * sizes[i % 4])
+def shared(me):
+    while not stop.is_set():
+        conns[0].sendall(b"a" * 1000); sent[me][0] += 1000
+def switching(me):
+    sizes, i = (100, 3000, 3000, 70000), 0
+    while not stop.is_set():
+        conns[1 + i % 2].sendall(b"c" * sizes[i % 4]); sent[me][1 + i % 2] += sizes[i % 4]
+        i += 1
 def early():
-    for _ in range({ROUNDS} // 3):
-        conns[2].sendall(b"d" * 5000)
-ts = [threading.Thread(target=each_part(f)) for f in (shared, shared, switching)]
+    for _ in range({EARLY_SENDS}):
+        conns[2].sendall(b"d" * 5000); sent[3][2] += 5000
+ts = [threading.Thread(target=each_part(f, me)) for me, f in enumerate((shared, shared, switching))]
 [t.start() for t in ts]
 print(json.dumps([c.getsockname()[1] for c in conns]), flush=True)
 for part in range(2):
     if sys.stdin.read(1) != "g":
         break
-    parts.wait()
+    before = [sum(s[i] for s in sent) for i in range(3)]
+    stop.clear(); parts.wait()
     d = threading.Thread(target=early); d.start(); d.join()
-    parts.wait()
+    if sys.stdin.read(1) != "s":
+        break
+    stop.set(); parts.wait()
+    total = [sum(s[i] for s in sent) for i in range(3)]
     deadline = time.monotonic() + 60
-    while got != [(part + 1) * n for n in {expected_bytes()}]:    # all received: quiet
-        assert time.monotonic() < deadline, got
+    while got != total:                     # all received: the process is quiet
+        assert time.monotonic() < deadline, (got, total)
         time.sleep(0.01)
-    print("done", flush=True)
+    print(json.dumps([t - b for t, b in zip(total, before)]), flush=True)
+stop.set()
 [t.join() for t in ts]
 [c.close() for c in conns]
 [t.join() for t in drains]
@@ -86,7 +87,8 @@ for part in range(2):
 
 
 def sent_on(snap, pid, ports):
-    """Per connection (by local port): its record's bytes and send calls."""
+    """Per connection (by local port): its record's bytes, send calls and size histogram's
+    sum."""
     by_port = {int(s["local"].rsplit(":", 1)[1]): s for s in sockets_of(snap, pid)}
     out = []
     for port in ports:
@@ -97,26 +99,28 @@ def sent_on(snap, pid, ports):
 
 
 def run_part(t, p, ports, tmp_path):
-    """One part of the script, snapshots taken while it sends; the end snapshot."""
+    """One part of the script, MID_SNAPSHOTS snapshots taken while it sends: those, what it
+    sent per connection, and the snapshot after it."""
     p.stdin.write(b"g")
     p.stdin.flush()
-    mid = []
-    while not select.select([p.stdout], [], [], 0)[0]:
-        mid.append(sent_on(t.snapshot(str(tmp_path / "mid.json")), p.pid, ports))
-    assert p.stdout.readline() == b"done\n"
-    end_snap = t.snapshot(str(tmp_path / "end.json"))
-    return mid, end_snap
+    mid = [sent_on(t.snapshot(str(tmp_path / "mid.json")), p.pid, ports)
+           for _ in range(MID_SNAPSHOTS)]
+    p.stdin.write(b"s")
+    p.stdin.flush()
+    ready, _, _ = select.select([p.stdout], [], [], 120)
+    assert ready, "the script did not end its part"
+    sent = json.loads(p.stdout.readline())
+    return mid, sent, t.snapshot(str(tmp_path / "end.json"))
 
 
-def check_part(mid, end_snap, pid, ports):
-    want = expected_bytes()
+def check_part(mid, sent, end_snap, pid, ports):
     end = sent_on(end_snap, pid, ports)
-    assert [b for b, _, _ in end] == want, (end, want)
-    for bytes_, calls, hist in end:
+    assert [b for b, _, _ in end] == sent, (end, sent)
+    for _, calls, hist in end:
         assert hist == calls >= 1       # every send in its size histogram once
     for before, after in zip(mid, mid[1:] + [end]):
-        for (b0, c0, _), (b1, c1, _), w in zip(before, after, want):
-            assert b0 <= b1 <= w and c0 <= c1, (before, after, want)
+        for (b0, c0, _), (b1, c1, _), whole in zip(before, after, sent):
+            assert b0 <= b1 <= whole and c0 <= c1, (before, after, sent)
     assert end_snap["drops"] == 0, end_snap.get("drops_by_cause")
     check_sums(end_snap)
 
@@ -128,16 +132,16 @@ def test_runs_of_sends_reach_their_sockets_exactly(tmp_path):
     try:
         ports = json.loads(p.stdout.readline())
         t.ok(f"pid add {p.pid}")
-        mid, end_snap = run_part(t, p, ports, tmp_path)
-        assert len(mid) >= 3, f"the part ended before three snapshots: {mid}"
-        check_part(mid, end_snap, p.pid, ports)
+        mid, sent, end_snap = run_part(t, p, ports, tmp_path)
+        assert mid[0] != mid[-1], f"nothing was sent between the snapshots: {mid}"
+        check_part(mid, sent, end_snap, p.pid, ports)
         # a reset zeroes the records the threads' runs name: the second part's bytes are
         # counted afresh, none of them lost to a run begun before the reset
         t.ok("reset")
-        mid, end_snap = run_part(t, p, ports, tmp_path)
-        check_part(mid, end_snap, p.pid, ports)
+        mid, sent, end_snap = run_part(t, p, ports, tmp_path)
+        check_part(mid, sent, end_snap, p.pid, ports)
         p.stdin.close()
-        assert p.wait(timeout=30) == 0
+        assert p.wait(timeout=60) == 0
     finally:
         if p.poll() is None:
             p.kill()

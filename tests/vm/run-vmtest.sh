@@ -41,7 +41,7 @@ COMMON_TESTS+=" tests/integration/test_programs.py tests/integration/test_tracer
 COMMON_TESTS+=" tests/integration/test_socket_sums.py tests/integration/test_receive_tracer.py"
 COMMON_TESTS+=" tests/integration/test_udp_zc_first.py tests/integration/test_fallback_again.py"
 COMMON_TESTS+=" tests/integration/test_follow_buckets.py tests/integration/test_thread_hists.py"
-COMMON_TESTS+=" tests/integration/test_bench_tcp_counters.py"
+COMMON_TESTS+=" tests/integration/test_bench_tcp_counters.py tests/integration/test_send_runs.py"
 
 fail() {
     echo "vmtest: $*" >&2
