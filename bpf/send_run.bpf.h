@@ -95,6 +95,14 @@ static long send_run_take_one(u32 i, struct send_run_take_ctx *c)
 	return 1;
 }
 
+/* Whether the run counted anything no flush took yet (plain loads: most flushes find
+ * nothing). */
+static __always_inline bool send_run_pending(struct send_run *run)
+{
+	return *(volatile u64 *)&run->bytes != *(volatile u64 *)&run->bytes_done ||
+	       *(volatile u64 *)&run->sends != *(volatile u64 *)&run->sends_done;
+}
+
 /* A flush of the run from the thread's exit or the tracer's iterator: what it counted since
  * the last goes to its record, unless the thread was ending it meanwhile (the next flush takes
  * what the new run counts; the thread took the old one's itself). */
@@ -102,10 +110,8 @@ static __always_inline void send_run_flush(struct send_run *run)
 {
 	struct send_run_take_ctx c = { .run = run, .racing = 1 };
 
-	if (*(volatile u64 *)&run->bytes == *(volatile u64 *)&run->bytes_done &&
-	    *(volatile u64 *)&run->sends == *(volatile u64 *)&run->sends_done)
-		return;		/* nothing new: most flushes */
-	bpf_loop(1, send_run_take_one, &c, 0);
+	if (send_run_pending(run))
+		bpf_loop(1, send_run_take_one, &c, 0);
 }
 
 /* The thread's plain send that did not continue its run was counted on record r (slot slot1 -
@@ -116,7 +122,7 @@ static __always_inline void send_run_begin(struct send_run *run, const struct so
 	struct send_run_take_ctx c = { .run = run };
 
 	__sync_fetch_and_add(&run->epoch, 1);
-	if (run->bytes != run->bytes_done || run->sends != run->sends_done)
+	if (send_run_pending(run))
 		bpf_loop(1, send_run_take_one, &c, 0);
 	run->sk = r->sk;
 	run->ports = r->ports;

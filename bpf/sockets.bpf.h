@@ -13,7 +13,8 @@
  * A thread remembers the slot of the socket it last counted on (copy_tp.bpf.c, its record
  * checked against the socket's identity), so that its next send or receive there makes no
  * lookup. Counts are added atomically: threads of a process may share a socket. A thread's
- * runs of plain sends on one socket wait in its storage (send_run.bpf.h) and come in one add.
+ * runs of plain sends on one socket wait in its storage (send_run.bpf.h) and come to the
+ * record together.
  * Included by maps.bpf.h, so every object has these maps (the tracer shares them by name). */
 #ifndef NETIO_SOCKETS_H
 #define NETIO_SOCKETS_H
